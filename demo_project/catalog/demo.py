@@ -1,0 +1,85 @@
+"""`make demo`: load the Fromatoz catalog into DynamoDB Local and run its nine access patterns.
+
+Each pattern prints the call, the request it issued (``explain()``), the result count,
+and the requests and read/write capacity it consumed (``dynorm.capture()``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import dynorm
+
+from .load import load
+from .models import Brand, Catalog, Category, Product
+
+
+def _run(number: int, title: str, call: str, fn: Callable[[], Any], plan: dynorm.Plan | None) -> Any:
+    with dynorm.capture() as c:
+        result = fn()
+    count = len(result) if isinstance(result, list) else 1
+    stats = c.stats
+    print(f"{number}. {title}")
+    print(f"   {call}")
+    if plan is not None:
+        print("   " + str(plan).replace("\n", "\n   "))
+    ops = " + ".join(c.operations)
+    cap = f"{stats.read_capacity:g} RCU" + (f", {stats.write_capacity:g} WCU" if stats.write_capacity else "")
+    print(f"   -> {count} item(s) | {c.count} request(s): {ops} | {cap}\n")
+    return result
+
+
+def main() -> int:
+    """Reset the demo table, load data, print the nine access patterns; return an exit code."""
+    print(f"dynorm demo: Fromatoz product catalog on {dynorm.get_settings().endpoint}\n")
+    if Brand.objects.exists():
+        print("Demo data from an earlier run found: recreating the table.\n")
+        Catalog.delete_table()
+        Catalog.sync()
+    with dynorm.capture() as c:
+        counts = load()
+    print(f"Loaded {', '.join(f'{v} {k}' for k, v in counts.items())} with {c.count} PutItem requests.\n")
+
+    some = Product.objects.by_category("3").first()
+    assert some is not None
+    pid, bid, cid = some.product_id, some.brand_id, some.category_id
+
+    _run(1, "Get all brands", "Brand.objects.all()", lambda: list(Brand.objects.all()),
+         Brand.objects.all().explain())
+    _run(2, "Get all categories", "Category.objects.all()", lambda: list(Category.objects.all()),
+         Category.objects.all().explain())
+    product = _run(3, "Get product by id", f"Product.objects.get(product_id={pid!r})",
+                   lambda: Product.objects.get(product_id=pid), Product.objects.filter(product_id=pid).explain())
+    print(f"   {product.name}: stock level {product.stock_level}, version {product.version}\n")
+
+    def change_stock(delta: int) -> Product:
+        p = Product.objects.get(product_id=pid)
+        p.stock_level += delta
+        return p.save()  # PutItem conditional on the version read (optimistic locking)
+
+    p = _run(4, "Decrease stock level", "p = Product.objects.get(...); p.stock_level -= 2; p.save()",
+             lambda: change_stock(-2), None)
+    print(f"   stock level now {p.stock_level}, version {p.version}\n")
+    p = _run(5, "Increase stock level", "p = Product.objects.get(...); p.stock_level += 5; p.save()",
+             lambda: change_stock(5), None)
+    print(f"   stock level now {p.stock_level}, version {p.version}\n")
+    _run(6, "Get products by brand", f"Product.objects.by_brand({bid!r})",
+         lambda: list(Product.objects.by_brand(bid)), Product.objects.by_brand(bid).explain())
+    _run(7, "Get products by brand and category", f"Product.objects.by_brand({bid!r}).in_category({cid!r})",
+         lambda: list(Product.objects.by_brand(bid).in_category(cid)),
+         Product.objects.by_brand(bid).in_category(cid).explain())
+    _run(8, "Get products by category", f"Product.objects.by_category({cid!r})",
+         lambda: list(Product.objects.by_category(cid)), Product.objects.by_category(cid).explain())
+    _run(9, "Get products by category and brand", f"Product.objects.by_category({cid!r}).of_brand({bid!r})",
+         lambda: list(Product.objects.by_category(cid).of_brand(bid)),
+         Product.objects.by_category(cid).of_brand(bid).explain())
+
+    print("DynamoDB Local keeps running with this data. Next steps:")
+    print("  make shell   # a dynorm shell on this data (try: Product.objects.by_brand('3').in_category('1'))")
+    print("  make stop    # stop DynamoDB Local")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

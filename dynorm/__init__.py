@@ -1,0 +1,50 @@
+"""dynorm: a Django-style ORM for DynamoDB single-table design, built on PynamoDB.
+
+Declare a :class:`Table` and :class:`Entity` classes with key templates; query through
+managers and lazy querysets (``Product.objects.filter(brand_id="3")`` is one Query).
+See ``docs/`` for the tutorial and reference.
+"""
+
+from __future__ import annotations
+
+from . import fields
+from .backend import Capture, Stats, capture
+from .conf import Settings, configure, get_settings
+from .exceptions import (
+    AlreadyExists,
+    BatchIncomplete,
+    ConditionFailed,
+    ConfigurationError,
+    DoesNotExist,
+    DynormError,
+    InvalidCursor,
+    InvalidKeyValue,
+    InvalidQuery,
+    KeyChangeError,
+    ModelError,
+    MultipleObjectsReturned,
+    ScanRequired,
+    ServiceError,
+    StaleWrite,
+    TableDoesNotExist,
+    TransactionCanceled,
+    ValidationError,
+)
+from .expressions import F, Q
+from .manager import BaseManager, Manager
+from .models import Entity
+from .options import Index
+from .plan import Plan
+from .query import Page, QuerySet, UnknownItem
+from .tables import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AlreadyExists", "BaseManager", "BatchIncomplete", "Capture", "ConditionFailed", "ConfigurationError",
+    "DoesNotExist", "DynormError", "Entity", "F", "Index", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
+    "KeyChangeError", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q", "QuerySet",
+    "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "Table", "TableDoesNotExist",
+    "TransactionCanceled", "UnknownItem", "ValidationError", "capture", "configure", "fields",
+    "get_settings", "__version__",
+]

@@ -1,0 +1,287 @@
+"""The only module that talks to DynamoDB: one botocore client, request records, error wrapping.
+
+Every request goes through :func:`call`, which records it (operation, table, index,
+consumed capacity, items) for :func:`capture` blocks and queryset ``stats``, and wraps
+botocore errors once into dynorm errors (the botocore error stays as ``__cause__``).
+Retries of throttled requests are botocore's (standard mode, ``settings.max_attempts``).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from . import conf
+from .exceptions import (
+    ConditionFailed,
+    DynormError,
+    ServiceError,
+    TableDoesNotExist,
+    TransactionCanceled,
+)
+
+__all__ = ["client", "call", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
+
+#: Dummy credentials used only for clients whose endpoint is on the loopback interface
+#: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
+LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
+
+_client_lock = threading.Lock()
+_client: Any = None
+_client_settings: conf.Settings | None = None
+
+
+def client() -> Any:
+    """Return the botocore DynamoDB client for the current settings (built once, thread-safe).
+
+    Use it to register botocore event hooks, e.g. for fault-injection tests:
+    ``dynorm.backend.client().meta.events.register("before-send.dynamodb.Query", hook)``.
+    """
+    global _client, _client_settings
+    settings = conf.get_settings()
+    if _client is not None and _client_settings is settings:
+        return _client
+    with _client_lock:
+        if _client is None or _client_settings is not settings:
+            import botocore.session
+            from botocore.config import Config
+
+            session = botocore.session.get_session()
+            kwargs: dict[str, Any] = {}
+            if settings.is_local:
+                kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = LOCAL_CREDENTIALS
+            config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
+                            connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
+                            max_pool_connections=32)
+            _client = session.create_client("dynamodb", region_name=settings.region,
+                                            endpoint_url=settings.endpoint, config=config, **kwargs)
+            _client_settings = settings
+        return _client
+
+
+@dataclass
+class Stats:
+    """Cost of the requests made for one queryset evaluation or capture block.
+
+    Attributes:
+        requests: number of requests sent.
+        items: items returned (``Count``; for GetItem 0 or 1).
+        scanned: items read before filtering (``ScannedCount``).
+        read_capacity: read capacity units consumed.
+        write_capacity: write capacity units consumed.
+    """
+
+    requests: int = 0
+    items: int = 0
+    scanned: int = 0
+    read_capacity: float = 0.0
+    write_capacity: float = 0.0
+
+    def add(self, record: RequestRecord) -> None:
+        """Add one request's figures."""
+        self.requests += 1
+        self.items += record.items
+        self.scanned += record.scanned
+        self.read_capacity += record.read_capacity
+        self.write_capacity += record.write_capacity
+
+
+@dataclass
+class RequestRecord:
+    """One request sent to DynamoDB.
+
+    Attributes:
+        operation: ``GetItem``, ``Query``, ``PutItem``, ...
+        table: table name; index: index name or ``None``.
+        params: the request parameters as sent.
+        items, scanned: ``Count``/``ScannedCount`` (or 1/0 for a found GetItem).
+        read_capacity, write_capacity: consumed capacity units (when DynamoDB reports them).
+        error: the DynamoDB error code when the request failed, else ``None``.
+    """
+
+    operation: str
+    table: str | None
+    index: str | None
+    params: dict[str, Any]
+    items: int = 0
+    scanned: int = 0
+    read_capacity: float = 0.0
+    write_capacity: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Capture:
+    """Requests recorded inside a :func:`capture` block (from every thread)."""
+
+    requests: list[RequestRecord] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    @property
+    def count(self) -> int:
+        """Number of requests sent."""
+        return len(self.requests)
+
+    @property
+    def operations(self) -> list[str]:
+        """The operations sent, in order (``["Query", "GetItem"]``)."""
+        return [r.operation for r in self.requests]
+
+    @property
+    def stats(self) -> Stats:
+        """Totals over the captured requests."""
+        total = Stats()
+        for r in self.requests:
+            total.add(r)
+        return total
+
+
+_captures: list[Capture] = []
+_captures_lock = threading.Lock()
+
+
+@contextmanager
+def capture() -> Iterator[Capture]:
+    """Record every request sent (by any thread) while the block runs.
+
+    Example::
+
+        with dynorm.capture() as c:
+            list(Product.objects.by_brand("3"))
+        assert c.operations == ["Query"]
+
+    Yields:
+        a :class:`Capture` whose ``requests`` fill in as requests are sent.
+    """
+    cap = Capture()
+    with _captures_lock:
+        _captures.append(cap)
+    try:
+        yield cap
+    finally:
+        with _captures_lock:
+            _captures.remove(cap)
+
+
+def _consumed(consumed: Any) -> tuple[float, float]:
+    if not consumed:
+        return 0.0, 0.0
+    if isinstance(consumed, list):
+        r = w = 0.0
+        for c in consumed:
+            cr, cw = _consumed(c)
+            r += cr
+            w += cw
+        return r, w
+    read = consumed.get("ReadCapacityUnits")
+    write = consumed.get("WriteCapacityUnits")
+    if read is None and write is None:
+        total = float(consumed.get("CapacityUnits", 0.0))
+        return total, 0.0
+    return float(read or 0.0), float(write or 0.0)
+
+
+_WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+
+
+def _record(operation: str, params: dict[str, Any], response: dict[str, Any] | None,
+            error: str | None, stats: Stats | None) -> RequestRecord:
+    rec = RequestRecord(operation, params.get("TableName"), params.get("IndexName"), params, error=error)
+    if response is not None:
+        if operation == "GetItem":
+            rec.items = 1 if "Item" in response else 0
+        else:
+            rec.items = int(response.get("Count", 0))
+            rec.scanned = int(response.get("ScannedCount", 0))
+        r, w = _consumed(response.get("ConsumedCapacity"))
+        if operation in _WRITE_OPS and not w:
+            r, w = 0.0, r
+        rec.read_capacity, rec.write_capacity = r, w
+    if stats is not None:
+        stats.add(rec)
+    if _captures:
+        with _captures_lock:
+            for cap in _captures:
+                cap.requests.append(rec)
+    return rec
+
+
+def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) -> dict[str, Any]:
+    """Send one request to DynamoDB and return its response.
+
+    Args:
+        operation: the DynamoDB operation name (``"Query"``, ``"PutItem"``, ...).
+        params: the request parameters in DynamoDB JSON (as botocore takes them).
+        stats: a :class:`Stats` to add this request's figures to.
+
+    Returns:
+        The response dict.
+
+    Raises:
+        ConditionFailed: ConditionalCheckFailedException (``.item`` = the raw item DynamoDB
+            returned, if any).
+        TransactionCanceled: TransactionCanceledException, with one reason per action.
+        TableDoesNotExist: ResourceNotFoundException.
+        ServiceError: any other error, including an unreachable endpoint.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    method = _method_name(operation)
+    try:
+        response = getattr(client(), method)(**params)
+    except ClientError as exc:
+        err = exc.response.get("Error", {})
+        code = err.get("Code", "")
+        _record(operation, params, None, code, stats)
+        raise _wrap(operation, params, code, err.get("Message", ""), exc.response) from exc
+    except BotoCoreError as exc:
+        _record(operation, params, None, type(exc).__name__, stats)
+        settings = conf.get_settings()
+        where = settings.endpoint or f"AWS ({settings.region})"
+        hint = " Is DynamoDB Local running? (`make demo` starts it)" if settings.is_local else ""
+        raise ServiceError(f"{operation} could not reach DynamoDB at {where}: {exc}.{hint}",
+                           code=type(exc).__name__, operation=operation) from exc
+    _record(operation, params, response, None, stats)
+    return response
+
+
+_METHODS: dict[str, str] = {}
+
+
+def _method_name(operation: str) -> str:
+    name = _METHODS.get(operation)
+    if name is None:
+        name = "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_")
+        _METHODS[operation] = name
+    return name
+
+
+def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
+          response: dict[str, Any]) -> DynormError:
+    table = params.get("TableName", "")
+    if code == "ConditionalCheckFailedException":
+        return ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
+    if code == "TransactionCanceledException":
+        reasons = [{"action": i, "code": r.get("Code", "None"), "message": r.get("Message", ""),
+                    "item": r.get("Item")} for i, r in enumerate(response.get("CancellationReasons", []))]
+        failed = [f"action {r['action']}: {r['code']}" for r in reasons if r["code"] not in ("None", None)]
+        return TransactionCanceled(
+            f"transaction cancelled, nothing was written ({'; '.join(failed) or message}).", reasons)
+    if code == "ResourceNotFoundException":
+        settings = conf.get_settings()
+        return TableDoesNotExist(
+            f"{operation}: table {table or '?'} does not exist at {settings.endpoint or 'AWS'} "
+            f"({message}); run `dynorm migrate` to create it.")
+    return ServiceError(f"{operation} on {table or '?'} failed: {code}: {message}", code=code, operation=operation)
+
+
+def reset_client() -> None:
+    """Drop the cached client (a new one is built on next use)."""
+    global _client, _client_settings
+    with _client_lock:
+        _client = None
+        _client_settings = None

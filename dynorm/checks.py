@@ -1,0 +1,80 @@
+"""Model checks that look at several entities of one table at once (pure, no I/O)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import TYPE_CHECKING
+
+from .keys import KeyTemplate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tables import Table
+
+__all__ = ["check_table", "could_collide"]
+
+Segment = list[tuple[str, bool]]
+
+
+def _segment_compatible(a: Segment, b: Segment) -> bool:
+    a_has = any(ph for _, ph in a)
+    b_has = any(ph for _, ph in b)
+    if not a_has and not b_has:
+        return "".join(t for t, _ in a) == "".join(t for t, _ in b)
+    # A placeholder matches any non-empty text without the delimiter; compare the literal
+    # text before the first and after the last placeholder (conservative: may over-report).
+    def head(s: Segment) -> str:
+        out = []
+        for t, ph in s:
+            if ph:
+                break
+            out.append(t)
+        return "".join(out)
+
+    def tail(s: Segment) -> str:
+        out = []
+        for t, ph in reversed(s):
+            if ph:
+                break
+            out.append(t)
+        return "".join(reversed(out))
+
+    ha, hb, ta, tb = head(a), head(b), tail(a), tail(b)
+    if a_has and b_has:
+        return (ha.startswith(hb) or hb.startswith(ha)) and (ta.endswith(tb) or tb.endswith(ta))
+    lit, tmpl = ("".join(t for t, _ in a), b) if not a_has else ("".join(t for t, _ in b), a)
+    h, t = head(tmpl), tail(tmpl)
+    return len(lit) > len(h) + len(t) - 1 and lit.startswith(h) and lit.endswith(t)
+
+
+def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, b_version: str) -> bool:
+    """Return True when the two templates could render the same key text.
+
+    Values never contain the delimiter (it is percent-encoded), so templates are compared
+    segment by segment.
+    """
+    if a is None or b is None:
+        return a is None and b is None
+    sa, sb = a.segments(a_version), b.segments(b_version)
+    return len(sa) == len(sb) and all(_segment_compatible(x, y) for x, y in zip(sa, sb))
+
+
+def check_table(table: type[Table]) -> list[str]:
+    """Return the problems found among ``table``'s entities (empty list when none)."""
+    problems: list[str] = []
+    by_index: dict[str | None, list[tuple[str, KeyTemplate, KeyTemplate | None, str]]] = {}
+    for entity_type, entity in table._entities.items():
+        m = entity._meta
+        for bound in m.all_indexes:
+            if bound.kind == "lsi":
+                continue
+            by_index.setdefault(bound.index_name, []).append(
+                (f"{m.entity}({entity_type})", bound.pk, bound.sk, m.key_version))
+    for index_name, entries in by_index.items():
+        where = f"index {index_name}" if index_name else "the table's primary key"
+        for (ea, pka, ska, va), (eb, pkb, skb, vb) in combinations(entries, 2):
+            if could_collide(pka, va, pkb, vb) and could_collide(ska, va, skb, vb):
+                problems.append(
+                    f"{ea} and {eb} on {where}: templates {pka.template!r}/{ska.template if ska else None!r} "
+                    f"and {pkb.template!r}/{skb.template if skb else None!r} could produce the same key; "
+                    "give one of them a distinct literal prefix.")
+    return problems

@@ -1,0 +1,77 @@
+"""``dynorm shell``: an interactive console with every entity and table preloaded."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from . import State, pass_state
+
+
+def namespace(tables: list[type]) -> dict[str, Any]:
+    """The shell's namespace: dynorm, Q, F, capture, and every table and entity by class name."""
+    import dynorm
+
+    ns: dict[str, Any] = {"dynorm": dynorm, "Q": dynorm.Q, "F": dynorm.F, "capture": dynorm.capture}
+    for table in tables:
+        ns[table.__name__] = table
+        for entity in table.entities().values():
+            ns[entity.__name__] = entity
+    return ns
+
+
+def banner(tables: list[type]) -> str:
+    """Text listing the tables, their entities and each entity's access paths and named patterns."""
+    import inspect
+
+    from dynorm.query import QuerySet
+
+    lines = ["dynorm shell — preloaded: dynorm, Q, F, capture"]
+    for table in tables:
+        lines.append(f"table {table.__name__} ({table.table_name()})")
+        for entity in table.entities().values():
+            m = entity._meta
+            lines.append(f"  {entity.__name__} [{m.entity_type}] pk={m.primary.pk.template!r}"
+                         f" sk={m.primary.sk.template if m.primary.sk else None!r}")
+            for b in m.indexes.values():
+                lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk.template!r}"
+                             f" sk={b.sk.template if b.sk else b.sort_field!r}")
+            qs_class = entity.objects._queryset_class
+            named = [n for n, f in inspect.getmembers(qs_class, inspect.isfunction)
+                     if not n.startswith("_") and not hasattr(QuerySet, n)]
+            if named:
+                lines.append(f"    patterns: {', '.join(f'{entity.__name__}.objects.{n}()' for n in named)}")
+    lines.append("Try: Product.objects.filter(...).explain()   with capture() as c: ...")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.option("-c", "--command", "code", default=None, help="Run this Python code in the shell namespace and exit.")
+@click.option("-i", "--interface", type=click.Choice(["ipython", "python"]), default=None,
+              help="Console to use (default: IPython when installed, else the standard console).")
+@pass_state
+def shell(state: State, code: str | None, interface: str | None) -> None:
+    """Open an interactive shell with all entities and tables preloaded."""
+    tables = state.load_models()
+    ns = namespace(tables)
+    if code is not None:
+        exec(compile(code, "<dynorm shell -c>", "exec"), ns)  # noqa: S102 - the user's own code
+        return
+    text = banner(tables)
+    if interface != "python":
+        try:
+            from IPython import start_ipython
+        except ImportError:
+            if interface == "ipython":
+                raise click.ClickException("IPython is not installed (pip install ipython).") from None
+        else:
+            from traitlets.config import Config
+
+            cfg = Config()
+            cfg.TerminalInteractiveShell.banner2 = text + "\n"
+            start_ipython(argv=[], user_ns=ns, config=cfg)
+            return
+    import code as _code
+
+    _code.interact(banner=text, local=ns, exitmsg="")

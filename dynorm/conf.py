@@ -1,0 +1,233 @@
+"""Settings: ``dynorm.yaml``, environment overrides and :func:`configure`.
+
+Nothing is read at import time. :func:`get_settings` loads the settings on first use from,
+in order of precedence:
+
+1. keyword arguments given to :func:`configure` (highest),
+2. the environment: ``DYNORM_ENDPOINT``, ``DYNORM_REGION``, ``DYNORM_TABLE_PREFIX``,
+3. the YAML file named by ``DYNORM_CONFIG``, else ``dynorm.yaml`` in the working directory,
+4. defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .exceptions import ConfigurationError
+
+__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change"]
+
+_KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
+_CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Frozen dynorm settings.
+
+    Attributes:
+        models: dotted module paths that define entities (imported by the CLI).
+        migrations: dotted package path holding migration modules (or ``None``).
+        table_prefix: prepended to every ``Table.Meta.table_name`` (e.g. ``"dev-"``).
+        region: AWS region name.
+        endpoint: DynamoDB endpoint URL (``None`` = AWS). Use ``http://127.0.0.1:PORT``
+            for DynamoDB Local.
+        max_attempts: botocore's total attempts per request (standard retry mode).
+        connect_timeout: seconds to wait for a connection.
+        read_timeout: seconds to wait for a response.
+        cursor_secret: key for signing pagination cursors; set it so cursors cannot be
+            forged (without it they are still tamper-evident, but signed with a key
+            derived from the table name).
+        source: where the settings came from (for error messages).
+    """
+
+    models: tuple[str, ...] = ()
+    migrations: str | None = None
+    table_prefix: str = ""
+    region: str = "us-east-1"
+    endpoint: str | None = None
+    max_attempts: int = 5
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    cursor_secret: str | None = None
+    source: str = "defaults"
+
+    @property
+    def is_local(self) -> bool:
+        """True when the endpoint is on the loopback interface (DynamoDB Local)."""
+        from urllib.parse import urlparse
+
+        if not self.endpoint:
+            return False
+        host = urlparse(self.endpoint).hostname or ""
+        return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+_lock = threading.RLock()
+_settings: Settings | None = None
+_overrides: dict[str, Any] = {}
+_listeners: list[Callable[[Settings], None]] = []
+
+
+def _config_path() -> Path | None:
+    env = os.environ.get("DYNORM_CONFIG")
+    if env:
+        path = Path(env)
+        if not path.is_file():
+            raise ConfigurationError(f"DYNORM_CONFIG names {env!r}, which is not a file.")
+        return path
+    path = Path.cwd() / "dynorm.yaml"
+    return path if path.is_file() else None
+
+
+def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a ``dynorm.yaml`` file into a flat dict of :class:`Settings` fields.
+
+    Args:
+        path: the YAML file.
+
+    Returns:
+        ``{field: value}`` for the keys present in the file.
+
+    Raises:
+        ConfigurationError: unreadable file, invalid YAML, unknown keys or wrong types.
+    """
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigurationError(f"invalid YAML in {path}{where}: {problem}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigurationError(f"{path} must hold a mapping of settings, not {type(data).__name__}.")
+    unknown = sorted(set(data) - _KNOWN_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown key(s) {', '.join(map(repr, unknown))} in {path}; "
+            f"allowed: {', '.join(sorted(_KNOWN_KEYS))}."
+        )
+    out: dict[str, Any] = {}
+    if "models" in data:
+        models = data["models"]
+        if isinstance(models, str):
+            models = [models]
+        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+            raise ConfigurationError(f"'models' in {path} must be a list of module paths.")
+        out["models"] = tuple(models)
+    for key in ("migrations", "table_prefix", "cursor_secret"):
+        if key in data:
+            if data[key] is not None and not isinstance(data[key], str):
+                raise ConfigurationError(f"{key!r} in {path} must be a string.")
+            out[key] = data[key] if data[key] is not None or key != "table_prefix" else ""
+    conn = data.get("connection") or {}
+    if not isinstance(conn, Mapping):
+        raise ConfigurationError(f"'connection' in {path} must be a mapping.")
+    unknown = sorted(set(conn) - _CONNECTION_KEYS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown connection key(s) {', '.join(map(repr, unknown))} in {path}; "
+            f"allowed: {', '.join(sorted(_CONNECTION_KEYS))}."
+        )
+    out.update(conn)
+    out["source"] = str(path)
+    return out
+
+
+def _from_env() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for env, key in (("DYNORM_ENDPOINT", "endpoint"), ("DYNORM_REGION", "region"),
+                     ("DYNORM_TABLE_PREFIX", "table_prefix")):
+        if env in os.environ:
+            out[key] = os.environ[env]
+    return out
+
+
+def _build(values: Mapping[str, Any]) -> Settings:
+    names = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise ConfigurationError(f"unknown setting(s): {', '.join(unknown)}; allowed: {', '.join(sorted(names))}.")
+    vals = dict(values)
+    if "models" in vals:
+        vals["models"] = tuple(vals["models"])
+    for key, typ in (("max_attempts", int), ("connect_timeout", float), ("read_timeout", float)):
+        if key in vals:
+            try:
+                vals[key] = typ(vals[key])
+            except (TypeError, ValueError) as exc:
+                raise ConfigurationError(f"setting {key!r} must be a number, got {vals[key]!r}.") from exc
+    endpoint = vals.get("endpoint")
+    if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
+        raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")
+    return Settings(**vals)
+
+
+def get_settings() -> Settings:
+    """Return the current settings, loading them on first use.
+
+    Raises:
+        ConfigurationError: the config file or an override is invalid.
+    """
+    global _settings
+    current = _settings
+    if current is not None:
+        return current
+    with _lock:
+        if _settings is None:
+            values: dict[str, Any] = {}
+            path = _config_path()
+            if path is not None:
+                values.update(load_file(path))
+            env = _from_env()
+            values.update(env)
+            values.update(_overrides)
+            if _overrides:
+                values["source"] = "dynorm.configure()"
+            _settings = _build(values)
+            for listener in list(_listeners):
+                listener(_settings)
+        return _settings
+
+
+def configure(**settings: Any) -> Settings:
+    """Override settings for this process and return the new :class:`Settings`.
+
+    Keyword arguments are :class:`Settings` fields (``endpoint="http://127.0.0.1:8000"``,
+    ``table_prefix="test-"``, ...). They take precedence over the environment and the file.
+    Clients built for older settings are dropped.
+
+    Raises:
+        ConfigurationError: an unknown setting or a value of the wrong type.
+    """
+    global _settings
+    with _lock:
+        _build({**settings})  # validate before changing anything
+        _overrides.update(settings)
+        _settings = None
+        return get_settings()
+
+
+def reset() -> None:
+    """Forget :func:`configure` overrides and cached settings (reloaded on next use)."""
+    global _settings
+    with _lock:
+        _overrides.clear()
+        _settings = None
+
+
+def on_change(listener: Callable[[Settings], None]) -> None:
+    """Call ``listener(settings)`` whenever settings are (re)loaded."""
+    _listeners.append(listener)

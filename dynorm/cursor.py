@@ -1,0 +1,85 @@
+"""Opaque, signed pagination cursors wrapping LastEvaluatedKey (pure; no I/O)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from .exceptions import InvalidCursor
+
+__all__ = ["encode_cursor", "decode_cursor"]
+
+_VERSION = 1
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _sig(secret: str, payload: bytes) -> str:
+    return _b64(hmac.new(secret.encode(), payload, hashlib.sha256).digest()[:18])
+
+
+def encode_cursor(last_evaluated_key: dict[str, Any], context: dict[str, Any], secret: str) -> str:
+    """Wrap a LastEvaluatedKey into a URL-safe, signed cursor string.
+
+    Args:
+        last_evaluated_key: DynamoDB JSON key from a Query/Scan response.
+        context: what the cursor must match when used (table, entity, index, key version,
+            query fingerprint).
+        secret: the signing key.
+    """
+    payload = json.dumps({"v": _VERSION, "c": context, "k": last_evaluated_key},
+                         separators=(",", ":"), sort_keys=True).encode()
+    return f"{_b64(payload)}.{_sig(secret, payload)}"
+
+
+def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attributes: set[str]) -> dict[str, Any]:
+    """Check a cursor and return its LastEvaluatedKey.
+
+    Args:
+        cursor: the string from ``Page.cursor``.
+        context: what it must have been made for (compared field by field).
+        secret: the signing key.
+        key_attributes: the attribute names a LastEvaluatedKey of this query may hold.
+
+    Raises:
+        InvalidCursor: malformed, tampered with, made for another query, or stale (the key
+            version changed since, e.g. after a migration).
+    """
+    if not isinstance(cursor, str) or cursor.count(".") != 1:
+        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.")
+    body, sig = cursor.split(".")
+    try:
+        payload = _unb64(body)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.") from exc
+    if not hmac.compare_digest(_sig(secret, payload), sig):
+        raise InvalidCursor("cursor signature does not match: it was altered or made elsewhere.")
+    try:
+        data = json.loads(payload)
+        made_for, key = data["c"], data["k"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidCursor("malformed cursor payload.") from exc
+    if data.get("v") != _VERSION or not isinstance(made_for, dict):
+        raise InvalidCursor("cursor was made by another dynorm version; start again without a cursor.")
+    if made_for.get("kv") != context.get("kv"):
+        raise InvalidCursor(
+            f"stale cursor: it was made for key version {made_for.get('kv')!r}, the entity now uses "
+            f"{context.get('kv')!r} (a migration ran); start again without a cursor.")
+    for k, v in context.items():
+        if made_for.get(k) != v:
+            raise InvalidCursor(f"cursor belongs to another query ({k} differs); use it only with the "
+                                "queryset that produced it.")
+    if not (isinstance(key, dict) and key and set(key) <= key_attributes and all(
+            isinstance(v, dict) and len(v) == 1 and isinstance(next(iter(v.values())), str) for v in key.values())):
+        raise InvalidCursor("cursor holds an invalid key.")
+    return key

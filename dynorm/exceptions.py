@@ -1,0 +1,138 @@
+"""Every error dynorm raises; each message says what went wrong and what to do next.
+
+All errors derive from :class:`DynormError`, so ``except dynorm.DynormError`` catches
+anything dynorm itself raises. Errors coming from DynamoDB are wrapped once, keeping the
+botocore error as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+
+class DynormError(Exception):
+    """Root of every dynorm error."""
+
+
+class ConfigurationError(DynormError):
+    """Settings (``dynorm.yaml``, environment, :func:`dynorm.configure`) are invalid."""
+
+
+class ModelError(DynormError):
+    """An entity or table declaration is invalid (raised at class definition or by ``check``)."""
+
+
+class ValidationError(DynormError, ValueError):
+    """A field value is invalid; raised before any request is sent.
+
+    Attributes:
+        entity: the entity class name.
+        field: the field name (``None`` when the error is about the whole item).
+        value: the offending value.
+    """
+
+    def __init__(self, message: str, *, entity: str | None = None, field: str | None = None,
+                 value: Any = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.field = field
+        self.value = value
+
+
+class InvalidKeyValue(ValidationError):
+    """A value cannot be put into a key template (empty, ``None`` or of the wrong type)."""
+
+
+class InvalidQuery(DynormError, ValueError):
+    """A queryset was built with an unknown field, lookup or option; raised before any I/O."""
+
+
+class ScanRequired(InvalidQuery):
+    """No key or index serves the filter; use ``.scan()`` to ask for a Scan explicitly."""
+
+
+class InvalidCursor(DynormError, ValueError):
+    """A pagination cursor was tampered with, belongs to another query, or is stale."""
+
+
+class DoesNotExist(DynormError):
+    """The item asked for with ``get()`` is not in the table (base of ``Entity.DoesNotExist``)."""
+
+
+class MultipleObjectsReturned(DynormError):
+    """``get()`` matched more than one item (base of ``Entity.MultipleObjectsReturned``)."""
+
+
+class WriteError(DynormError):
+    """Base of errors from a write that DynamoDB refused; the table is unchanged."""
+
+
+class AlreadyExists(WriteError):
+    """``create()`` found an item with the same primary key; nothing was overwritten."""
+
+
+class StaleWrite(WriteError):
+    """Optimistic locking: the item changed (or vanished) since it was read.
+
+    Re-read it (``obj.refresh_from_db()``) and apply the change again, or use
+    ``Entity.objects.update_with_retry``.
+    """
+
+
+class ConditionFailed(WriteError):
+    """A write's condition did not hold.
+
+    Attributes:
+        item: the item as it now stands in the table (an entity instance), or ``None``
+            when the item does not exist.
+    """
+
+    def __init__(self, message: str, item: Any = None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
+class KeyChangeError(WriteError, ValueError):
+    """A field that is part of the primary key was changed; keys are immutable."""
+
+
+class BatchIncomplete(WriteError):
+    """Some items of a batch never went in after all retries.
+
+    Attributes:
+        unprocessed: the keys (or items) that were not written / read.
+    """
+
+    def __init__(self, message: str, unprocessed: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.unprocessed = list(unprocessed)
+
+
+class TransactionCanceled(WriteError):
+    """A transaction was cancelled; nothing of it was written.
+
+    Attributes:
+        reasons: one ``{"action": int, "code": str, "message": str}`` per action.
+    """
+
+    def __init__(self, message: str, reasons: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(message)
+        self.reasons = list(reasons)
+
+
+class TableDoesNotExist(DynormError):
+    """The physical table is missing; run ``dynorm migrate`` (or ``Table.create_table()``)."""
+
+
+class ServiceError(DynormError):
+    """DynamoDB refused a request for a reason dynorm does not map to a narrower error.
+
+    Attributes:
+        code: the DynamoDB error code (``ValidationException``, ...).
+        operation: the DynamoDB operation (``Query``, ...).
+    """
+
+    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.operation = operation

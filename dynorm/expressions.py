@@ -1,0 +1,236 @@
+"""Pure condition objects (``Q``, ``F``) and their rendering to DynamoDB expressions.
+
+``Q(stock_level__gte=3) & ~Q(name="x")`` describes a condition; :class:`ExpressionBuilder`
+renders it into an expression string plus ``ExpressionAttributeNames``/``Values``.
+Lookups: ``exact, ne, lt, lte, gt, gte, between, begins_with, contains, in, exists,
+not_exists``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from . import _codec
+from .exceptions import InvalidQuery, ValidationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .options import Options
+
+__all__ = ["Q", "F", "LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf"]
+
+LOOKUPS = ("exact", "ne", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in",
+           "exists", "not_exists")
+_COMPARE = {"exact": "=", "ne": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+Leaf = tuple[str, str, Any]  # (field, lookup, value)
+
+
+def split_lookup(key: str) -> tuple[str, str]:
+    """Split ``"stock_level__gte"`` into ``("stock_level", "gte")`` (lookup defaults to exact)."""
+    field, sep, lookup = key.rpartition("__")
+    if sep and lookup in LOOKUPS:
+        return field, lookup
+    return key, "exact"
+
+
+class Q:
+    """A condition on fields, combinable with ``&``, ``|`` and ``~`` (as in Django).
+
+    Args:
+        *children: other ``Q`` objects (AND-ed).
+        **lookups: ``field__lookup=value`` pairs (AND-ed).
+    """
+
+    AND = "AND"
+    OR = "OR"
+
+    def __init__(self, *children: Q, _connector: str = "AND", _negated: bool = False, **lookups: Any) -> None:
+        self.children: list[Q | tuple[str, Any]] = [*children, *lookups.items()]
+        self.connector = _connector
+        self.negated = _negated
+
+    def _combine(self, other: Q, connector: str) -> Q:
+        if not isinstance(other, Q):
+            raise TypeError(f"cannot combine Q with {type(other).__name__}")
+        return Q(self, other, _connector=connector)
+
+    def __and__(self, other: Q) -> Q:
+        return self._combine(other, self.AND)
+
+    def __or__(self, other: Q) -> Q:
+        return self._combine(other, self.OR)
+
+    def __invert__(self) -> Q:
+        return Q(self, _negated=True)
+
+    def __repr__(self) -> str:
+        inner = f" {self.connector} ".join(repr(c) for c in self.children)
+        return f"{'NOT ' if self.negated else ''}Q({inner})"
+
+    def leaves(self) -> Iterator[Leaf]:
+        """Yield every ``(field, lookup, value)`` in the tree."""
+        for child in self.children:
+            if isinstance(child, Q):
+                yield from child.leaves()
+            else:
+                yield (*split_lookup(child[0]), child[1])
+
+    def flatten_and(self) -> tuple[list[Leaf], list[Q]]:
+        """Split a top-level AND tree into plain leaves and the sub-trees that are not plain ANDs."""
+        if self.negated or (self.connector == self.OR and len(self.children) > 1):
+            return [], [self]
+        leaves: list[Leaf] = []
+        rest: list[Q] = []
+        for child in self.children:
+            if isinstance(child, Q):
+                sub_leaves, sub_rest = child.flatten_and()
+                leaves += sub_leaves
+                rest += sub_rest
+            else:
+                leaves.append((*split_lookup(child[0]), child[1]))
+        return leaves, rest
+
+
+class F:
+    """A reference to a field's stored value, for update expressions (``F("stock_level") - 3``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ops: list[tuple[str, Any]] = []
+
+    def _with(self, op: str, value: Any) -> F:
+        out = F(self.name)
+        out.ops = [*self.ops, (op, value)]
+        return out
+
+    def __add__(self, value: Any) -> F:
+        return self._with("+", value)
+
+    def __sub__(self, value: Any) -> F:
+        return self._with("-", value)
+
+    def if_not_exists(self, value: Any) -> F:
+        """Use ``value`` when the attribute is missing (``if_not_exists(attr, value)``)."""
+        return self._with("if_not_exists", value)
+
+    def append(self, values: Iterable[Any]) -> F:
+        """Append ``values`` to a list attribute (``list_append(attr, values)``)."""
+        return self._with("append", list(values))
+
+    def __repr__(self) -> str:
+        return f"F({self.name!r}){''.join(f' {op} {v!r}' for op, v in self.ops)}"
+
+
+class ExpressionBuilder:
+    """Collects ``#name`` and ``:value`` placeholders while rendering expressions."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self._name_of: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+
+    def name(self, attr: str) -> str:
+        """Return the ``#n`` placeholder for an attribute name (reused for the same name)."""
+        ph = self._name_of.get(attr)
+        if ph is None:
+            ph = f"#n{len(self.names)}"
+            self.names[ph] = attr
+            self._name_of[attr] = ph
+        return ph
+
+    def value(self, av: dict[str, Any]) -> str:
+        """Return a new ``:v`` placeholder for a DynamoDB attribute value."""
+        ph = f":v{len(self.values)}"
+        self.values[ph] = av
+        return ph
+
+    # -- conditions ------------------------------------------------------------------
+    def condition(self, q: Q, meta: Options) -> str:
+        """Render a ``Q`` tree on ``meta``'s fields into a condition expression."""
+        parts = []
+        for child in q.children:
+            if isinstance(child, Q):
+                parts.append(self.condition(child, meta))
+            else:
+                parts.append(self.leaf((*split_lookup(child[0]), child[1]), meta))
+        parts = [p for p in parts if p]
+        if not parts:
+            return ""
+        joined = f" {q.connector} ".join(parts)
+        if len(parts) > 1:
+            joined = f"({joined})"
+        return f"(NOT {joined})" if q.negated else joined
+
+    def leaf(self, leaf: Leaf, meta: Options) -> str:
+        """Render one ``(field, lookup, value)`` into a condition on the field's attribute."""
+        field, lookup, value = leaf
+        f = field_of(meta, field)
+        n = self.name(f.attr_name)
+        if lookup in _COMPARE:
+            return f"{n} {_COMPARE[lookup]} {self.value(serialize_value(meta, field, value))}"
+        if lookup == "between":
+            lo, hi = _pair(meta, field, value)
+            return f"{n} BETWEEN {self.value(serialize_value(meta, field, lo))} AND " \
+                   f"{self.value(serialize_value(meta, field, hi))}"
+        if lookup == "begins_with":
+            if not isinstance(value, str):
+                raise InvalidQuery(f"{meta.entity}.{field}__begins_with needs a string, got {value!r}.")
+            return f"begins_with({n}, {self.value({'S': value})})"
+        if lookup == "contains":
+            return f"contains({n}, {self.value(_element_value(meta, field, value))})"
+        if lookup == "in":
+            values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else None
+            if not values or len(values) > 100:
+                raise InvalidQuery(f"{meta.entity}.{field}__in needs a list of 1 to 100 values, got {value!r}.")
+            phs = ", ".join(self.value(serialize_value(meta, field, v)) for v in values)
+            return f"{n} IN ({phs})"
+        if lookup in ("exists", "not_exists"):
+            want = bool(value) if lookup == "exists" else not bool(value)
+            return f"attribute_exists({n})" if want else f"attribute_not_exists({n})"
+        raise InvalidQuery(f"unknown lookup {lookup!r}")  # pragma: no cover
+
+
+def field_of(meta: Options, name: str) -> Any:
+    """Return the field called ``name`` or raise :class:`InvalidQuery` listing the fields."""
+    f = meta.fields.get(name)
+    if f is None:
+        raise InvalidQuery(f"{meta.entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
+    return f
+
+
+def serialize_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
+    """Validate ``value`` for ``field`` and return it as a DynamoDB attribute value.
+
+    Raises:
+        ValidationError: the value has the wrong type for the field.
+    """
+    f = field_of(meta, field)
+    if value is None:
+        raise ValidationError(f"{meta.entity}.{field}: cannot compare with None; use {field}__exists=False.",
+                              entity=meta.entity, field=field, value=None)
+    value = f.validate(value, meta.entity)
+    raw = f.serialize(value)
+    if raw is None:
+        raise ValidationError(f"{meta.entity}.{field}={value!r} cannot be compared.", entity=meta.entity,
+                              field=field, value=value)
+    return {f.attr_type: raw}
+
+
+def _element_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
+    f = field_of(meta, field)
+    if f.attr_type == "S":
+        if not isinstance(value, str):
+            raise ValidationError(f"{meta.entity}.{field}__contains needs a string, got {value!r}.",
+                                  entity=meta.entity, field=field, value=value)
+        return {"S": value}
+    try:
+        return _codec.to_av(value)
+    except TypeError as exc:
+        raise ValidationError(f"{meta.entity}.{field}__contains: {exc}", entity=meta.entity, field=field,
+                              value=value) from exc
+
+
+def _pair(meta: Options, field: str, value: Any) -> tuple[Any, Any]:
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        raise InvalidQuery(f"{meta.entity}.{field}__between needs a (low, high) pair, got {value!r}.")
+    return value[0], value[1]

@@ -1,0 +1,366 @@
+"""``Entity``: a PynamoDB model bound to a ``Table``, with key templates and managers.
+
+Each entity class is a real PynamoDB ``Model`` subclass of its table's base model
+(discriminated on the type attribute), so PynamoDB stays usable as an escape hatch.
+dynorm adds: key templates written on every save, validation before I/O, managers and
+querysets, ``create`` that refuses to overwrite, and optimistic locking.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
+from pynamodb.models import MetaModel, Model
+
+from . import backend, exceptions
+from .exceptions import (
+    AlreadyExists,
+    ConditionFailed,
+    KeyChangeError,
+    ModelError,
+    StaleWrite,
+    ValidationError,
+)
+from .expressions import ExpressionBuilder
+from .fields import DateTime, Field
+from .manager import BaseManager, Manager
+from .options import RESERVED_FIELD_NAMES, Options, build_options
+from .tables import Table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .query import QuerySet
+
+__all__ = ["Entity"]
+
+E = TypeVar("E", bound="Entity")
+
+
+def _declared_fields(bases: tuple[type, ...], namespace: dict[str, Any]) -> dict[str, Field]:
+    fields: dict[str, Field] = {}
+    for base in reversed(bases):
+        for klass in reversed(base.__mro__):
+            for name, value in vars(klass).items():
+                if isinstance(value, Field):
+                    fields[name] = value
+    for name, value in namespace.items():
+        if isinstance(value, Field):
+            fields[name] = value
+    return fields
+
+
+class EntityMeta(MetaModel):
+    """Binds an entity class to its table, builds ``_meta`` and attaches managers."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        if namespace.pop("_dynorm_root", False):
+            return super().__new__(mcs, name, bases, namespace)
+        user_meta = namespace.pop("Meta", None)
+        abstract = bool(getattr(user_meta, "abstract", False))
+        namespace["_dynorm_user_meta"] = user_meta
+        namespace["_dynorm_abstract"] = abstract
+        if not abstract:
+            table = getattr(user_meta, "table", None)
+            if user_meta is None or not (isinstance(table, type) and issubclass(table, Table) and table is not Table):
+                raise ModelError(f"{name}.Meta.table must name a dynorm.Table subclass "
+                                 "(or set Meta.abstract = True for a base class).")
+            if not any(issubclass(b, table._model_base) for b in bases):
+                bases = (*bases, table._model_base)
+            qual = namespace.get("__qualname__", name)
+            module = namespace.get("__module__")
+            namespace["DoesNotExist"] = type("DoesNotExist", (exceptions.DoesNotExist, _PynamoDoesNotExist),
+                                             {"__module__": module, "__qualname__": f"{qual}.DoesNotExist"})
+            namespace["MultipleObjectsReturned"] = type(
+                "MultipleObjectsReturned", (exceptions.MultipleObjectsReturned,),
+                {"__module__": module, "__qualname__": f"{qual}.MultipleObjectsReturned"})
+        return super().__new__(mcs, name, bases, namespace)
+
+    def __init__(cls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> None:
+        if cls.__dict__.get("_dynorm_abstract", True):
+            super().__init__(name, bases, namespace)
+            return
+        user_meta = cls.__dict__["_dynorm_user_meta"]
+        fields = _declared_fields(cls.__bases__, dict(cls.__dict__))
+        table: type[Table] = user_meta.table
+        for fname, f in fields.items():
+            if fname in RESERVED_FIELD_NAMES or fname.startswith("_"):
+                raise ModelError(f"{name}.{fname}: the name {fname!r} is reserved; rename the field.")
+            if f.attr_name in table._meta.key_attributes:
+                raise ModelError(f"{name}.{fname} is stored as {f.attr_name!r}, which table {table.__name__} "
+                                 "uses for keys or the entity type; give it another attr_name.")
+            f.name = fname
+        opts: Options = build_options(name, user_meta, fields)
+        if opts.entity_type in table._entities:
+            old = table._entities[opts.entity_type]
+            if (old.__module__, old.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise ModelError(f"{name}: entity type {opts.entity_type!r} is already used by "
+                                 f"{old.__module__}.{old.__qualname__} in table {table.__name__}; "
+                                 "set a distinct Meta.entity_type.")
+            disc = table._model_base.get_attributes()["_dynorm_type"]
+            disc._discriminator_map.pop(opts.entity_type, None)  # re-definition (module reload)
+            disc._class_map.pop(old, None)
+        cls._meta = opts
+        super().__init__(name, bases, namespace, discriminator=opts.entity_type)
+        table._entities[opts.entity_type] = cls  # type: ignore[assignment]
+        managers = [(n, v) for n, v in cls.__dict__.items() if isinstance(v, BaseManager)]
+        if not any(n == "objects" for n, _ in managers) and "objects" in fields:
+            raise ModelError(f"{name}.objects is reserved for the manager.")
+        if not managers:
+            managers = [("objects", Manager())]
+        for mname, manager in managers:
+            manager.contribute_to_class(cls, mname)
+
+
+class Entity(Model, metaclass=EntityMeta):
+    """Base class of entities; see the module docs and ``DESIGN.md`` section 1.
+
+    Declare fields as class attributes and the keys in ``Meta``::
+
+        class Product(Entity):
+            product_id = fields.ULID(auto=True)
+            brand_id = fields.String()
+            class Meta:
+                table = Shop
+                entity_type = "PRODUCT"
+                key_version = "v1"
+                pk = "{version}#P#{product_id}"
+                sk = "METADATA"
+                indexes = {"by_brand": Index("GSI1", pk="{version}#B#{brand_id}", sk="P#{product_id}")}
+
+    Instances are created with keyword arguments naming fields; values are validated at
+    once (:class:`dynorm.ValidationError`).
+    """
+
+    _dynorm_root = True
+    _meta: ClassVar[Options]
+    objects: ClassVar[Any]
+    DoesNotExist: ClassVar[type[exceptions.DoesNotExist]]  # type: ignore[assignment]
+    MultipleObjectsReturned: ClassVar[type[exceptions.MultipleObjectsReturned]]
+
+    def __init__(self, _user_instantiated: bool = True, **fields: Any) -> None:
+        if not _user_instantiated:
+            super().__init__(_user_instantiated=False)
+            return
+        meta = self._meta
+        for name, value in fields.items():
+            f = meta.fields.get(name)
+            if f is None:
+                raise ValidationError(f"{meta.entity} has no field {name!r}; fields: {', '.join(meta.fields)}.",
+                                      entity=meta.entity, field=name, value=value)
+            fields[name] = f.validate(value, meta.entity)
+        super().__init__(_user_instantiated=True, **fields)
+
+    # -- representation --------------------------------------------------------------
+    @property
+    def key(self) -> dict[str, Any]:
+        """The primary-key fields and their values (``{"product_id": "01J..."}``)."""
+        return {f: getattr(self, f) for f in self._meta.key_fields}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{field: value}`` for every field."""
+        return {f: getattr(self, f) for f in self._meta.fields}
+
+    def __repr__(self) -> str:
+        key = " ".join(f"{k}={v!r}" for k, v in self.key.items())
+        return f"<{type(self).__name__} {key}>"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.key == other.key and None not in self.key.values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), tuple(self.key.values())))
+
+    # -- keys ------------------------------------------------------------------------
+    def key_attributes(self) -> dict[str, str | None]:
+        """Compute every key attribute from the fields (pure; no I/O).
+
+        Returns:
+            ``{attribute name: key text}`` for the table's keys and each index's keys; an
+            index whose template misses a value maps its attributes to ``None`` (sparse index).
+
+        Raises:
+            InvalidKeyValue: a key value is missing or cannot be put in a key.
+        """
+        meta = self._meta
+        tmeta = meta.table._meta
+        values = {f: getattr(self, f) for f in meta.fields}
+        out: dict[str, str | None] = {}
+        for pk_attr, sk_attr in tmeta.gsis.values():
+            out[pk_attr] = None
+            if sk_attr and sk_attr != tmeta.sk_attribute:
+                out[sk_attr] = None
+        prim = meta.primary
+        out[tmeta.pk_attribute] = prim.pk.fill(values, meta.key_version, entity=meta.entity)
+        if prim.sk is not None and tmeta.sk_attribute:
+            out[tmeta.sk_attribute] = prim.sk.fill(values, meta.key_version, entity=meta.entity)
+        for b in meta.indexes.values():
+            if not b.writes_key_attributes:
+                continue
+            pk = out[tmeta.pk_attribute] if b.kind == "lsi" else b.pk.try_fill(values, meta.key_version,
+                                                                             entity=meta.entity)
+            sk = None
+            if b.sk is not None:
+                sk = out.get(b.sk_attr) if b.sk_attr == tmeta.sk_attribute else b.sk.try_fill(
+                    values, meta.key_version, entity=meta.entity)
+            if pk is None or (b.sk is not None and sk is None):
+                pk = sk = None
+            if b.kind == "gsi":
+                out[b.pk_attr] = pk
+            if b.sk_attr and b.sk_attr != tmeta.sk_attribute:
+                out[b.sk_attr] = sk
+        return out
+
+    def _primary_key_av(self) -> dict[str, Any]:
+        tmeta = self._meta.table._meta
+        stored_pk = getattr(self, "_dynorm_pk", None)
+        if stored_pk is not None:
+            key = {tmeta.pk_attribute: {"S": stored_pk}}
+            if tmeta.sk_attribute:
+                key[tmeta.sk_attribute] = {"S": getattr(self, "_dynorm_sk", None)}
+            return key
+        attrs = self.key_attributes()
+        key = {tmeta.pk_attribute: {"S": attrs[tmeta.pk_attribute]}}
+        if tmeta.sk_attribute:
+            key[tmeta.sk_attribute] = {"S": attrs[tmeta.sk_attribute]}
+        return key
+
+    # -- validation ------------------------------------------------------------------
+    def full_clean(self) -> None:
+        """Validate every field (type, required) without I/O.
+
+        Raises:
+            ValidationError: naming the entity, field and value.
+        """
+        meta = self._meta
+        for name, f in meta.fields.items():
+            value = getattr(self, name)
+            f.check_required(value, meta.entity)
+            f.validate(value, meta.entity)
+
+    # -- writes ----------------------------------------------------------------------
+    def save(self, *, _create: bool = False) -> Entity:
+        """Write the whole item (PutItem), recomputing every key attribute from the fields.
+
+        With a ``fields.Version()`` the write is conditional on the version read (a new
+        instance: on the item not existing) and the version is incremented.
+
+        Returns:
+            self.
+
+        Raises:
+            ValidationError, InvalidKeyValue: bad values (before any request).
+            KeyChangeError: a primary-key field changed since the item was read.
+            StaleWrite: optimistic locking lost a race; the table is unchanged.
+            AlreadyExists: (``create``) an item with this primary key exists.
+        """
+        meta = self._meta
+        tmeta = meta.table._meta
+        if getattr(self, "_dynorm_partial", False):
+            raise ValidationError(
+                f"{meta.entity} {self.key} was read with only()/values(), so saving it would drop the "
+                "fields not read; read it fully (get()) before save().", entity=meta.entity)
+        now = _dt.datetime.now(_dt.timezone.utc)
+        for name, f in meta.fields.items():
+            if isinstance(f, DateTime) and f.auto_now:
+                setattr(self, name, now)
+        self.full_clean()
+        keys = self.key_attributes()
+        stored_pk = getattr(self, "_dynorm_pk", None)
+        if stored_pk is not None and not _create:
+            new = (keys[tmeta.pk_attribute], keys.get(tmeta.sk_attribute) if tmeta.sk_attribute else None)
+            old = (stored_pk, getattr(self, "_dynorm_sk", None) if tmeta.sk_attribute else None)
+            if new != old:
+                raise KeyChangeError(
+                    f"{meta.entity}: primary-key field(s) {', '.join(meta.key_fields)} changed (key {old} -> "
+                    f"{new}); keys are immutable. Create a new item and delete the old one instead.")
+        b = ExpressionBuilder()
+        condition = None
+        vf = meta.version_field
+        current_version = getattr(self, vf) if vf else None
+        if _create or (vf and current_version is None):
+            condition = f"attribute_not_exists({b.name(tmeta.pk_attribute)})"
+        elif vf:
+            condition = f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current_version)})}"
+        base = type(self)
+        for attr, value in keys.items():
+            setattr(self, base._dynamo_to_python_attr(attr), value)
+        item = self.serialize()
+        if vf:
+            item[meta.fields[vf].attr_name] = {"N": str((current_version or 0) + 1)}
+        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Item": item,
+                                  "ReturnConsumedCapacity": "TOTAL"}
+        if condition:
+            params["ConditionExpression"] = condition
+            params["ExpressionAttributeNames"] = b.names
+            if b.values:
+                params["ExpressionAttributeValues"] = b.values
+        try:
+            backend.call("PutItem", params)
+        except ConditionFailed as exc:
+            if stored_pk is None:
+                for attr in keys:
+                    setattr(self, base._dynamo_to_python_attr(attr), None)
+            if _create or current_version is None and vf:
+                raise AlreadyExists(
+                    f"{meta.entity} with {self._describe_key()} already exists; nothing was overwritten. "
+                    "Read it with get() or change it with save() on the instance read.") from exc
+            raise StaleWrite(
+                f"{meta.entity} with {self._describe_key()} changed since it was read (expected version "
+                f"{current_version}); nothing was written. Re-read it (refresh_from_db()) and apply the "
+                "change again, or use objects.update_with_retry().") from exc
+        if vf:
+            setattr(self, vf, (current_version or 0) + 1)
+        return self
+
+    def delete(self) -> None:
+        """Delete the item (DeleteItem); with a ``fields.Version()`` only if unchanged since read.
+
+        Raises:
+            StaleWrite: the item changed or vanished since it was read; nothing was deleted.
+        """
+        meta = self._meta
+        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
+                                  "ReturnConsumedCapacity": "TOTAL"}
+        vf = meta.version_field
+        version = getattr(self, vf) if vf else None
+        if vf and version is not None:
+            b = ExpressionBuilder()
+            params["ConditionExpression"] = f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(version)})}"
+            params["ExpressionAttributeNames"] = b.names
+            params["ExpressionAttributeValues"] = b.values
+        try:
+            backend.call("DeleteItem", params)
+        except ConditionFailed as exc:
+            raise StaleWrite(
+                f"{meta.entity} with {self._describe_key()} changed or was deleted since it was read "
+                f"(expected version {version}); nothing was deleted. Re-read it and try again.") from exc
+
+    def refresh_from_db(self) -> None:
+        """Reload every field from the table (GetItem, ConsistentRead).
+
+        Raises:
+            Entity.DoesNotExist: the item is gone.
+        """
+        meta = self._meta
+        resp = backend.call("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
+                                        "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+        if "Item" not in resp:
+            raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
+        self.deserialize(resp["Item"])
+        self._dynorm_partial = False
+
+    def _describe_key(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.key.items())
+
+    @classmethod
+    def from_raw_data(cls: type[E], data: dict[str, Any]) -> E:  # type: ignore[override]
+        """Build an instance from an item in DynamoDB JSON (as PynamoDB does)."""
+        return super().from_raw_data(data)  # type: ignore[misc]
+
+
+def queryset_of(model: type[E]) -> QuerySet[E]:
+    """Return a fresh queryset for ``model`` from its default manager."""
+    return model.objects.get_queryset()  # type: ignore[no-any-return]

@@ -1,0 +1,242 @@
+"""``Index`` declarations and the ``_meta`` options object built from an entity's ``Meta``.
+
+The user's ``Meta`` class is read, never mutated. Everything here is pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .exceptions import ModelError
+from .keys import VERSION, KeyTemplate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .fields import Field
+    from .tables import Table
+
+__all__ = ["Index", "BoundIndex", "Options", "PRIMARY", "RESERVED_FIELD_NAMES"]
+
+PRIMARY = "primary"
+
+#: Field names that would shadow the entity API.
+RESERVED_FIELD_NAMES = frozenset({
+    "objects", "save", "delete", "update", "refresh", "refresh_from_db", "pk", "sk", "keys",
+    "key", "full_clean", "to_dict", "Meta", "DoesNotExist", "MultipleObjectsReturned",
+    "attribute_values", "serialize", "deserialize", "from_raw_data", "get_attributes",
+    "version_attribute", "entity_type", "hash_key", "range_key", "_meta",
+})
+
+
+class Index:
+    """An access path through one of the table's indexes.
+
+    Args:
+        name: the physical index name declared on the ``Table`` (``"GSI1"``, ``"LSI1"``).
+        pk: partition-key template for a GSI (``"{version}#B#{brand_id}"``). Not given for
+            an LSI, which shares the table's partition key.
+        sk: sort-key template. For an LSI whose sort attribute is a field's own attribute
+            (``lsis = {"LSI1": "created_at"}``), leave it out.
+        comment: a description used by ``dynorm patterns`` and the shell banner.
+    """
+
+    def __init__(self, name: str, pk: str | None = None, sk: str | None = None, comment: str = "") -> None:
+        self.name = name
+        self.pk = pk
+        self.sk = sk
+        self.comment = comment
+
+    def __repr__(self) -> str:
+        return f"Index({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
+
+
+@dataclass(frozen=True)
+class BoundIndex:
+    """One access path resolved against an entity and its table.
+
+    Attributes:
+        name: the access-path name (``"primary"`` or the ``Meta.indexes`` key).
+        index_name: the DynamoDB index name (``None`` for the table itself).
+        kind: ``"table"``, ``"gsi"`` or ``"lsi"``.
+        pk: partition-key template; pk_attr its attribute name.
+        sk: sort-key template (``None`` when the sort key is a field's own attribute or absent).
+        sk_attr: the sort-key attribute name (``None`` when the index has no sort key).
+        sort_field: for an LSI on a field's attribute, that field's name.
+        comment: description.
+    """
+
+    name: str
+    index_name: str | None
+    kind: str
+    pk: KeyTemplate
+    pk_attr: str
+    sk: KeyTemplate | None
+    sk_attr: str | None
+    sort_field: str | None = None
+    comment: str = ""
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every field this index's keys are built from."""
+        out = list(self.pk.fields)
+        if self.sk is not None:
+            out += [f for f in self.sk.fields if f not in out]
+        if self.sort_field and self.sort_field not in out:
+            out.append(self.sort_field)
+        return tuple(out)
+
+    @property
+    def writes_key_attributes(self) -> bool:
+        """True when saving an item writes this index's key attributes from templates."""
+        return self.kind == "gsi" or (self.kind == "lsi" and self.sk is not None)
+
+
+@dataclass
+class Options:
+    """The resolved ``Meta`` of an entity (``Entity._meta``).
+
+    Attributes:
+        entity: the entity class name; entity_type the stored ``entityType`` value.
+        table: the ``Table`` subclass; key_version fills ``{version}``.
+        read_versions: key versions ``get()`` tries in order (default ``[key_version]``).
+        fields: field name -> field, in declaration order.
+        primary: the table's own key (a :class:`BoundIndex` named ``"primary"``).
+        indexes: access-path name -> :class:`BoundIndex` (``Meta.indexes``, in order).
+        version_field: the ``fields.Version`` field name, or ``None``.
+    """
+
+    entity: str
+    table: type[Table]
+    entity_type: str
+    key_version: str
+    read_versions: tuple[str, ...]
+    fields: dict[str, Field]
+    primary: BoundIndex
+    indexes: dict[str, BoundIndex] = field(default_factory=dict)
+    version_field: str | None = None
+    abstract: bool = False
+
+    @property
+    def all_indexes(self) -> list[BoundIndex]:
+        """The primary key first, then the declared indexes in order."""
+        return [self.primary, *self.indexes.values()]
+
+    @property
+    def key_fields(self) -> tuple[str, ...]:
+        """Fields that make up the primary key (immutable once written)."""
+        return self.primary.fields
+
+    def attr_name(self, field_name: str) -> str:
+        """The DynamoDB attribute name of a field."""
+        return self.fields[field_name].attr_name
+
+
+def _template(entity: str, what: str, value: Any, delimiter: str) -> KeyTemplate:
+    if not isinstance(value, str) or not value:
+        raise ModelError(f"{entity}.Meta.{what} must be a non-empty key template string, got {value!r}.")
+    return KeyTemplate(value, delimiter)
+
+
+def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Options:
+    """Turn a user's ``Meta`` class into :class:`Options`, validating it.
+
+    Raises:
+        ModelError: missing or invalid table, templates, index names, or placeholders
+            that name no field (the message names the entity and what to fix).
+    """
+    from .tables import Table
+
+    table = getattr(meta, "table", None)
+    if not (isinstance(table, type) and issubclass(table, Table) and table is not Table):
+        raise ModelError(f"{entity}.Meta.table must be a dynorm.Table subclass, got {table!r}.")
+    tmeta = table._meta
+    delim = tmeta.delimiter
+    entity_type = getattr(meta, "entity_type", entity)
+    if not isinstance(entity_type, str) or not entity_type:
+        raise ModelError(f"{entity}.Meta.entity_type must be a non-empty string.")
+    key_version = getattr(meta, "key_version", "v1")
+    if not isinstance(key_version, str) or not key_version or delim in key_version:
+        raise ModelError(f"{entity}.Meta.key_version must be a non-empty string without {delim!r}.")
+    read_versions = tuple(getattr(meta, "read_versions", None) or (key_version,))
+    if key_version not in read_versions:
+        read_versions = (key_version, *read_versions)
+    unknown_meta = sorted(k for k in vars(meta) if not k.startswith("_") and k not in {
+        "table", "entity_type", "key_version", "pk", "sk", "indexes", "read_versions"})
+    if unknown_meta:
+        raise ModelError(f"{entity}.Meta has unknown option(s): {', '.join(unknown_meta)}.")
+
+    pk = _template(entity, "pk", getattr(meta, "pk", None), delim)
+    sk_raw = getattr(meta, "sk", None)
+    if tmeta.sk_attribute is None:
+        if sk_raw is not None:
+            raise ModelError(f"{entity}.Meta.sk is set but table {table.__name__} has no sort key.")
+        sk = None
+    else:
+        sk = _template(entity, "sk", sk_raw, delim)
+    primary = BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
+
+    attr_to_field = {f.attr_name: n for n, f in fields.items()}
+    indexes: dict[str, BoundIndex] = {}
+    declared = getattr(meta, "indexes", None) or {}
+    if not isinstance(declared, Mapping):
+        raise ModelError(f"{entity}.Meta.indexes must be a dict of name -> Index(...).")
+    for name, idx in declared.items():
+        if not isinstance(idx, Index):
+            raise ModelError(f"{entity}.Meta.indexes[{name!r}] must be a dynorm.Index, got {idx!r}.")
+        if not name.isidentifier() or name == PRIMARY:
+            raise ModelError(f"{entity}.Meta.indexes: {name!r} is not a usable access-path name.")
+        if idx.name in tmeta.gsis:
+            pk_attr, sk_attr = tmeta.gsis[idx.name]
+            ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim)
+            if sk_attr is None:
+                isk = None
+                if idx.sk is not None:
+                    raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} has no sort key; drop sk=.")
+            elif sk_attr == tmeta.sk_attribute:
+                if idx.sk is not None and idx.sk != (sk.template if sk else None):
+                    raise ModelError(
+                        f"{entity}.Meta.indexes[{name!r}]: {idx.name} reuses the table's sort key "
+                        f"{sk_attr}, so its sk must be the entity's sk ({sk.template if sk else None!r}).")
+                isk = sk
+            else:
+                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim)
+            indexes[name] = BoundIndex(name, idx.name, "gsi", ipk, pk_attr, isk, sk_attr, comment=idx.comment)
+        elif idx.name in tmeta.lsis:
+            if idx.pk is not None:
+                raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} is a local secondary "
+                                 "index and shares the table's partition key; drop pk=.")
+            sort_attr = tmeta.lsis[idx.name]
+            if idx.sk is None:
+                sort_field = attr_to_field.get(sort_attr)
+                if sort_field is None:
+                    raise ModelError(
+                        f"{entity}.Meta.indexes[{name!r}]: {idx.name} sorts on attribute {sort_attr!r}; "
+                        f"declare a field stored as {sort_attr!r} or give sk= a template.")
+                indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, None, sort_attr,
+                                           sort_field=sort_field, comment=idx.comment)
+            else:
+                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim)
+                indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr,
+                                           comment=idx.comment)
+        else:
+            known = ", ".join([*tmeta.gsis, *tmeta.lsis]) or "none"
+            raise ModelError(
+                f"{entity}.Meta.indexes[{name!r}] uses index {idx.name!r}, which table "
+                f"{table.__name__} does not declare (its indexes: {known}).")
+
+    for bound in [primary, *indexes.values()]:
+        for tmpl, what in ((bound.pk, "pk"), (bound.sk, "sk")):
+            if tmpl is None:
+                continue
+            for ph in tmpl.fields:
+                if ph not in fields:
+                    where = "Meta" if bound.name == PRIMARY else f"Meta.indexes[{bound.name!r}]"
+                    raise ModelError(
+                        f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, which is not "
+                        f"a field of {entity} (fields: {', '.join(fields) or 'none'}; or {{{VERSION}}}).")
+    version_fields = [n for n, f in fields.items() if type(f).__name__ == "Version"]
+    if len(version_fields) > 1:
+        raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")
+    return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
+                   read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
+                   version_field=version_fields[0] if version_fields else None)

@@ -1,0 +1,478 @@
+"""Lazy, chainable querysets (Django style) and item-collection querysets.
+
+A :class:`QuerySet` is a description (:class:`~dynorm.plan.QueryState`); builder methods
+return clones and send nothing. Evaluation (iteration, ``len()``, ``list()``, ``bool()``,
+``get/first/last/count/exists/page``, slicing with a step, indexing) plans the request
+with :func:`dynorm.plan.plan` and sends exactly that through the backend, paging on
+LastEvaluatedKey.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Iterator, TypeVar, overload
+
+from . import _codec, backend, conf
+from .cursor import decode_cursor, encode_cursor
+from .exceptions import InvalidCursor, InvalidQuery
+from .expressions import Q
+from .plan import Plan, QueryState, plan
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .models import Entity
+
+__all__ = ["QuerySet", "Page", "UnknownItem"]
+
+T = TypeVar("T", bound="Entity")
+
+
+class UnknownItem:
+    """An item whose entity type no model declares (returned, never an error).
+
+    Attributes:
+        entity_type: the stored type attribute value (``None`` when absent).
+        attributes: the item as plain Python values.
+        raw: the item in DynamoDB JSON.
+    """
+
+    def __init__(self, raw: dict[str, Any], type_attribute: str) -> None:
+        self.raw = raw
+        self.attributes = _codec.item_from_av(raw)
+        self.entity_type = self.attributes.get(type_attribute)
+
+    def __repr__(self) -> str:
+        return f"<UnknownItem entity_type={self.entity_type!r} {self.attributes!r}>"
+
+
+@dataclass
+class Page(Generic[T]):
+    """One page of results.
+
+    Attributes:
+        items: the items of this page (at most the requested size).
+        cursor: opaque string for the next page, or ``None`` when there is none.
+    """
+
+    items: list[T]
+    cursor: str | None = None
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass
+class _Window:
+    start: int = 0
+    stop: int | None = None
+
+
+class QuerySet(Generic[T]):
+    """A lazy query on one entity (or an item collection).
+
+    Build it from a manager (``Product.objects.filter(...)``); subclass it to add named
+    access patterns and attach it with ``objects = MyQuerySet.as_manager()``.
+    """
+
+    def __init__(self, model: type[T], state: QueryState | None = None) -> None:
+        self.model = model
+        self._state = state or QueryState(model)
+        self._window = _Window()
+        self._cache: list[Any] | None = None
+        self.stats = backend.Stats()
+        """Requests, items, scanned items and consumed capacity of this queryset's evaluations."""
+
+    # -- cloning ---------------------------------------------------------------------
+    def _clone(self, **changes: Any) -> QuerySet[T]:
+        qs = self.__class__(self.model, self._state.with_(**changes) if changes else self._state)
+        qs._window = _Window(self._window.start, self._window.stop)
+        return qs
+
+    def _check_unsliced(self, what: str) -> None:
+        if self._window.start or self._window.stop is not None:
+            raise InvalidQuery(f"cannot {what} a sliced queryset; {what} first, then slice.")
+
+    @classmethod
+    def as_manager(cls) -> Any:
+        """Return a manager whose methods include this queryset class's methods (Django idiom)."""
+        from .manager import Manager
+
+        return Manager.from_queryset(cls)()
+
+    # -- builders (lazy) -------------------------------------------------------------
+    def all(self) -> QuerySet[T]:
+        """Return a copy of this queryset (no I/O)."""
+        return self._clone()
+
+    def filter(self, *args: Q, **kwargs: Any) -> QuerySet[T]:
+        """Narrow by ``Q`` objects and ``field__lookup=value`` pairs (AND-ed); no I/O.
+
+        The planner picks the access path whose partition key is fully given and whose
+        sort-key prefix uses the most given fields; the rest becomes a FilterExpression.
+        """
+        self._check_unsliced("filter")
+        return self._clone(where=(*self._state.where, Q(*args, **kwargs)))
+
+    def exclude(self, *args: Q, **kwargs: Any) -> QuerySet[T]:
+        """Drop items matching the conditions (a negated FilterExpression); no I/O."""
+        self._check_unsliced("exclude")
+        return self._clone(where=(*self._state.where, ~Q(*args, **kwargs)))
+
+    def using(self, access_path: str) -> QuerySet[T]:
+        """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O."""
+        return self._clone(using=access_path)
+
+    def scan(self) -> QuerySet[T]:
+        """Ask for a Scan (with a FilterExpression for any conditions); no I/O.
+
+        A Scan reads the whole table (or index); use it only where no access path serves.
+        """
+        return self._clone(scan=True)
+
+    def order_by(self, *keys: str) -> QuerySet[T]:
+        """Order by the sort key: ``"sk"`` ascending, ``"-sk"`` descending (ScanIndexForward).
+
+        A field of the chosen index's sort-key template may stand for ``sk``
+        (``order_by("-created_at")``). No I/O.
+        """
+        self._check_unsliced("order")
+        if len(keys) != 1:
+            raise InvalidQuery("order_by takes one key: 'sk' or '-sk' (DynamoDB sorts by the sort key only).")
+        key = keys[0]
+        name = key.lstrip("-")
+        if name != "sk" and name not in self.model._meta.fields:
+            raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
+        return self._clone(descending=key.startswith("-"))
+
+    def reverse(self) -> QuerySet[T]:
+        """Reverse the order (toggles ScanIndexForward); no I/O."""
+        self._check_unsliced("reverse")
+        return self._clone(descending=not self._state.descending)
+
+    def only(self, *fields: str) -> QuerySet[T]:
+        """Read only these fields (ProjectionExpression); other fields stay ``None``. No I/O."""
+        for f in fields:
+            if f not in self.model._meta.fields:
+                raise InvalidQuery(f"only({f!r}): {self.model.__name__} has no field {f!r}.")
+        return self._clone(projection=tuple(fields))
+
+    def consistent(self, on: bool = True) -> QuerySet[T]:
+        """Use strongly consistent reads (ConsistentRead; not possible on a GSI). No I/O."""
+        return self._clone(consistent=on)
+
+    def collection(self, *, using: str | None = None, **key: Any) -> QuerySet[Any]:
+        """Query a whole item collection: every entity type sharing this partition.
+
+        Args:
+            using: an access path of this entity whose partition to read (default: the table).
+            **key: the partition-key fields of that access path.
+
+        Returns:
+            a queryset yielding each item as its own entity class (dispatch on the type
+            attribute), or :class:`UnknownItem` for undeclared types. No I/O yet.
+        """
+        return self._clone(collection=True, using=using or "primary", where=(*self._state.where, Q(**key)))
+
+    def of(self, entity: type[Entity], **values: Any) -> QuerySet[Any]:
+        """In a collection, keep only ``entity``'s items (begins_with on its sort-key prefix). No I/O."""
+        if not self._state.collection:
+            raise InvalidQuery("of() narrows an item collection; call collection(...) first.")
+        if entity._meta.table is not self.model._meta.table:
+            raise InvalidQuery(f"{entity.__name__} is not stored in table {self.model._meta.table.__name__}.")
+        return self._clone(of=entity, of_values=tuple(values.items()))
+
+    # -- planning --------------------------------------------------------------------
+    def explain(self) -> Plan:
+        """Return the :class:`~dynorm.plan.Plan` (operation, index, expressions, exact params) without I/O."""
+        p = plan(self._state)
+        limit = self._fetch_limit()
+        if limit is not None and p.operation != "GetItem":
+            p.params["Limit"] = limit
+        return p
+
+    def _fetch_limit(self) -> int | None:
+        if self._window.stop is None:
+            return None
+        return max(self._window.stop, 0)
+
+    # -- execution -------------------------------------------------------------------
+    def _decoder(self, p: Plan) -> Any:
+        table = self.model._meta.table
+        type_attr = table._meta.type_attribute
+        entities = table._entities
+        wanted = p.entity_types
+        of = self._state.of
+
+        def decode(raw: dict[str, Any]) -> Any:
+            t = raw.get(type_attr, {}).get("S")
+            cls = entities.get(t) if t is not None else None
+            if wanted is not None:
+                if t not in wanted:
+                    return None
+                assert cls is not None
+                return cls.from_raw_data(raw)
+            if cls is None:
+                return None if of is not None else UnknownItem(raw, type_attr)
+            if of is not None and cls is not of:
+                return None
+            return cls.from_raw_data(raw)
+
+        return decode
+
+    def _pages(self, p: Plan, *, limit: int | None = None, start_key: dict[str, Any] | None = None,
+               page_size: int | None = None) -> Iterator[tuple[list[Any], dict[str, Any] | None]]:
+        """Yield (decoded items, LastEvaluatedKey) per request, stopping at ``limit`` items."""
+        decode = self._decoder(p)
+        if p.operation == "GetItem":
+            resp = backend.call("GetItem", p.params, stats=self.stats)
+            item = resp.get("Item")
+            obj = decode(item) if item else None
+            yield ([obj] if obj is not None else []), None
+            return
+        got = 0
+        key = start_key
+        while True:
+            params = dict(p.params)
+            want = None
+            if limit is not None:
+                want = limit - got
+            if page_size is not None:
+                want = page_size if want is None else min(want, page_size)
+            if want is not None:
+                params["Limit"] = max(want, 1)
+            if key:
+                params["ExclusiveStartKey"] = key
+            resp = backend.call(p.operation, params, stats=self.stats)
+            items = [obj for obj in map(decode, resp.get("Items", ())) if obj is not None]
+            got += len(items)
+            key = resp.get("LastEvaluatedKey")
+            yield items, key
+            if not key or (limit is not None and got >= limit):
+                return
+
+    def _fetch_all(self) -> list[Any]:
+        if self._cache is None:
+            p = self.explain()
+            out: list[Any] = []
+            for items, _ in self._pages(p, limit=self._fetch_limit()):
+                out += items
+            self._cache = out[self._window.start:self._window.stop]
+        return self._cache
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._fetch_all())
+
+    def __len__(self) -> int:
+        return len(self._fetch_all())
+
+    def __bool__(self) -> bool:
+        return bool(self._fetch_all())
+
+    def __repr__(self) -> str:
+        if self._cache is None:
+            return f"<{type(self).__name__} {self.model.__name__} (not evaluated)>"
+        items = self._cache[:21]
+        more = ", ...(more)" if len(self._cache) > 20 else ""
+        return f"<{type(self).__name__} [{', '.join(repr(i) for i in items[:20])}{more}]>"
+
+    @overload
+    def __getitem__(self, k: int) -> T: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> QuerySet[T] | list[T]: ...
+
+    def __getitem__(self, k: int | slice) -> Any:
+        """Slice lazily (``qs[:10]`` sets Limit, paging past filtered-out items) or index.
+
+        ``qs[a:b]`` reads ``b`` items and drops the first ``a`` (DynamoDB has no offset).
+        A step evaluates the queryset. Negative indexes are not supported.
+        """
+        if self._cache is not None:
+            return self._cache[k]
+        if isinstance(k, slice):
+            if (k.start is not None and k.start < 0) or (k.stop is not None and k.stop < 0):
+                raise InvalidQuery("negative slicing is not supported; use reverse() instead.")
+            start = self._window.start + (k.start or 0)
+            stop = self._window.start + k.stop if k.stop is not None else self._window.stop
+            if self._window.stop is not None and stop is not None:
+                stop = min(stop, self._window.stop)
+            qs = self._clone()
+            qs._window = _Window(start, stop)
+            if k.step is not None:
+                return list(qs)[:: k.step]
+            return qs
+        if not isinstance(k, int) or k < 0:
+            raise InvalidQuery("index a queryset with a non-negative int or a slice.")
+        items = list(self[k:k + 1])
+        if not items:
+            raise IndexError("queryset index out of range")
+        return items[0]
+
+    def iterator(self) -> Iterator[T]:
+        """Yield results page by page without caching them (bounded memory)."""
+        p = self.explain()
+        skipped = 0
+        yielded = 0
+        for items, _ in self._pages(p, limit=self._fetch_limit()):
+            for obj in items:
+                if skipped < self._window.start:
+                    skipped += 1
+                    continue
+                if self._window.stop is not None and skipped + yielded >= self._window.stop:
+                    return
+                yielded += 1
+                yield obj
+
+    def get(self, *args: Q, **kwargs: Any) -> T:
+        """Return the one item matching the conditions.
+
+        Issues GetItem when the whole primary key is given (and nothing else), else a Query
+        reading at most two matches.
+
+        Raises:
+            Entity.DoesNotExist: nothing matches.
+            Entity.MultipleObjectsReturned: more than one item matches.
+            ScanRequired: no access path serves the conditions.
+        """
+        qs = self.filter(*args, **kwargs) if (args or kwargs) else self
+        p = qs.explain()
+        described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
+        if p.operation == "GetItem":
+            items = next(qs._pages(p))[0]
+        else:
+            items = []
+            for page, _ in qs._pages(p, limit=2):
+                items += page
+        self.stats = qs.stats
+        if not items:
+            raise self.model.DoesNotExist(
+                f"{self.model.__name__} matching {described} does not exist ({p.operation} on {p.table}"
+                f"{' index ' + p.index if p.index else ''}).")
+        if len(items) > 1:
+            raise self.model.MultipleObjectsReturned(
+                f"get() matched more than one {self.model.__name__} for {described}; add conditions "
+                "or use filter().")
+        return items[0]
+
+    def first(self) -> T | None:
+        """Return the first item in sort-key order, or ``None`` (a Query with Limit 1, paging past filtered items)."""
+        items = list(self[:1]) if self._window.stop is None else list(self)[:1]
+        return items[0] if items else None
+
+    def last(self) -> T | None:
+        """Return the last item in sort-key order, or ``None`` (a reversed Query with Limit 1)."""
+        self._check_unsliced("take last() of")
+        items = list(self.reverse()[:1])
+        return items[0] if items else None
+
+    def exists(self) -> bool:
+        """Return True when at least one item matches (reads at most one match)."""
+        if self._cache is not None:
+            return bool(self._cache)
+        return self.first() is not None
+
+    def count(self) -> int:
+        """Count the matches (Select=COUNT over all pages; GetItem for a full primary key)."""
+        if self._cache is not None:
+            return len(self._cache)
+        p = self.explain()
+        if p.operation == "GetItem" or self._window.start or self._window.stop is not None:
+            return len(self._fetch_all())
+        params = dict(p.params)
+        params.pop("ProjectionExpression", None)
+        if "ProjectionExpression" in p.params:
+            used = set()
+            for text in (params.get("KeyConditionExpression"), params.get("FilterExpression")):
+                used |= {ph for ph in p.names if text and ph in text}
+            params["ExpressionAttributeNames"] = {k: v for k, v in p.names.items() if k in used}
+            if not params["ExpressionAttributeNames"]:
+                del params["ExpressionAttributeNames"]
+        params["Select"] = "COUNT"
+        total = 0
+        key = None
+        while True:
+            if key:
+                params["ExclusiveStartKey"] = key
+            resp = backend.call(p.operation, params, stats=self.stats)
+            total += int(resp.get("Count", 0))
+            key = resp.get("LastEvaluatedKey")
+            if not key:
+                return total
+
+    def values(self, *fields: str) -> list[dict[str, Any]]:
+        """Evaluate and return dicts of ``fields`` (all fields when none given).
+
+        With fields given, only they are read (ProjectionExpression).
+        """
+        qs = self.only(*fields) if fields else self
+        names = fields or tuple(self.model._meta.fields)
+        return [{f: getattr(obj, f) for f in names} for obj in qs]
+
+    def grouped(self) -> dict[type, list[Any]]:
+        """Evaluate a collection and return ``{EntityClass: [items]}`` (``UnknownItem`` for undeclared types)."""
+        out: dict[type, list[Any]] = {}
+        for obj in self:
+            out.setdefault(type(obj), []).append(obj)
+        return out
+
+    def page(self, size: int = 25, cursor: str | None = None) -> Page[T]:
+        """Return one page of at most ``size`` items and the cursor for the next one.
+
+        Args:
+            size: items per page (1..1000).
+            cursor: ``Page.cursor`` from the previous page, or ``None`` for the first page.
+
+        Returns:
+            :class:`Page` (``cursor`` is ``None`` when there are no more items).
+
+        Raises:
+            InvalidCursor: the cursor was altered, made for another query or is stale.
+        """
+        if not isinstance(size, int) or not 1 <= size <= 1000:
+            raise InvalidQuery(f"page size must be an int from 1 to 1000, got {size!r}.")
+        self._check_unsliced("page")
+        p = self.explain()
+        if p.operation == "GetItem":
+            if cursor is not None:
+                raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
+            return Page(next(self._pages(p))[0], None)
+        context, secret, key_attrs = self._cursor_context(p)
+        start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
+        items: list[Any] = []
+        last: dict[str, Any] | None = None
+        for batch, last in self._pages(p, limit=size, start_key=start):
+            items += batch
+        return Page(items, encode_cursor(last, context, secret) if last else None)
+
+    def _cursor_context(self, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
+        meta = self.model._meta
+        tmeta = meta.table._meta
+        context = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
+                   "q": p.fingerprint()}
+        secret = conf.get_settings().cursor_secret or f"dynorm-cursor:{p.table}"
+        key_attrs = {tmeta.pk_attribute}
+        if tmeta.sk_attribute:
+            key_attrs.add(tmeta.sk_attribute)
+        if p.bound is not None:
+            key_attrs.add(p.bound.pk_attr)
+            if p.bound.sk_attr:
+                key_attrs.add(p.bound.sk_attr)
+        elif p.index:
+            key_attrs |= {a for pair in tmeta.gsis.values() for a in pair if a}
+        return context, secret, key_attrs
+
+    # -- writes that start from a queryset ------------------------------------------
+    def create(self, **fields: Any) -> T:
+        """Create and return a new item; refuses to overwrite.
+
+        Issues PutItem with ``attribute_not_exists(PK)``.
+
+        Raises:
+            AlreadyExists: an item with the same primary key exists (nothing is overwritten).
+            ValidationError, InvalidKeyValue: bad values (before any request).
+        """
+        obj = self.model(**fields)
+        obj.save(_create=True)
+        return obj

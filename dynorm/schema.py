@@ -1,0 +1,154 @@
+"""Table schema: pure planning of CreateTable / UpdateTable requests, and applying them.
+
+``create_action`` and ``plan_sync`` are pure (a table class and a DescribeTable result in,
+actions out); ``apply`` sends them through the backend and waits for ACTIVE.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .exceptions import ServiceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tables import Table
+
+__all__ = ["SchemaAction", "create_action", "plan_sync", "apply"]
+
+_NUMERIC_FIELDS = {"Integer", "Number", "Decimal", "Version", "TTL"}
+
+
+@dataclass(frozen=True)
+class SchemaAction:
+    """One schema request: ``operation`` (CreateTable, UpdateTable, UpdateTimeToLive) and its params."""
+
+    operation: str
+    params: dict[str, Any]
+    summary: str
+
+    def describe(self) -> str:
+        """A one-line description for ``--plan`` output."""
+        return f"{self.operation}: {self.summary}"
+
+
+def _attr_type(table: type[Table], attr: str) -> str:
+    for entity in table._entities.values():
+        for f in entity._meta.fields.values():
+            if f.attr_name == attr:
+                return "N" if type(f).__name__ in _NUMERIC_FIELDS else "S"
+    return "S"
+
+
+def _gsi_spec(name: str, pk: str, sk: str | None) -> dict[str, Any]:
+    schema = [{"AttributeName": pk, "KeyType": "HASH"}]
+    if sk:
+        schema.append({"AttributeName": sk, "KeyType": "RANGE"})
+    return {"IndexName": name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
+
+
+def create_action(table: type[Table]) -> SchemaAction:
+    """Plan the CreateTable request for ``table`` (all GSIs and LSIs, projection ALL, on-demand)."""
+    m = table._meta
+    name = table.table_name()
+    attrs: dict[str, str] = {m.pk_attribute: "S"}
+    key_schema = [{"AttributeName": m.pk_attribute, "KeyType": "HASH"}]
+    if m.sk_attribute:
+        attrs[m.sk_attribute] = "S"
+        key_schema.append({"AttributeName": m.sk_attribute, "KeyType": "RANGE"})
+    params: dict[str, Any] = {"TableName": name, "KeySchema": key_schema, "BillingMode": m.billing_mode}
+    if m.billing_mode == "PROVISIONED":
+        params["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    gsis = []
+    for gname, (pk, sk) in m.gsis.items():
+        attrs.setdefault(pk, "S")
+        if sk:
+            attrs.setdefault(sk, "S")
+        spec = _gsi_spec(gname, pk, sk)
+        if m.billing_mode == "PROVISIONED":
+            spec["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+        gsis.append(spec)
+    if gsis:
+        params["GlobalSecondaryIndexes"] = gsis
+    lsis = []
+    for lname, sort_attr in m.lsis.items():
+        attrs.setdefault(sort_attr, _attr_type(table, sort_attr))
+        lsis.append({"IndexName": lname, "KeySchema": [
+            {"AttributeName": m.pk_attribute, "KeyType": "HASH"},
+            {"AttributeName": sort_attr, "KeyType": "RANGE"}], "Projection": {"ProjectionType": "ALL"}})
+    if lsis:
+        params["LocalSecondaryIndexes"] = lsis
+    params["AttributeDefinitions"] = [{"AttributeName": a, "AttributeType": t} for a, t in attrs.items()]
+    extra = f", GSIs {', '.join(m.gsis)}" if m.gsis else ""
+    extra += f", LSIs {', '.join(m.lsis)}" if m.lsis else ""
+    return SchemaAction("CreateTable", params, f"create table {name}{extra}")
+
+
+def _ttl_action(table: type[Table]) -> SchemaAction:
+    name = table.table_name()
+    attr = table._meta.ttl_attribute
+    return SchemaAction("UpdateTimeToLive", {
+        "TableName": name, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": attr}},
+        f"turn on TTL on {name}.{attr}")
+
+
+def plan_sync(table: type[Table], description: dict[str, Any] | None) -> list[SchemaAction]:
+    """Plan what brings the physical table in line with the model; never drops anything.
+
+    Args:
+        table: the ``Table`` subclass.
+        description: DescribeTable's ``Table`` (``None`` when the table does not exist).
+
+    Returns:
+        CreateTable (plus TTL) for a missing table; else one UpdateTable per missing GSI.
+    """
+    if description is None:
+        actions = [create_action(table)]
+        if table._meta.ttl_attribute:
+            actions.append(_ttl_action(table))
+        return actions
+    present = {g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])}
+    actions = []
+    for gname, (pk, sk) in table._meta.gsis.items():
+        if gname in present:
+            continue
+        defs = [{"AttributeName": pk, "AttributeType": "S"}]
+        if sk:
+            defs.append({"AttributeName": sk, "AttributeType": "S"})
+        actions.append(SchemaAction("UpdateTable", {
+            "TableName": table.table_name(), "AttributeDefinitions": defs,
+            "GlobalSecondaryIndexUpdates": [{"Create": _gsi_spec(gname, pk, sk)}]},
+            f"add GSI {gname} ({pk}, {sk}) to {table.table_name()}"))
+    missing_lsis = set(table._meta.lsis) - {i["IndexName"] for i in description.get("LocalSecondaryIndexes", [])}
+    if missing_lsis:
+        raise ServiceError(
+            f"table {table.table_name()} lacks LSI(s) {', '.join(sorted(missing_lsis))}; DynamoDB can only "
+            "add local secondary indexes when a table is created. Create a new table and copy the items.",
+            code="LSIMissing", operation="UpdateTable")
+    return actions
+
+
+def _wait_active(name: str, timeout: float = 300.0) -> None:
+    from .backend import call
+
+    deadline = time.monotonic() + timeout
+    while True:
+        desc = call("DescribeTable", {"TableName": name})["Table"]
+        statuses = [desc.get("TableStatus")] + [g.get("IndexStatus") for g in desc.get("GlobalSecondaryIndexes", [])]
+        if all(s == "ACTIVE" for s in statuses):
+            return
+        if time.monotonic() > deadline:
+            raise ServiceError(f"table {name} is not ACTIVE after {timeout:.0f} s (statuses: {statuses}).",
+                               code="Timeout", operation="DescribeTable")
+        time.sleep(0.2)
+
+
+def apply(table: type[Table], actions: list[SchemaAction], wait: bool = True) -> None:
+    """Send planned schema actions in order, waiting for ACTIVE after each when ``wait``."""
+    from .backend import call
+
+    for action in actions:
+        call(action.operation, action.params)
+        if wait and action.operation in ("CreateTable", "UpdateTable"):
+            _wait_active(table.table_name())

@@ -1,0 +1,315 @@
+"""``Table``: one physical DynamoDB table shared by many entity types.
+
+A ``Table`` subclass declares the physical table (name, generic key attribute names, GSIs,
+LSIs, TTL). dynorm builds from it a PynamoDB base model holding the key attributes and the
+entity-type discriminator; every entity of the table is a subclass of that model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from . import conf
+from .exceptions import ModelError, TableDoesNotExist
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .models import Entity
+
+__all__ = ["Table", "TableOptions"]
+
+_TABLE_META_KEYS = {
+    "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
+    "type_attribute", "delimiter", "billing_mode",
+}
+
+
+@dataclass
+class TableOptions:
+    """The resolved ``Meta`` of a :class:`Table` (``Table._meta``).
+
+    Attributes:
+        table_name: the logical name; the physical name adds ``settings.table_prefix``.
+        pk_attribute, sk_attribute: the table's key attribute names (``sk_attribute`` may be ``None``).
+        type_attribute: the entity-type attribute (``entityType``).
+        gsis: index name -> (partition attribute, sort attribute or ``None``), in order.
+        lsis: index name -> sort attribute.
+        ttl_attribute: the TTL attribute name, or ``None``.
+        delimiter: the key delimiter percent-encoded inside values.
+    """
+
+    table_name: str
+    pk_attribute: str = "PK"
+    sk_attribute: str | None = "SK"
+    type_attribute: str = "entityType"
+    gsis: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    lsis: dict[str, str] = field(default_factory=dict)
+    ttl_attribute: str | None = None
+    delimiter: str = "#"
+    billing_mode: str = "PAY_PER_REQUEST"
+
+    @property
+    def key_attributes(self) -> set[str]:
+        """Every attribute name the table uses for keys and the entity type."""
+        out = {self.pk_attribute, self.type_attribute}
+        if self.sk_attribute:
+            out.add(self.sk_attribute)
+        for pk, sk in self.gsis.values():
+            out.add(pk)
+            if sk:
+                out.add(sk)
+        return out
+
+
+def _build_table_options(name: str, meta: Any) -> TableOptions:
+    if meta is None:
+        raise ModelError(f"Table {name} needs a Meta class with table_name.")
+    unknown = sorted(k for k in vars(meta) if not k.startswith("_") and k not in _TABLE_META_KEYS)
+    if unknown:
+        raise ModelError(f"{name}.Meta has unknown option(s): {', '.join(unknown)}; "
+                         f"allowed: {', '.join(sorted(_TABLE_META_KEYS))}.")
+    table_name = getattr(meta, "table_name", None)
+    if not isinstance(table_name, str) or not table_name:
+        raise ModelError(f"{name}.Meta.table_name must be a non-empty string.")
+    opts = TableOptions(table_name=table_name)
+    for key in ("pk_attribute", "type_attribute", "delimiter", "billing_mode"):
+        if hasattr(meta, key):
+            setattr(opts, key, getattr(meta, key))
+    if hasattr(meta, "sk_attribute"):
+        opts.sk_attribute = meta.sk_attribute
+    opts.ttl_attribute = getattr(meta, "ttl_attribute", None)
+    gsis = getattr(meta, "gsis", None)
+    count = getattr(meta, "gsi_count", None)
+    if gsis is not None and count is not None:
+        raise ModelError(f"{name}.Meta: give either gsi_count or gsis, not both.")
+    if count is not None:
+        if not isinstance(count, int) or not 0 <= count <= 20:
+            raise ModelError(f"{name}.Meta.gsi_count must be an integer from 0 to 20.")
+        opts.gsis = {f"GSI{i}": (f"GSI{i}PK", f"GSI{i}SK") for i in range(1, count + 1)}
+    elif gsis:
+        for gname, attrs in gsis.items():
+            if isinstance(attrs, str):
+                attrs = (attrs, None)
+            if not (isinstance(attrs, (tuple, list)) and len(attrs) == 2 and isinstance(attrs[0], str)):
+                raise ModelError(f"{name}.Meta.gsis[{gname!r}] must be (pk_attribute, sk_attribute).")
+            if attrs[0] == opts.pk_attribute:
+                raise ModelError(f"{name}.Meta.gsis[{gname!r}]: a GSI cannot reuse the table's partition key.")
+            opts.gsis[gname] = (attrs[0], attrs[1])
+    lsis = getattr(meta, "lsis", None) or {}
+    if lsis and opts.sk_attribute is None:
+        raise ModelError(f"{name}.Meta.lsis needs a table with a sort key.")
+    if len(lsis) > 5:
+        raise ModelError(f"{name}.Meta.lsis: DynamoDB allows at most 5 local secondary indexes.")
+    opts.lsis = dict(lsis)
+    if not isinstance(opts.delimiter, str) or not opts.delimiter or "%" in opts.delimiter:
+        raise ModelError(f"{name}.Meta.delimiter must be a non-empty string without '%'.")
+    clash = set(opts.gsis) & set(opts.lsis)
+    if clash:
+        raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")
+    return opts
+
+
+class _PynamoMeta:
+    """PynamoDB ``Meta`` of a table's base model; host/region/name are set from settings."""
+
+    table_name: str
+    region: str | None = None
+    host: str | None = None
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = None
+    aws_session_token: str | None = None
+
+
+def _make_base_model(table_cls: type, opts: TableOptions) -> type[Model]:
+    meta = type("Meta", (_PynamoMeta,), {"table_name": opts.table_name})
+    ns: dict[str, Any] = {
+        "__module__": table_cls.__module__,
+        "__qualname__": f"{table_cls.__qualname__}.Model",
+        "Meta": meta,
+        "_dynorm_pk": UnicodeAttribute(hash_key=True, attr_name=opts.pk_attribute),
+        "_dynorm_type": DiscriminatorAttribute(attr_name=opts.type_attribute),
+    }
+    if opts.sk_attribute:
+        ns["_dynorm_sk"] = UnicodeAttribute(range_key=True, attr_name=opts.sk_attribute)
+    seen = {opts.pk_attribute, opts.sk_attribute}
+    for gname, (pk_attr, sk_attr) in opts.gsis.items():
+        for suffix, attr in (("pk", pk_attr), ("sk", sk_attr)):
+            if attr and attr not in seen:
+                seen.add(attr)
+                ns[f"_dynorm_{gname.lower()}_{suffix}"] = UnicodeAttribute(null=True, attr_name=attr)
+    return type(f"{table_cls.__name__}Model", (Model,), ns)
+
+
+class TableMeta(type):
+    """Builds ``_meta`` and the PynamoDB base model of each ``Table`` subclass."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> TableMeta:
+        cls = super().__new__(mcs, name, bases, namespace)
+        if not any(isinstance(b, TableMeta) for b in bases):
+            return cls
+        opts = _build_table_options(name, namespace.get("Meta"))
+        cls._meta = opts  # type: ignore[attr-defined]
+        cls._model_base = _make_base_model(cls, opts)  # type: ignore[attr-defined]
+        cls._entities = {}  # type: ignore[attr-defined]
+        _apply_settings_to(cls, conf._settings)  # settings already loaded: apply now
+        _TABLES.append(cls)  # type: ignore[arg-type]
+        return cls
+
+
+_TABLES: list[type[Table]] = []
+
+
+class Table(metaclass=TableMeta):
+    """A physical DynamoDB table shared by entities (single-table design).
+
+    Declare it with a ``Meta``::
+
+        class Shop(Table):
+            class Meta:
+                table_name = "fromatoz"   # settings.table_prefix is prepended
+                gsi_count = 2             # GSI1..GSI2 on GSI1PK/GSI1SK, GSI2PK/GSI2SK
+
+    ``Meta`` options: ``table_name`` (required); ``gsi_count`` or ``gsis`` (index name ->
+    ``(pk_attribute, sk_attribute)``); ``lsis`` (index name -> sort attribute);
+    ``ttl_attribute``; ``pk_attribute`` (``"PK"``), ``sk_attribute`` (``"SK"``, or ``None``),
+    ``type_attribute`` (``"entityType"``); ``delimiter`` (``"#"``); ``billing_mode``
+    (``"PAY_PER_REQUEST"``).
+    """
+
+    _meta: ClassVar[TableOptions]
+    _model_base: ClassVar[type[Model]]
+    _entities: ClassVar[dict[str, type[Entity]]]
+
+    @classmethod
+    def table_name(cls) -> str:
+        """Return the physical table name (``settings.table_prefix`` + ``Meta.table_name``)."""
+        return conf.get_settings().table_prefix + cls._meta.table_name
+
+    @classmethod
+    def entities(cls) -> dict[str, type[Entity]]:
+        """Return the entity classes stored in this table, by entity type."""
+        return dict(cls._entities)
+
+    @classmethod
+    def create_table(cls, wait: bool = True) -> None:
+        """Create the physical table with its GSIs, LSIs and TTL.
+
+        Issues CreateTable (then DescribeTable until ACTIVE when ``wait``, and
+        UpdateTimeToLive when ``Meta.ttl_attribute`` is set).
+
+        Raises:
+            ServiceError: the table exists already or DynamoDB refused the definition.
+        """
+        from . import schema
+
+        schema.apply(cls, [schema.create_action(cls)], wait=wait)
+
+    @classmethod
+    def delete_table(cls, wait: bool = True) -> None:
+        """Delete the physical table and all its items (DeleteTable).
+
+        Raises:
+            TableDoesNotExist: there is no such table.
+        """
+        from .backend import call
+
+        name = cls.table_name()
+        call("DeleteTable", {"TableName": name})
+        if wait:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    call("DescribeTable", {"TableName": name})
+                except TableDoesNotExist:
+                    return
+                time.sleep(0.2)
+
+    @classmethod
+    def exists(cls) -> bool:
+        """Return True when the physical table exists (DescribeTable)."""
+        from .backend import call
+
+        try:
+            call("DescribeTable", {"TableName": cls.table_name()})
+        except TableDoesNotExist:
+            return False
+        return True
+
+    @classmethod
+    def describe(cls) -> dict[str, Any] | None:
+        """Return DescribeTable's ``Table`` description, or ``None`` when the table is missing."""
+        from .backend import call
+
+        try:
+            return call("DescribeTable", {"TableName": cls.table_name()})["Table"]
+        except TableDoesNotExist:
+            return None
+
+    @classmethod
+    def sync(cls, wait: bool = True, dry_run: bool = False) -> list[str]:
+        """Create the table if missing, else add the GSIs (and TTL) it lacks; never drops anything.
+
+        Issues DescribeTable, then CreateTable or one UpdateTable per missing GSI (waiting
+        until ACTIVE), and UpdateTimeToLive when needed.
+
+        Args:
+            wait: wait until the table and indexes are ACTIVE.
+            dry_run: only return what would be done.
+
+        Returns:
+            One human-readable line per action (empty when the table is up to date).
+        """
+        from . import schema
+
+        actions = schema.plan_sync(cls, cls.describe())
+        if not dry_run:
+            schema.apply(cls, actions, wait=wait)
+        return [a.describe() for a in actions]
+
+    @classmethod
+    def check(cls) -> list[str]:
+        """Validate the table's entities together, without I/O.
+
+        Returns:
+            A list of problems (empty when all is well): entity types whose key templates
+            on one index could produce the same key, duplicate entity types.
+        """
+        from .checks import check_table
+
+        return check_table(cls)
+
+
+def _apply_settings_to(table: type[Table], settings: conf.Settings | None) -> None:
+    """Point the PynamoDB base model (the escape hatch) at the configured endpoint."""
+    if settings is None:
+        return
+    meta = table._model_base.Meta
+    meta.table_name = settings.table_prefix + table._meta.table_name
+    meta.region = settings.region
+    meta.host = settings.endpoint
+    if settings.is_local:
+        from .backend import LOCAL_CREDENTIALS
+
+        meta.aws_access_key_id, meta.aws_secret_access_key = LOCAL_CREDENTIALS
+    else:
+        meta.aws_access_key_id = meta.aws_secret_access_key = None
+    table._model_base._connection = None
+    for entity in table._entities.values():
+        entity._connection = None
+
+
+def _on_settings(settings: conf.Settings) -> None:
+    for table in _TABLES:
+        _apply_settings_to(table, settings)
+
+
+conf.on_change(_on_settings)
+
+
+def all_tables() -> list[type[Table]]:
+    """Every ``Table`` subclass defined so far, in definition order."""
+    return list(_TABLES)
