@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change"]
+__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "use_file"]
 
 _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
@@ -70,10 +70,16 @@ class Settings:
 _lock = threading.RLock()
 _settings: Settings | None = None
 _overrides: dict[str, Any] = {}
+_config_file: str | None = None
 _listeners: list[Callable[[Settings], None]] = []
 
 
 def _config_path() -> Path | None:
+    if _config_file is not None:
+        path = Path(_config_file)
+        if not path.is_file():
+            raise ConfigurationError(f"config file {_config_file!r} does not exist.")
+        return path
     env = os.environ.get("DYNORM_CONFIG")
     if env:
         path = Path(env)
@@ -220,11 +226,20 @@ def configure(**settings: Any) -> Settings:
         return get_settings()
 
 
+def use_file(path: str | os.PathLike[str] | None) -> None:
+    """Read settings from ``path`` (instead of ``DYNORM_CONFIG``/``./dynorm.yaml``) from now on."""
+    global _settings, _config_file
+    with _lock:
+        _config_file = os.fspath(path) if path is not None else None
+        _settings = None
+
+
 def reset() -> None:
-    """Forget :func:`configure` overrides and cached settings (reloaded on next use)."""
-    global _settings
+    """Forget :func:`configure` overrides, :func:`use_file` and cached settings (reloaded on next use)."""
+    global _settings, _config_file
     with _lock:
         _overrides.clear()
+        _config_file = None
         _settings = None
 
 

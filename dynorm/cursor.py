@@ -62,7 +62,7 @@ def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attribu
         payload = _unb64(body)
     except (binascii.Error, ValueError) as exc:
         raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.") from exc
-    if not hmac.compare_digest(_sig(secret, payload), sig):
+    if not hmac.compare_digest(_sig(secret, payload).encode(), sig.encode("utf-8", "surrogatepass")):
         raise InvalidCursor("cursor signature does not match: it was altered or made elsewhere.")
     try:
         data = json.loads(payload)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
@@ -44,6 +44,13 @@ class Field:
     python_types: ClassVar[tuple[type, ...]] = (object,)
     type_label: ClassVar[str] = "value"
     name: str = ""
+    # provided by the PynamoDB attribute each field also derives from
+    attr_name: str
+    attr_type: str
+    null: bool
+
+    if TYPE_CHECKING:  # the PynamoDB attribute's method, never defined here (it would shadow it)
+        def serialize(self, value: Any) -> Any: ...
 
     def validate(self, value: Any, entity: str = "?") -> Any:
         """Check (and normalize) a value for this field.

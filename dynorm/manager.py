@@ -56,7 +56,8 @@ class BaseManager(Generic[T]):
         return self._queryset_class(self.model)
 
     @classmethod
-    def from_queryset(cls, queryset_class: type[QuerySet[Any]], class_name: str | None = None) -> type[BaseManager[Any]]:
+    def from_queryset(cls, queryset_class: type[QuerySet[Any]],
+                      class_name: str | None = None) -> type[BaseManager[Any]]:
         """Build a manager class exposing ``queryset_class``'s public methods."""
         def make(name: str) -> Any:
             def method(self: BaseManager[Any], *args: Any, **kwargs: Any) -> Any:
@@ -66,7 +67,7 @@ class BaseManager(Generic[T]):
             return method
 
         attrs: dict[str, Any] = {"_queryset_class": queryset_class}
-        for name, member in inspect.getmembers(queryset_class, predicate=inspect.isfunction):
+        for name, _member in inspect.getmembers(queryset_class, predicate=inspect.isfunction):
             if name.startswith("_") or hasattr(cls, name) or name == "as_manager":
                 continue
             attrs[name] = make(name)

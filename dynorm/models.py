@@ -97,7 +97,7 @@ class EntityMeta(MetaModel):
                 raise ModelError(f"{name}: entity type {opts.entity_type!r} is already used by "
                                  f"{old.__module__}.{old.__qualname__} in table {table.__name__}; "
                                  "set a distinct Meta.entity_type.")
-            disc = table._model_base.get_attributes()["_dynorm_type"]
+            disc: Any = table._model_base.get_attributes()["_dynorm_type"]
             disc._discriminator_map.pop(opts.entity_type, None)  # re-definition (module reload)
             disc._class_map.pop(old, None)
         cls._meta = opts
@@ -135,7 +135,7 @@ class Entity(Model, metaclass=EntityMeta):
     _dynorm_root = True
     _meta: ClassVar[Options]
     objects: ClassVar[Any]
-    DoesNotExist: ClassVar[type[exceptions.DoesNotExist]]  # type: ignore[assignment]
+    DoesNotExist: type[exceptions.DoesNotExist]  # type: ignore[assignment]
     MultipleObjectsReturned: ClassVar[type[exceptions.MultipleObjectsReturned]]
 
     def __init__(self, _user_instantiated: bool = True, **fields: Any) -> None:
@@ -203,7 +203,7 @@ class Entity(Model, metaclass=EntityMeta):
                                                                              entity=meta.entity)
             sk = None
             if b.sk is not None:
-                sk = out.get(b.sk_attr) if b.sk_attr == tmeta.sk_attribute else b.sk.try_fill(
+                sk = out.get(b.sk_attr or "") if b.sk_attr == tmeta.sk_attribute else b.sk.try_fill(
                     values, meta.key_version, entity=meta.entity)
             if pk is None or (b.sk is not None and sk is None):
                 pk = sk = None
@@ -241,7 +241,7 @@ class Entity(Model, metaclass=EntityMeta):
             f.validate(value, meta.entity)
 
     # -- writes ----------------------------------------------------------------------
-    def save(self, *, _create: bool = False) -> Entity:
+    def save(self, *, _create: bool = False) -> Entity:  # type: ignore[override]
         """Write the whole item (PutItem), recomputing every key attribute from the fields.
 
         With a ``fields.Version()`` the write is conditional on the version read (a new
@@ -315,7 +315,7 @@ class Entity(Model, metaclass=EntityMeta):
             setattr(self, vf, (current_version or 0) + 1)
         return self
 
-    def delete(self) -> None:
+    def delete(self) -> None:  # type: ignore[override]
         """Delete the item (DeleteItem); with a ``fields.Version()`` only if unchanged since read.
 
         Raises:

@@ -113,6 +113,8 @@ class Plan:
             parts.append(f"FilterExpression: {self.readable(self.filter)}")
         if self.projection:
             parts.append(f"ProjectionExpression: {self.readable(self.projection)}")
+        if "Limit" in self.params:
+            parts.append(f"Limit: {self.params['Limit']}")
         if self.params.get("ScanIndexForward") is False:
             parts.append("ScanIndexForward: false")
         if self.params.get("ConsistentRead"):
@@ -249,7 +251,7 @@ def plan(state: QueryState) -> Plan:
     extra = [i for i, (f, lk, _) in enumerate(leaves) if not (lk == "exact" and f in best.fields)]
     if (best.name == PRIMARY and (best.sk is None or sk_full is not None) and not extra and not complex_
             and not state.collection and state.using is None):
-        key = {tmeta.pk_attribute: {"S": pk_value}}
+        key: dict[str, Any] = {tmeta.pk_attribute: {"S": pk_value}}
         if best.sk is not None and tmeta.sk_attribute:
             key[tmeta.sk_attribute] = {"S": sk_full}
         params = {"TableName": table, "Key": key}
@@ -288,7 +290,7 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         for i, (f, lk, v) in enumerate(leaves):
             if f == best.sort_field and lk in ("exact", *_RANGE):
                 used.add(i)
-                return _range_expr(sk_name, lk, v, b, lambda x: serialize_value(meta, f, x))
+                return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
         return None
     if state.collection and state.of is None:
         return None  # the whole item collection
@@ -303,6 +305,7 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
             return f"{sk_name} = {b.value({'S': pre.value})}"
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})" if pre.value else None
     assert best.sk is not None
+    delim = best.sk.delimiter
     pre = best.sk.prefix(eq, meta.key_version, entity=meta.entity)
     for i, (f, lk, _) in enumerate(leaves):
         if lk == "exact" and f in pre.used:
@@ -318,18 +321,36 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
             spec = best.sk.spec_of(f)
             if lk == "begins_with" and isinstance(v, str) and fobj.attr_type == "S" and not spec:
                 used.add(i)
-                enc = encode_value(v, "", delimiter=best.sk.delimiter) if v else ""
-                return f"begins_with({sk_name}, {b.value({'S': pre.value + enc})})"
+                text = encode_value(v, "", delimiter=delim) if v else ""
+                return f"begins_with({sk_name}, {b.value({'S': pre.value + text})})"
             if lk != "begins_with" and _range_in_key(best, f, meta):
                 # Key range narrows the read; the same lookup stays in the filter so
                 # results are exact even where percent-encoding changes the order.
-                def enc(x: Any) -> str:
+                def enc(x: Any, fobj: Any = fobj, spec: str = spec, f: str = f) -> str:  # noqa: E306
                     return pre.value + encode_value(fobj.validate(x, meta.entity), spec,
-                                                    delimiter=best.sk.delimiter, entity=meta.entity, field=f)
+                                                    delimiter=delim, entity=meta.entity, field=f)
                 return _prefixed_range(sk_name, lk, v, b, enc, pre.value)
-    if pre.used or (pre.value and state.collection):
+    if pre.used or (pre.value and _partition_shared(meta, best)):
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})"
     return None
+
+
+def _partition_shared(meta: Any, bound: BoundIndex) -> bool:
+    """True when another entity type's items can share this access path's partitions.
+
+    Then the sort key's literal prefix (``ORDER#``) keeps the others out of the read.
+    """
+    from .checks import could_collide
+
+    for other in meta.table._entities.values():
+        om = other._meta
+        if om.entity_type == meta.entity_type:
+            continue
+        for ob in om.all_indexes:
+            if ob.index_name == bound.index_name and ob.kind != "lsi" and could_collide(
+                    bound.pk, meta.key_version, ob.pk, om.key_version):
+                return True
+    return False
 
 
 def _range_expr(name: str, lk: str, v: Any, b: ExpressionBuilder, ser: Any) -> str:

@@ -9,7 +9,7 @@ LastEvaluatedKey.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Iterator, TypeVar, overload
 
 from . import _codec, backend, conf
@@ -199,6 +199,19 @@ class QuerySet(Generic[T]):
 
     # -- execution -------------------------------------------------------------------
     def _decoder(self, p: Plan) -> Any:
+        if p.projection is not None:
+            decode_full = self._decoder_full(p)
+
+            def partial(raw: dict[str, Any]) -> Any:
+                obj = decode_full(raw)
+                if obj is not None and not isinstance(obj, UnknownItem):
+                    obj._dynorm_partial = True  # saving it would drop the fields not read
+                return obj
+
+            return partial
+        return self._decoder_full(p)
+
+    def _decoder_full(self, p: Plan) -> Any:
         table = self.model._meta.table
         type_attr = table._meta.type_attribute
         entities = table._entities
@@ -442,8 +455,9 @@ class QuerySet(Generic[T]):
         start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
         items: list[Any] = []
         last: dict[str, Any] | None = None
-        for batch, last in self._pages(p, limit=size, start_key=start):
+        for batch, lek in self._pages(p, limit=size, start_key=start):
             items += batch
+            last = lek
         return Page(items, encode_cursor(last, context, secret) if last else None)
 
     def _cursor_context(self, p: Plan) -> tuple[dict[str, Any], str, set[str]]:

@@ -155,7 +155,7 @@ class TableMeta(type):
         cls._meta = opts  # type: ignore[attr-defined]
         cls._model_base = _make_base_model(cls, opts)  # type: ignore[attr-defined]
         cls._entities = {}  # type: ignore[attr-defined]
-        _apply_settings_to(cls, conf._settings)  # settings already loaded: apply now
+        _apply_settings_to(cls, conf._settings)  # type: ignore[arg-type]  # settings already loaded: apply now
         _TABLES.append(cls)  # type: ignore[arg-type]
         return cls
 

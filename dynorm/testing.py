@@ -52,6 +52,7 @@ def dynamodb_local() -> Iterator[str]:
 def dynorm_tables(dynamodb_local: str) -> Iterator[list[type]]:
     """Create every declared table under a fresh prefix; delete them after the test."""
     prefix = f"t{os.getpid()}-{next(_counter)}-"
+    previous = conf.get_settings().table_prefix
     conf.configure(table_prefix=prefix)
     tables = all_tables()
     for table in tables:
@@ -64,3 +65,4 @@ def dynorm_tables(dynamodb_local: str) -> Iterator[list[type]]:
                 table.delete_table(wait=False)
             except Exception:  # noqa: BLE001 - best effort clean-up
                 pass
+        conf.configure(table_prefix=previous)

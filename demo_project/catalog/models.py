@@ -1,14 +1,11 @@
 """Fromatoz catalog: brands, categories and products in one table with two GSIs.
 
-Key layout (from the article, every partition key version-prefixed):
+Key layout (from the article; every partition key version-prefixed)::
 
-========  ===============  ===================  ====================  ========================  =================  ========================
-Entity    PK               SK                   GSI1PK                GSI1SK                    GSI2PK             GSI2SK
-========  ===============  ===================  ====================  ========================  =================  ========================
-Brand     v1#BRANDS        B#<bid>
-Category  v1#CATEGORIES    C#<cid>
-Product   v1#P#<pid>       METADATA             v1#B#<bid>            C#<cid>#P#<pid>           v1#C#<cid>         B#<bid>#P#<pid>
-========  ===============  ===================  ====================  ========================  =================  ========================
+    Entity    PK             SK        GSI1PK      GSI1SK            GSI2PK      GSI2SK
+    Brand     v1#BRANDS      B#<bid>
+    Category  v1#CATEGORIES  C#<cid>
+    Product   v1#P#<pid>     METADATA  v1#B#<bid>  C#<cid>#P#<pid>   v1#C#<cid>  B#<bid>#P#<pid>
 """
 
 from __future__ import annotations

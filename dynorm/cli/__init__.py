@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dynorm.tables import Table
 
 __all__ = ["main", "cli", "State"]
 
@@ -34,12 +37,11 @@ class State:
         from dynorm import conf
 
         if self.config and not self._loaded:
-            os.environ["DYNORM_CONFIG"] = self.config
-            conf.reset()
+            conf.use_file(self.config)
         self._loaded = True
         return conf.get_settings()
 
-    def load_models(self) -> list[type]:
+    def load_models(self) -> list[type[Table]]:
         """Import the ``models`` modules from the settings; return the declared tables."""
         import importlib
 

@@ -17,7 +17,8 @@ def check(state: State) -> None:
     if problems:
         for p in problems:
             click.echo(f"ERROR: {p}", err=True)
-        raise click.ClickException(f"{len(problems)} problem(s) found in {entities} entities on {len(tables)} table(s).")
+        raise click.ClickException(
+            f"{len(problems)} problem(s) found in {entities} entities on {len(tables)} table(s).")
     click.echo(f"No problems found ({entities} entities on {len(tables)} table(s)).")
 
 

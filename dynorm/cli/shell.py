@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dynorm.tables import Table
 
 from . import State, pass_state
 
 
-def namespace(tables: list[type]) -> dict[str, Any]:
+def namespace(tables: list[type[Table]]) -> dict[str, Any]:
     """The shell's namespace: dynorm, Q, F, capture, and every table and entity by class name."""
     import dynorm
 
@@ -21,7 +24,7 @@ def namespace(tables: list[type]) -> dict[str, Any]:
     return ns
 
 
-def banner(tables: list[type]) -> str:
+def banner(tables: list[type[Table]]) -> str:
     """Text listing the tables, their entities and each entity's access paths and named patterns."""
     import inspect
 

@@ -1,0 +1,104 @@
+"""The CLI through click's CliRunner: thin commands, one-line errors, exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from demo_project.catalog.models import Catalog, Product
+from dynorm.cli import cli
+
+
+@pytest.fixture
+def config(tmp_path: Path, dynamodb_local: str) -> Path:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text(f"models: [demo_project.catalog.models]\ntable_prefix: cli-{tmp_path.name}-\n"
+                   f"connection: {{region: us-east-1, endpoint: '{dynamodb_local}'}}\n")
+    return cfg
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_help_lists_commands() -> None:
+    code, out = run("--help")
+    assert code == 0
+    for command in ("check", "migrate", "shell", "local"):
+        assert command in out
+
+
+def test_check_passes_for_demo(config: Path) -> None:
+    code, out = run("--config", str(config), "check")
+    assert code == 0 and "No problems found (" in out
+
+
+@pytest.mark.integration
+def test_migrate_plan_then_apply_then_up_to_date(config: Path) -> None:
+    code, out = run("--config", str(config), "migrate", "--plan")
+    assert code == 0 and "would CreateTable" in out and "nothing was changed" in out
+    assert not Catalog.exists()
+    code, out = run("--config", str(config), "migrate")
+    assert code == 0 and "CreateTable: create table" in out
+    assert Catalog.exists()
+    code, out = run("--config", str(config), "migrate")
+    assert code == 0 and "up to date" in out
+    Catalog.delete_table()
+
+
+@pytest.mark.integration
+def test_shell_c_runs_code_with_entities_preloaded(config: Path) -> None:
+    run("--config", str(config), "migrate")
+    code, out = run("--config", str(config), "shell", "-c",
+                    "Brand.objects.create(brand_id='1', name='Acme'); print([b.name for b in Brand.objects.all()]);"
+                    "print(Product.objects.by_brand('1').explain())")
+    assert code == 0, out
+    assert "['Acme']" in out and "Query" in out and "GSI1" in out
+    assert Product.objects.by_brand("1").count() == 0
+    Catalog.delete_table()
+
+
+def test_shell_banner_lists_entities_and_patterns() -> None:
+    from dynorm.cli.shell import banner
+
+    text = banner([Catalog])
+    assert "Product [PRODUCT]" in text and ".using('by_brand') GSI1" in text
+    assert "Product.objects.by_brand()" in text
+
+
+def test_errors_are_one_line_and_nonzero(tmp_path: Path) -> None:
+    bad = tmp_path / "dynorm.yaml"
+    bad.write_text("models: [demo_project.catalog.models\n")
+    code, out = run("--config", str(bad), "check")
+    assert code == 1
+    assert out.count("\n") == 1 and "ConfigurationError: invalid YAML" in out and "Traceback" not in out
+    unknown = tmp_path / "u.yaml"
+    unknown.write_text("colour: red\n")
+    code, out = run("--config", str(unknown), "check")
+    assert code == 1 and "unknown key(s) 'colour'" in out
+
+
+def test_missing_models_module(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [no_such_module_xyz]\n")
+    code, out = run("--config", str(cfg), "check")
+    assert code == 1 and "cannot import models module 'no_such_module_xyz'" in out
+
+
+def test_traceback_flag_shows_the_exception(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("colour: red\n")
+    result = CliRunner().invoke(cli, ["--traceback", "--config", str(cfg), "check"])
+    assert result.exit_code == 1 and type(result.exception).__name__ == "ConfigurationError"
+
+
+def test_unreachable_endpoint_is_one_clear_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [demo_project.catalog.models]\nconnection: {endpoint: 'http://127.0.0.1:9', "
+                   "max_attempts: 1, connect_timeout: 1}\n")
+    code, out = run("--config", str(cfg), "migrate")
+    assert code == 1 and "could not reach DynamoDB at http://127.0.0.1:9" in out
+    assert "Is DynamoDB Local running?" in out

@@ -1,0 +1,16 @@
+"""Integration tests: every test gets fresh tables on DynamoDB Local (dynorm.testing)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _tables(dynorm_tables: list[type]) -> list[type]:
+    return dynorm_tables
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)

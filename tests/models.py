@@ -1,0 +1,98 @@
+"""Entities used by the test suite (besides demo_project's catalog)."""
+
+from __future__ import annotations
+
+from dynorm import Entity, Index, QuerySet, Table, fields
+
+
+class Retail(Table):
+    class Meta:
+        table_name = "retail"
+        gsis = {"GSI1": ("GSI1PK", "GSI1SK"), "INV": ("SK", "PK")}
+        lsis = {"LSI1": "placed_at"}
+        ttl_attribute = "expires_at"
+
+
+class Store(Entity):
+    store_id = fields.String()
+    name = fields.String()
+    city = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "STORE"
+        pk = "{version}#STORE#{store_id}"
+        sk = "METADATA"
+        indexes = {"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="STORE#{store_id}")}
+
+
+class StoreEmployee(Entity):
+    store_id = fields.String()
+    employee_id = fields.String()
+    name = fields.String()
+    started = fields.DateTime(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "STORE_EMPLOYEE"
+        pk = "{version}#STORE#{store_id}"
+        sk = "EMP#{employee_id}"
+
+
+class OrderQuerySet(QuerySet["Order"]):
+    def of_customer(self, customer_id: str) -> OrderQuerySet:
+        """Orders of a customer, newest first by sort key."""
+        return self.filter(customer_id=customer_id)  # type: ignore[return-value]
+
+
+class Order(Entity):
+    customer_id = fields.String()
+    order_id = fields.ULID(auto=True)
+    placed_at = fields.DateTime(auto_now_add=True)
+    total = fields.Decimal(default=0)
+    status = fields.String(default="NEW")
+    tags = fields.Set(str)
+    lines = fields.List(null=True)
+    extra = fields.Map(null=True)
+    coupon = fields.String(null=True)
+    expires_at = fields.TTL(null=True)
+    version = fields.Version()
+
+    objects = OrderQuerySet.as_manager()
+
+    class Meta:
+        table = Retail
+        entity_type = "ORDER"
+        key_version = "v2"
+        pk = "{version}#CUST#{customer_id}"
+        sk = "ORDER#{order_id}"
+        indexes = {
+            # sparse: only orders with a coupon are in GSI1
+            "by_coupon": Index("GSI1", pk="{version}#COUPON#{coupon}", sk="{placed_at}"),
+            "by_placed": Index("LSI1"),
+        }
+
+
+class Customer(Entity):
+    customer_id = fields.String()
+    email = fields.String()
+
+    class Meta:
+        table = Retail
+        entity_type = "CUSTOMER"
+        key_version = "v2"
+        pk = "{version}#CUST#{customer_id}"
+        sk = "#A"  # the "A record": sorts before ORDER#..., so newest orders come first in reverse
+
+
+class Reading(Entity):
+    sensor = fields.String()
+    year = fields.Integer()
+    seq = fields.Integer()
+    value = fields.Number(default=0)
+
+    class Meta:
+        table = Retail
+        entity_type = "READING"
+        pk = "{version}#SENSOR#{sensor}"
+        sk = "Y#{year:04d}#{seq:06d}"

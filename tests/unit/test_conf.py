@@ -1,0 +1,46 @@
+"""Settings: YAML, environment overrides and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dynorm import conf
+from dynorm.exceptions import ConfigurationError
+
+
+def test_load_file_and_env_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [a.b]\ntable_prefix: dev-\nconnection: {region: eu-west-1, endpoint: 'http://127.0.0.1:1'}\n")
+    values = conf.load_file(cfg)
+    assert values["models"] == ("a.b",) and values["table_prefix"] == "dev-" and values["region"] == "eu-west-1"
+    monkeypatch.setenv("DYNORM_REGION", "ap-south-1")
+    assert conf._from_env()["region"] == "ap-south-1"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("models: [a\n", "invalid YAML"),
+    ("colour: red\n", "unknown key"),
+    ("connection: {port: 1}\n", "unknown connection key"),
+    ("models: 3\n", "list of module paths"),
+    ("- 1\n", "mapping"),
+])
+def test_bad_files_give_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigurationError, match=message):
+        conf.load_file(cfg)
+
+
+def test_bad_values() -> None:
+    with pytest.raises(ConfigurationError, match="endpoint"):
+        conf._build({"endpoint": "127.0.0.1:8000"})
+    with pytest.raises(ConfigurationError, match="unknown setting"):
+        conf._build({"colour": "red"})
+
+
+def test_is_local() -> None:
+    assert conf.Settings(endpoint="http://127.0.0.1:8000").is_local
+    assert conf.Settings(endpoint="http://localhost:8000").is_local
+    assert not conf.Settings(endpoint="https://dynamodb.us-east-1.amazonaws.com").is_local
