@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+import demo_project.catalog.models  # noqa: F401 - its tables exist in every test
+import tests.models  # noqa: F401
+
 
 @pytest.fixture(autouse=True)
 def _tables(dynorm_tables: list[type]) -> list[type]:
