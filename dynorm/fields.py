@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import re
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from pynamodb import attributes as pa
@@ -179,11 +180,17 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
         return format_datetime(value)
 
     def deserialize(self, value: str) -> _dt.datetime:
-        return _dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=_dt.timezone.utc)
+        # fromisoformat is C code, ~10x faster than strptime for the fixed format we write
+        return _dt.datetime.fromisoformat(value[:-1] if value.endswith("Z") else value).replace(
+            tzinfo=_dt.timezone.utc)
 
 
 def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
+
+
+# 26 characters of Crockford base32; the first digit is at most 7 (128-bit value).
+_ULID_TEXT = re.compile(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", re.IGNORECASE)
 
 
 def _new_ulid() -> str:
@@ -215,13 +222,8 @@ class ULID(Field, pa.UnicodeAttribute):
         if value is not None and type(value).__name__ == "ULID":
             return str(value)
         value = super().validate(value, entity)
-        if value is not None:
-            from ulid import ULID as _ULID
-
-            try:
-                _ULID.from_str(value)
-            except ValueError:
-                self._fail(value, entity, " text that is not a valid ULID")
+        if value is not None and not _ULID_TEXT.fullmatch(value):
+            self._fail(value, entity, " text that is not a valid ULID")
         return value
 
 

@@ -1,0 +1,166 @@
+"""Client CPU per operation: dynorm vs hand-written PynamoDB vs raw boto3 (one server, one run).
+
+Measures process CPU time (``time.process_time``; DynamoDB Local runs in another process) per
+get, put and query-of-100-items, median of ROUNDS rounds, and prints the ratios
+dynorm/PynamoDB and dynorm/boto3. Results go to ``bench/results/bench_ops.json``.
+
+    python bench/bench_ops.py [--ops 2000] [--query-ops 200] [--rounds 5]
+
+Uses ``DYNORM_TEST_ENDPOINT`` when set, else starts DynamoDB Local itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import boto3  # noqa: E402
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute  # noqa: E402
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex  # noqa: E402
+from pynamodb.models import Model  # noqa: E402
+
+import dynorm  # noqa: E402
+from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
+from dynorm.local import LocalDynamoDB  # noqa: E402
+
+
+def cpu_per_op(fn: Callable[[int], Any], n: int, rounds: int) -> float:
+    """Median over rounds of process-CPU microseconds per call of fn(i)."""
+    results = []
+    for _ in range(rounds):
+        start = time.process_time()
+        for i in range(n):
+            fn(i)
+        results.append((time.process_time() - start) / n * 1e6)
+    return statistics.median(results)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--ops", type=int, default=2000, help="gets and puts per round")
+    ap.add_argument("--query-ops", type=int, default=200, help="100-item queries per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+
+    server = None
+    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
+    if not endpoint:
+        server = LocalDynamoDB().start()
+        endpoint = server.endpoint
+    dynorm.configure(endpoint=endpoint, table_prefix="bench-")
+    from demo_project.catalog.models import Catalog, Product
+
+    if Catalog.exists():
+        Catalog.delete_table()
+    Catalog.create_table()
+    table = Catalog.table_name()
+
+    class PByBrand(GlobalSecondaryIndex["PProduct"]):
+        class Meta:
+            index_name = "GSI1"
+            projection = AllProjection()
+        gsi1pk = UnicodeAttribute(hash_key=True, attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(range_key=True, attr_name="GSI1SK")
+
+    class PProduct(Model):
+        """The same items, written by hand with PynamoDB."""
+
+        class Meta:
+            table_name = table
+            host = endpoint
+            region = "us-east-1"
+            aws_access_key_id, aws_secret_access_key = LOCAL_CREDENTIALS
+
+        pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+        sk = UnicodeAttribute(range_key=True, attr_name="SK")
+        gsi1pk = UnicodeAttribute(attr_name="GSI1PK")
+        gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
+        gsi2pk = UnicodeAttribute(attr_name="GSI2PK")
+        gsi2sk = UnicodeAttribute(attr_name="GSI2SK")
+        entity_type = UnicodeAttribute(attr_name="entityType")
+        product_id = UnicodeAttribute()
+        brand_id = UnicodeAttribute()
+        category_id = UnicodeAttribute()
+        name = UnicodeAttribute()
+        description = UnicodeAttribute(null=True)
+        stock_level = NumberAttribute()
+        created_at = UnicodeAttribute()
+        version = VersionAttribute()
+        by_brand = PByBrand()
+
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id=LOCAL_CREDENTIALS[0], aws_secret_access_key=LOCAL_CREDENTIALS[1])
+
+    # 100 products of one brand for the query benchmark, plus one product to get
+    for i in range(100):
+        Product.objects.create(brand_id="bench", category_id=str(i % 5), name=f"Query item {i}", stock_level=i)
+    target = Product.objects.create(brand_id="x", category_id="1", name="Target", stock_level=5)
+    pid = target.product_id
+    key = {"PK": {"S": f"v1#P#{pid}"}, "SK": {"S": "METADATA"}}
+    item = dict(client.get_item(TableName=table, Key=key)["Item"])
+
+    seq = itertools.count()
+
+    def put_item(i: int) -> dict[str, Any]:
+        return {**item, "PK": {"S": f"v1#P#put{i}"}, "product_id": {"S": f"put{i}"}}
+
+    ops: dict[str, dict[str, Callable[[int], Any]]] = {
+        "get": {
+            "dynorm": lambda i: Product.objects.get(product_id=pid),
+            "pynamodb": lambda i: PProduct.get(f"v1#P#{pid}", "METADATA"),
+            "boto3": lambda i: client.get_item(TableName=table, Key=key),
+        },
+        "put": {
+            "dynorm": lambda i: Product(brand_id="b", category_id="c", name=f"Put {i}", stock_level=i).save(),
+            "pynamodb": lambda i: PProduct(f"v1#P#p{(i := next(seq))}", "METADATA",
+                                           gsi1pk="v1#B#b", gsi1sk=f"C#c#P#p{i}",
+                                           gsi2pk="v1#C#c", gsi2sk=f"B#b#P#p{i}", entity_type="PRODUCT",
+                                           product_id=f"p{i}", brand_id="b", category_id="c", name=f"Put {i}",
+                                           stock_level=i, created_at="2024-01-01T00:00:00.000000Z").save(),
+            "boto3": lambda i: client.put_item(TableName=table, Item=put_item(i)),
+        },
+        "query100": {
+            "dynorm": lambda i: list(Product.objects.by_brand("bench")),
+            "pynamodb": lambda i: list(PProduct.by_brand.query("v1#B#bench")),
+            "boto3": lambda i: client.query(TableName=table, IndexName="GSI1",
+                                            KeyConditionExpression="GSI1PK = :p",
+                                            ExpressionAttributeValues={":p": {"S": "v1#B#bench"}})["Items"],
+        },
+    }
+    assert len(ops["query100"]["dynorm"](0)) == 100 and len(ops["query100"]["pynamodb"](0)) == 100
+    results: dict[str, Any] = {"ops": args.ops, "query_ops": args.query_ops, "rounds": args.rounds,
+                               "unit": "client CPU microseconds per operation (median of rounds)"}
+    print(f"client CPU µs/op, median of {args.rounds} rounds ({args.ops} gets/puts, "
+          f"{args.query_ops} queries of 100 items per round)")
+    print(f"{'op':<10}{'dynorm':>10}{'pynamodb':>10}{'boto3':>10}{'d/pynamodb':>12}{'d/boto3':>9}")
+    for op, impls in ops.items():
+        n = args.query_ops if op == "query100" else args.ops
+        for fn in impls.values():  # warm up
+            for i in range(20):
+                fn(10_000_000 + i)
+        row = {name: cpu_per_op(fn, n, args.rounds) for name, fn in impls.items()}
+        row["dynorm/pynamodb"] = row["dynorm"] / row["pynamodb"]
+        row["dynorm/boto3"] = row["dynorm"] / row["boto3"]
+        results[op] = row
+        print(f"{op:<10}{row['dynorm']:>10.0f}{row['pynamodb']:>10.0f}{row['boto3']:>10.0f}"
+              f"{row['dynorm/pynamodb']:>12.2f}{row['dynorm/boto3']:>9.2f}")
+    out = Path(__file__).parent / "results" / "bench_ops.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"written {out}")
+    Catalog.delete_table()
+    if server:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
