@@ -37,6 +37,7 @@ from .options import Index
 from .plan import Plan
 from .query import Page, QuerySet, UnknownItem
 from .tables import Table
+from .transaction import Transaction, transaction
 
 __version__ = "0.1.0"
 
@@ -46,5 +47,5 @@ __all__ = [
     "KeyChangeError", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q", "QuerySet",
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "Table", "TableDoesNotExist",
     "TransactionCanceled", "UnknownItem", "ValidationError", "capture", "configure", "fields",
-    "get_settings", "__version__",
+    "get_settings", "transaction", "Transaction", "__version__",
 ]

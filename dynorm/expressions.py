@@ -117,6 +117,14 @@ class F:
         """Append ``values`` to a list attribute (``list_append(attr, values)``)."""
         return self._with("append", list(values))
 
+    def add(self, values: Iterable[Any]) -> F:
+        """Add elements to a ``fields.Set`` attribute (``ADD attr :values``)."""
+        return self._with("add", set(values))
+
+    def discard(self, values: Iterable[Any]) -> F:
+        """Remove elements from a ``fields.Set`` attribute (``DELETE attr :values``)."""
+        return self._with("discard", set(values))
+
     def __repr__(self) -> str:
         return f"F({self.name!r}){''.join(f' {op} {v!r}' for op, v in self.ops)}"
 

@@ -28,7 +28,7 @@ from .keys import format_datetime
 
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
-    "List", "Map", "Set", "Version", "TTL",
+    "List", "Map", "Set", "Version", "TTL", "Reference",
 ]
 
 
@@ -307,6 +307,59 @@ class Set(Field, pa.Attribute[Any]):
         if self.of in (float, decimal.Decimal):
             return {self.of(v) for v in result}
         return result
+
+
+class Reference(_Plain):
+    """A reference to another entity, stored as a map of its primary-key fields (``M``).
+
+    Args:
+        target: the referenced entity class, or its class name (resolved on first use).
+
+    Assign an instance, a key dict, or (one-field primary keys) the bare key value; the
+    field reads back as the key dict. ``obj.related(name)`` returns the referenced instance
+    (GetItem, or nothing when the queryset used ``prefetch(name)``: one BatchGetItem per
+    100 keys for all results).
+    """
+
+    attr_type = MAP
+    python_types = (dict, object)
+    type_label = "an entity instance or key dict"
+
+    def __init__(self, target: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("null", True)
+        super().__init__(**kwargs)
+        self._target = target
+
+    @property
+    def target(self) -> Any:
+        """The referenced entity class."""
+        if isinstance(self._target, str):
+            from .tables import all_tables
+
+            for table in all_tables():
+                for cls in table._entities.values():
+                    if cls.__name__ == self._target:
+                        self._target = cls
+                        return cls
+            raise TypeError(f"fields.Reference({self._target!r}): no entity class of that name is defined.")
+        return self._target
+
+    def validate(self, value: Any, entity: str = "?") -> Any:
+        if value is None:
+            return None
+        target = self.target
+        fields = target._meta.key_fields
+        if isinstance(value, target):
+            return dict(value.key)
+        if isinstance(value, dict):
+            missing = [f for f in fields if value.get(f) is None]
+            if missing or set(value) - set(fields):
+                self._fail(value, entity, f" (a {target.__name__} key needs exactly {', '.join(fields)})")
+            return dict(value)
+        if len(fields) == 1 and isinstance(value, str):
+            return {fields[0]: value}
+        self._fail(value, entity)
+        return None
 
 
 class Version(Field, pa.VersionAttribute):

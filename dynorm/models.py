@@ -8,7 +8,6 @@ querysets, ``create`` that refuses to overwrite, and optimistic locking.
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
@@ -16,18 +15,16 @@ from pynamodb.models import MetaModel, Model
 
 from . import backend, exceptions
 from .exceptions import (
-    AlreadyExists,
     ConditionFailed,
-    KeyChangeError,
     ModelError,
-    StaleWrite,
     ValidationError,
 )
-from .expressions import ExpressionBuilder
-from .fields import DateTime, Field
+from .expressions import Q
+from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .tables import Table
+from .writes import WriteOp, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
     from .query import QuerySet
@@ -256,87 +253,69 @@ class Entity(Model, metaclass=EntityMeta):
             StaleWrite: optimistic locking lost a race; the table is unchanged.
             AlreadyExists: (``create``) an item with this primary key exists.
         """
-        meta = self._meta
-        tmeta = meta.table._meta
-        if getattr(self, "_dynorm_partial", False):
-            raise ValidationError(
-                f"{meta.entity} {self.key} was read with only()/values(), so saving it would drop the "
-                "fields not read; read it fully (get()) before save().", entity=meta.entity)
-        now = _dt.datetime.now(_dt.timezone.utc)
-        for name, f in meta.fields.items():
-            if isinstance(f, DateTime) and f.auto_now:
-                setattr(self, name, now)
-        self.full_clean()
-        keys = self.key_attributes()
-        stored_pk = getattr(self, "_dynorm_pk", None)
-        if stored_pk is not None and not _create:
-            new = (keys[tmeta.pk_attribute], keys.get(tmeta.sk_attribute) if tmeta.sk_attribute else None)
-            old = (stored_pk, getattr(self, "_dynorm_sk", None) if tmeta.sk_attribute else None)
-            if new != old:
-                raise KeyChangeError(
-                    f"{meta.entity}: primary-key field(s) {', '.join(meta.key_fields)} changed (key {old} -> "
-                    f"{new}); keys are immutable. Create a new item and delete the old one instead.")
-        b = ExpressionBuilder()
-        condition = None
-        vf = meta.version_field
-        current_version = getattr(self, vf) if vf else None
-        if _create or (vf and current_version is None):
-            condition = f"attribute_not_exists({b.name(tmeta.pk_attribute)})"
-        elif vf:
-            condition = f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current_version)})}"
-        base = type(self)
-        for attr, value in keys.items():
-            setattr(self, base._dynamo_to_python_attr(attr), value)
-        item = self.serialize()
-        if vf:
-            item[meta.fields[vf].attr_name] = {"N": str((current_version or 0) + 1)}
-        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Item": item,
-                                  "ReturnConsumedCapacity": "TOTAL"}
-        if condition:
-            params["ConditionExpression"] = condition
-            params["ExpressionAttributeNames"] = b.names
-            if b.values:
-                params["ExpressionAttributeValues"] = b.values
-        try:
-            backend.call("PutItem", params)
-        except ConditionFailed as exc:
-            if stored_pk is None:
-                for attr in keys:
-                    setattr(self, base._dynamo_to_python_attr(attr), None)
-            if _create or current_version is None and vf:
-                raise AlreadyExists(
-                    f"{meta.entity} with {self._describe_key()} already exists; nothing was overwritten. "
-                    "Read it with get() or change it with save() on the instance read.") from exc
-            raise StaleWrite(
-                f"{meta.entity} with {self._describe_key()} changed since it was read (expected version "
-                f"{current_version}); nothing was written. Re-read it (refresh_from_db()) and apply the "
-                "change again, or use objects.update_with_retry().") from exc
-        if vf:
-            setattr(self, vf, (current_version or 0) + 1)
+        execute(prepare_put(self, create=_create))
         return self
 
-    def delete(self) -> None:  # type: ignore[override]
+    def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
+        """Change fields in one UpdateItem (ReturnValues ALL_NEW) and refresh the instance.
+
+        Args:
+            condition: a ``Q`` that must hold on the stored item (``Q(stock_level__gte=3)``).
+            **changes: field -> value, ``None`` (REMOVE an optional field), or an ``F``
+                expression: ``F("stock_level") - 3``, ``F("n").if_not_exists(0) + 1``,
+                ``F("lines").append([...])``, ``F("tags").add({...})``, ``F("tags").discard({...})``.
+
+        Index keys built from changed fields are recomputed and SET in the same request; with
+        a ``fields.Version()`` the update is conditional on the version read.
+
+        Returns:
+            self, refreshed from the item as written.
+
+        Raises:
+            ConditionFailed: ``condition`` did not hold (``.item`` is the item as it stands).
+            StaleWrite: the item changed since it was read (versioned entities).
+            DoesNotExist: the item is gone.
+            KeyChangeError: a primary-key field is in ``changes``.
+            ValidationError: unknown field, wrong type (before any request).
+        """
+        execute(prepare_update(type(self), instance=self, changes=changes, condition=condition))
+        return self
+
+    def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
         """Delete the item (DeleteItem); with a ``fields.Version()`` only if unchanged since read.
+
+        Args:
+            condition: an extra ``Q`` that must hold on the stored item.
 
         Raises:
             StaleWrite: the item changed or vanished since it was read; nothing was deleted.
+            ConditionFailed: ``condition`` did not hold.
         """
-        meta = self._meta
-        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
-                                  "ReturnConsumedCapacity": "TOTAL"}
-        vf = meta.version_field
-        version = getattr(self, vf) if vf else None
-        if vf and version is not None:
-            b = ExpressionBuilder()
-            params["ConditionExpression"] = f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(version)})}"
-            params["ExpressionAttributeNames"] = b.names
-            params["ExpressionAttributeValues"] = b.values
-        try:
-            backend.call("DeleteItem", params)
-        except ConditionFailed as exc:
-            raise StaleWrite(
-                f"{meta.entity} with {self._describe_key()} changed or was deleted since it was read "
-                f"(expected version {version}); nothing was deleted. Re-read it and try again.") from exc
+        execute(prepare_delete(type(self), self, condition=condition))
+
+    def related(self, name: str) -> Any:
+        """Return the entity a ``fields.Reference`` field points to (``None`` when unset).
+
+        Uses the instance fetched by ``prefetch(name)`` when the queryset had one; otherwise
+        issues a GetItem.
+
+        Raises:
+            Entity.DoesNotExist: the referenced item does not exist (not prefetched).
+        """
+        from .fields import Reference
+
+        field = self._meta.fields.get(name)
+        if not isinstance(field, Reference):
+            raise ValidationError(f"{self._meta.entity}.{name} is not a fields.Reference.", entity=self._meta.entity)
+        cache = self.__dict__.get("_dynorm_related", {})
+        if name in cache:
+            return cache[name]
+        value = getattr(self, name)
+        if value is None:
+            return None
+        obj = field.target.objects.get(**value)
+        self.__dict__.setdefault("_dynorm_related", {})[name] = obj
+        return obj
 
     def refresh_from_db(self) -> None:
         """Reload every field from the table (GetItem, ConsistentRead).
@@ -359,6 +338,19 @@ class Entity(Model, metaclass=EntityMeta):
     def from_raw_data(cls: type[E], data: dict[str, Any]) -> E:  # type: ignore[override]
         """Build an instance from an item in DynamoDB JSON (as PynamoDB does)."""
         return super().from_raw_data(data)  # type: ignore[misc]
+
+
+def execute(op: WriteOp) -> Entity | None:
+    """Send one planned write alone and apply it; map a failed condition to its error.
+
+    Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`).
+    """
+    operation, params = op.request()
+    try:
+        response = backend.call(operation, params)
+    except ConditionFailed as exc:
+        raise op.error(exc) from exc
+    return op.applied(response.get("Attributes"))
 
 
 def queryset_of(model: type[E]) -> QuerySet[E]:

@@ -54,6 +54,7 @@ class QueryState:
     collection: bool = False
     of: type[Entity] | None = None
     of_values: tuple[tuple[str, Any], ...] = ()
+    prefetch: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""

@@ -10,7 +10,7 @@ LastEvaluatedKey.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Iterator, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor
@@ -272,6 +272,7 @@ class QuerySet(Generic[T]):
             for items, _ in self._pages(p, limit=self._fetch_limit()):
                 out += items
             self._cache = out[self._window.start:self._window.stop]
+            self._resolve_prefetch(self._cache)
         return self._cache
 
     def __iter__(self) -> Iterator[T]:
@@ -490,3 +491,206 @@ class QuerySet(Generic[T]):
         obj = self.model(**fields)
         obj.save(_create=True)
         return obj
+
+    def _primary_key_filter(self, what: str) -> dict[str, Any]:
+        """The primary-key fields of a queryset that names exactly one item (else InvalidQuery)."""
+        p = self.explain()
+        if p.operation != "GetItem":
+            raise InvalidQuery(
+                f"{self.model.__name__}.objects.filter(...).{what}() needs exactly the primary-key fields "
+                f"({', '.join(self.model._meta.key_fields)}) and nothing else.")
+        leaves = [lf for q in self._state.where for lf in q.flatten_and()[0]]
+        return {f: v for f, lookup, v in leaves if lookup == "exact"}
+
+    def update(self, *, condition: Q | None = None, **changes: Any) -> T:
+        """Update the one item this queryset names (its full primary key) without reading it first.
+
+        One UpdateItem (ReturnValues ALL_NEW, conditional on the item existing); see
+        :meth:`Entity.update` for ``changes`` and ``condition``. On a versioned entity the
+        version is incremented (no version check: nothing was read).
+
+        Returns:
+            the item as written.
+
+        Raises:
+            InvalidQuery: the queryset does not name one item by its primary key.
+            DoesNotExist: there is no such item. ConditionFailed: ``condition`` did not hold.
+        """
+        from .models import execute
+        from .writes import prepare_update
+
+        key = self._primary_key_filter("update")
+        return execute(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
+
+    def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
+                          base_delay: float = 0.02) -> T:
+        """Read the item (consistently), apply ``fn(obj)``, ``save()``; on a lost race re-read and retry.
+
+        Args:
+            key: primary-key fields (``{"product_id": "01J…"}``) or an instance.
+            fn: changes the instance in place (its return value is ignored).
+            attempts: total tries (>= 1).
+            base_delay: seconds; retry ``n`` waits ``uniform(0, base_delay * 2**n)`` (full jitter).
+
+        Requests: GetItem (ConsistentRead) + PutItem per attempt.
+
+        Returns:
+            the saved instance.
+
+        Raises:
+            StaleWrite: every attempt lost its race. DoesNotExist: no such item.
+            ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
+        """
+        import random
+        import time
+
+        from .exceptions import ModelError, StaleWrite
+
+        if not self.model._meta.version_field:
+            raise ModelError(f"{self.model.__name__} has no fields.Version(); update_with_retry needs optimistic "
+                             "locking to detect lost races.")
+        keydict = key.key if hasattr(key, "key") and not isinstance(key, Mapping) else dict(key)
+        for attempt in range(max(attempts, 1)):
+            obj = self.model.objects.get_queryset().consistent().get(**keydict)
+            fn(obj)
+            try:
+                obj.save()
+                return obj  # type: ignore[no-any-return]
+            except StaleWrite:
+                if attempt >= attempts - 1:
+                    raise
+                time.sleep(random.uniform(0, base_delay * 2 ** (attempt + 1)))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def get_or_create(self, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[T, bool]:
+        """Return ``(obj, created)``: the item with this primary key, created from ``kwargs`` + ``defaults`` if missing.
+
+        Race-safe: the create is conditional (``attribute_not_exists``); a concurrent creator
+        wins and this call returns its item (read consistently). ``kwargs`` must hold the
+        primary-key fields.
+
+        Requests: GetItem, then PutItem if missing (then GetItem if another caller won).
+        """
+        from .exceptions import AlreadyExists
+
+        missing = [f for f in self.model._meta.key_fields if f not in kwargs]
+        if missing:
+            raise InvalidQuery(f"get_or_create on {self.model.__name__} needs the primary-key field(s) "
+                               f"{', '.join(missing)}: only a conditional write on one key is race-safe.")
+        try:
+            return self.get(**kwargs), False
+        except self.model.DoesNotExist:
+            pass
+        try:
+            return self.create(**{**(defaults or {}), **kwargs}), True
+        except AlreadyExists:
+            return self.consistent().get(**kwargs), False
+
+    def update_or_create(self, defaults: Mapping[str, Any] | None = None, attempts: int = 5,
+                         **kwargs: Any) -> tuple[T, bool]:
+        """Return ``(obj, created)``: update the item with this primary key with ``defaults``, or create it.
+
+        Race-safe through conditional writes: a lost race (someone created or changed the
+        item first) re-reads and tries again, up to ``attempts`` times.
+
+        Requests: GetItem (ConsistentRead), then UpdateItem or PutItem.
+        """
+        from .exceptions import AlreadyExists, StaleWrite
+
+        missing = [f for f in self.model._meta.key_fields if f not in kwargs]
+        if missing:
+            raise InvalidQuery(f"update_or_create on {self.model.__name__} needs the primary-key field(s) "
+                               f"{', '.join(missing)}.")
+        for attempt in range(max(attempts, 1)):
+            try:
+                obj = self.consistent().get(**kwargs)
+            except self.model.DoesNotExist:
+                try:
+                    return self.create(**{**(defaults or {}), **kwargs}), True
+                except AlreadyExists:
+                    continue
+            try:
+                if defaults:
+                    obj.update(**defaults)
+                return obj, False
+            except (StaleWrite, self.model.DoesNotExist):
+                if attempt >= attempts - 1:
+                    raise
+        raise StaleWrite(f"update_or_create on {self.model.__name__} lost the race {attempts} times.")
+
+    def bulk_create(self, objs: Iterable[T], **policy: Any) -> list[T]:
+        """Write many new items with BatchWriteItem (25 per request); see :func:`dynorm.batch.bulk_create`.
+
+        Args:
+            objs: instances of this entity.
+            **policy: ``max_attempts``, ``base_delay``, ``max_delay`` for unprocessed items.
+        """
+        from .batch import RetryPolicy, bulk_create
+
+        return bulk_create(self.model, objs, RetryPolicy(**policy))  # type: ignore[return-value]
+
+    def bulk_delete(self, targets: Iterable[T | Mapping[str, Any]], **policy: Any) -> int:
+        """Delete many items (instances or key dicts) with BatchWriteItem; see :func:`dynorm.batch.bulk_delete`."""
+        from .batch import RetryPolicy, bulk_delete
+
+        return bulk_delete(self.model, targets, RetryPolicy(**policy))  # type: ignore[arg-type]
+
+    def in_bulk(self, keys: Iterable[Mapping[str, Any] | Any], **policy: Any) -> dict[Any, T]:
+        """Read items by primary key with BatchGetItem (100 keys per request; UnprocessedKeys retried).
+
+        Args:
+            keys: key dicts, or bare values when the primary key has one field.
+
+        Returns:
+            ``{key: obj}`` for the items found; the key is the bare value for one-field
+            primary keys, else a tuple of the key fields in order.
+        """
+        from .batch import RetryPolicy, batch_get
+        from .writes import primary_key_of
+
+        fields = self.model._meta.key_fields
+        pairs = []
+        for k in keys:
+            kd = k if isinstance(k, Mapping) else ({fields[0]: k} if len(fields) == 1 else None)
+            if kd is None:
+                raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
+            pairs.append((self.model, primary_key_of(self.model, kd)))
+        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy))
+        out: dict[Any, T] = {}
+        for obj in found:
+            kv = tuple(getattr(obj, f) for f in fields)
+            out[kv[0] if len(kv) == 1 else kv] = obj
+        return out
+
+    def prefetch(self, *names: str) -> QuerySet[T]:
+        """Resolve ``fields.Reference`` fields of the results with BatchGetItem (100 keys per request).
+
+        After evaluation, ``obj.related(name)`` returns the referenced instance without a
+        request (no N+1). No I/O now.
+        """
+        from .fields import Reference
+
+        for n in names:
+            if not isinstance(self.model._meta.fields.get(n), Reference):
+                raise InvalidQuery(f"prefetch({n!r}): {self.model.__name__}.{n} is not a fields.Reference.")
+        return self._clone(prefetch=(*self._state.prefetch, *names))
+
+    def _resolve_prefetch(self, objs: list[Any]) -> None:
+        if not self._state.prefetch or not objs:
+            return
+        from .batch import batch_get
+        from .writes import primary_key_of
+
+        wanted: list[tuple[Any, str, Any, dict[str, Any]]] = []
+        for name in self._state.prefetch:
+            field = self.model._meta.fields[name]
+            target = field.target  # type: ignore[attr-defined]
+            for obj in objs:
+                value = getattr(obj, name, None)
+                if value:
+                    wanted.append((obj, name, target, primary_key_of(target, value)))
+        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent)
+        index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
+        for obj, name, target, key in wanted:
+            hit = index.get((target, tuple(v["S"] for v in key.values())))
+            obj.__dict__.setdefault("_dynorm_related", {})[name] = hit

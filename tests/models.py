@@ -96,3 +96,39 @@ class Reading(Entity):
         entity_type = "READING"
         pk = "{version}#SENSOR#{sensor}"
         sk = "Y#{year:04d}#{seq:06d}"
+
+
+class Person(Entity):
+    person_id = fields.String()
+    name = fields.String()
+
+    class Meta:
+        table = Retail
+        entity_type = "PERSON"
+        pk = "{version}#PERSON#{person_id}"
+        sk = "METADATA"
+
+
+class Employment(Entity):
+    store_id = fields.String()
+    person_id = fields.String()
+    person = fields.Reference(Person)
+    role = fields.String(default="clerk")
+
+    class Meta:
+        table = Retail
+        entity_type = "EMPLOYMENT"
+        pk = "{version}#STORE#{store_id}"
+        sk = "EMPLOYMENT#{person_id}"
+
+
+class Counter(Entity):
+    name = fields.String()
+    value = fields.Integer(default=0)
+    version = fields.Version()
+
+    class Meta:
+        table = Retail
+        entity_type = "COUNTER"
+        pk = "{version}#COUNTER#{name}"
+        sk = "METADATA"

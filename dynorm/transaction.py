@@ -1,0 +1,164 @@
+"""``dynorm.transaction()``: several writes committed as one TransactWriteItems.
+
+Actions are planned (and validated) as they are added, so a bad value, a 101st action or a
+second action on the same item fails before any request. The block commits on exit; if it
+raises, nothing is sent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from . import backend
+from .exceptions import TransactionCanceled, ValidationError
+from .expressions import Q
+from .writes import WriteOp, prepare_check, prepare_delete, prepare_put, prepare_update
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .models import Entity
+
+__all__ = ["Transaction", "transaction", "MAX_ACTIONS"]
+
+#: DynamoDB's limit of actions in one TransactWriteItems.
+MAX_ACTIONS = 100
+
+
+def _target(target: Entity | type[Entity], key: Mapping[str, Any] | None) -> tuple[type[Entity], Any]:
+    from .models import Entity
+
+    if isinstance(target, Entity):
+        return type(target), target
+    if isinstance(target, type) and issubclass(target, Entity):
+        if key is None:
+            fields = ", ".join(repr(k) + ": ..." for k in target._meta.key_fields)
+            raise ValidationError(f"{target.__name__}: give the key dict of the item, e.g. "
+                                  f"({target.__name__}, {{{fields}}}).", entity=target.__name__)
+        return target, key
+    raise ValidationError(f"expected an entity instance or class, got {target!r}.")
+
+
+class Transaction:
+    """Collects write actions and commits them atomically (TransactWriteItems).
+
+    Args:
+        client_request_token: idempotency token (default: a new UUID); a retried commit
+            with the same token within 10 minutes is not applied twice.
+
+    Attributes:
+        actions: the planned :class:`~dynorm.writes.WriteOp` objects, in order.
+    """
+
+    def __init__(self, client_request_token: str | None = None) -> None:
+        self.actions: list[WriteOp] = []
+        self.token = client_request_token or str(uuid.uuid4())
+        self.committed = False
+        self._items: dict[tuple[str, str, str], int] = {}
+
+    def _add(self, op: WriteOp) -> WriteOp:
+        if self.committed:
+            raise ValidationError("this transaction was already committed; start a new one.")
+        if len(self.actions) >= MAX_ACTIONS:
+            raise ValidationError(
+                f"a transaction holds at most {MAX_ACTIONS} actions (DynamoDB's limit); {op.description} would "
+                f"be action {len(self.actions) + 1}. Split the work into several transactions.")
+        if op.identity in self._items:
+            raise ValidationError(
+                f"{op.description}: action {self._items[op.identity]} of this transaction already touches this "
+                "item; DynamoDB refuses two actions on one item in a transaction. Combine them.")
+        self._items[op.identity] = len(self.actions)
+        self.actions.append(op)
+        return op
+
+    def create(self, obj: Entity) -> Entity:
+        """Add a Put that refuses to overwrite (``attribute_not_exists``)."""
+        self._add(prepare_put(obj, create=True))
+        return obj
+
+    def save(self, obj: Entity) -> Entity:
+        """Add a Put of the whole instance (conditional on its version when versioned)."""
+        self._add(prepare_put(obj))
+        return obj
+
+    def update(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+               condition: Q | None = None, **changes: Any) -> None:
+        """Add an Update: ``tx.update(obj, stock_level=F("stock_level") - 1)`` or
+        ``tx.update(Product, {"product_id": pid}, ...)``; plain values are applied to the instance after commit."""
+        model, t = _target(target, key)
+        from .models import Entity
+
+        self._add(prepare_update(model, instance=t if isinstance(t, Entity) else None,
+                                 key=None if isinstance(t, Entity) else t, changes=changes, condition=condition))
+
+    def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+               condition: Q | None = None) -> None:
+        """Add a Delete (conditional on the version of an instance read)."""
+        model, t = _target(target, key)
+        self._add(prepare_delete(model, t, condition=condition))
+
+    def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+              condition: Q) -> None:
+        """Add a ConditionCheck: the transaction only commits if ``condition`` holds on that item."""
+        model, t = _target(target, key)
+        self._add(prepare_check(model, t, condition))
+
+    def commit(self) -> None:
+        """Send TransactWriteItems (nothing when empty) and apply the results to the instances.
+
+        Raises:
+            TransactionCanceled: nothing was written; ``.reasons`` has one entry per action
+                (``action``, ``description``, ``code``, ``message``, ``error``).
+        """
+        if self.committed:
+            return
+        if not self.actions:
+            self.committed = True
+            return
+        params = {"TransactItems": [op.transact_item() for op in self.actions],
+                  "ClientRequestToken": self.token, "ReturnConsumedCapacity": "TOTAL"}
+        try:
+            backend.call("TransactWriteItems", params)
+        except TransactionCanceled as exc:
+            reasons = []
+            lines = []
+            for i, op in enumerate(self.actions):
+                raw = exc.reasons[i] if i < len(exc.reasons) else {}
+                code = raw.get("code") or "None"
+                entry: dict[str, Any] = {"action": i, "description": op.description, "code": code,
+                                         "message": raw.get("message", ""), "error": None}
+                if code == "ConditionalCheckFailed":
+                    entry["error"] = op.error(None, raw_item=raw.get("item"))
+                    lines.append(f"action {i} ({op.description}): {entry['error']}")
+                elif code not in ("None", None):
+                    lines.append(f"action {i} ({op.description}): {code} {entry['message']}".rstrip())
+                reasons.append(entry)
+            raise TransactionCanceled("transaction cancelled, nothing was written: " + "; ".join(lines or [str(exc)]),
+                                      reasons) from exc
+        self.committed = True
+        for op in self.actions:
+            op.applied()
+
+
+@contextmanager
+def transaction(client_request_token: str | None = None) -> Iterator[Transaction]:
+    """Collect writes in a block and commit them as one TransactWriteItems on exit.
+
+    Example::
+
+        with dynorm.transaction() as tx:
+            tx.update(order, status="PAID")
+            tx.update(product, stock_level=F("stock_level") - 1, condition=Q(stock_level__gte=1))
+            tx.create(Payment(order_id=order.order_id, amount=order.total))
+
+    If the block raises, nothing is sent.
+
+    Raises:
+        TransactionCanceled: DynamoDB cancelled it (a condition failed, a conflict); nothing
+            was written.
+        ValidationError: bad input, more than 100 actions, or two actions on one item
+            (raised when the action is added, before any request).
+    """
+    tx = Transaction(client_request_token)
+    yield tx
+    tx.commit()

@@ -1,0 +1,387 @@
+"""Writes that never lose data: updates, locking, transactions, batches, prefetch, faults."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Callable, Iterator
+
+import botocore.awsrequest
+import pytest
+
+import dynorm
+from demo_project.catalog.models import Product
+from dynorm import F, Q, backend
+from dynorm.batch import RetryPolicy, bulk_create
+from tests.models import Counter, Employment, Order, Person, Store
+
+
+def raw_item(table: type, pk: str, sk: str) -> dict[str, Any] | None:
+    resp = backend.call("GetItem", {"TableName": table.table_name(), "Key": {"PK": {"S": pk}, "SK": {"S": sk}},
+                                    "ConsistentRead": True})
+    return resp.get("Item")
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **kwargs: Any) -> Iterator[bytes]:
+        yield self.body
+
+
+def fake_response(status: int, body: dict[str, Any]) -> botocore.awsrequest.AWSResponse:
+    return botocore.awsrequest.AWSResponse("http://127.0.0.1", status, {}, _Raw(json.dumps(body).encode()))
+
+
+class Hook:
+    """A botocore before-send / after-call hook registered for the test's duration."""
+
+    def __init__(self, event: str, fn: Callable[..., Any]) -> None:
+        self.event, self.fn = event, fn
+
+    def __enter__(self) -> Hook:
+        backend.client().meta.events.register(self.event, self.fn)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        backend.client().meta.events.unregister(self.event, self.fn)
+
+
+# -- update expressions -------------------------------------------------------------------
+def test_update_is_one_updateitem_refreshing_the_instance() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=10)
+    with dynorm.capture() as c:
+        p.update(stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3), description="new")
+    assert c.operations == ["UpdateItem"]
+    assert (p.stock_level, p.description, p.version) == (7, "new", 2)
+    assert Product.objects.get(product_id=p.product_id).stock_level == 7
+
+
+def test_failed_condition_carries_the_item_and_writes_nothing() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=2)
+    before = raw_item(Product._meta.table, f"v1#P#{p.product_id}", "METADATA")
+    with pytest.raises(dynorm.ConditionFailed) as err:
+        p.update(stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3))
+    assert isinstance(err.value.item, Product) and err.value.item.stock_level == 2
+    assert raw_item(Product._meta.table, f"v1#P#{p.product_id}", "METADATA") == before
+
+
+def test_update_without_read_and_missing_item() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=5)
+    with dynorm.capture() as c:
+        got = Product.objects.filter(product_id=p.product_id).update(stock_level=F("stock_level") + 5)
+    assert c.operations == ["UpdateItem"] and got.stock_level == 10 and got.version == 2
+    with pytest.raises(Product.DoesNotExist, match="update\\(\\) changes existing items only"):
+        Product.objects.filter(product_id="01HZZZZZZZZZZZZZZZZZZZZZZZ").update(name="ghost")
+    assert Product.objects.filter(product_id="01HZZZZZZZZZZZZZZZZZZZZZZZ").count() == 0
+    with pytest.raises(dynorm.InvalidQuery):
+        Product.objects.filter(brand_id="1").update(name="x")
+
+
+def test_update_of_gsi_field_moves_item_in_index() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Mover")
+    p.update(brand_id="2")
+    assert [x.name for x in Product.objects.by_brand("1")] == []
+    assert [x.name for x in Product.objects.by_brand("2").in_category("1")] == ["Mover"]
+    with pytest.raises(dynorm.ValidationError, match="also needs category_id"):
+        Product.objects.filter(product_id=p.product_id).update(brand_id="3")
+
+
+def test_sparse_index_on_update_and_key_change() -> None:
+    o = Order.objects.create(customer_id="c1")
+    assert not list(Order.objects.filter(coupon="X"))
+    o.update(coupon="X")
+    assert [x.order_id for x in Order.objects.filter(coupon="X")] == [o.order_id]
+    o.update(coupon=None)
+    assert not list(Order.objects.filter(coupon="X"))
+    with pytest.raises(dynorm.KeyChangeError):
+        o.update(customer_id="c2")
+
+
+def test_list_append_set_add_discard_if_not_exists_remove() -> None:
+    o = Order.objects.create(customer_id="c1", tags={"a"}, lines=[1])
+    o.update(tags=F("tags").add({"b", "c"}), lines=F("lines").append([2, 3]))
+    assert o.tags == {"a", "b", "c"} and o.lines == [1, 2, 3]
+    o.update(tags=F("tags").discard({"a"}), coupon="Z")
+    assert o.tags == {"b", "c"} and o.coupon == "Z"
+    o.update(coupon=None)
+    assert o.coupon is None
+    c = Counter.objects.create(name="hits")
+    c.update(value=F("value").if_not_exists(0) + 1)
+    assert c.value == 1
+
+
+def test_bad_update_input_sends_nothing() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Widget")
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match="no field 'colour'"):
+            p.update(colour="red")
+        with pytest.raises(dynorm.ValidationError, match="stock_level"):
+            p.update(stock_level="many")
+        with pytest.raises(dynorm.ValidationError, match="required"):
+            p.update(name=None)
+        with pytest.raises(dynorm.ValidationError, match="expression"):
+            p.update(brand_id=F("category_id"))
+    assert c.count == 0
+
+
+# -- optimistic locking under concurrency -------------------------------------------------
+def test_eight_threads_update_with_retry_reach_exactly_400() -> None:
+    Counter.objects.create(name="race")
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(50):
+                Counter.objects.update_with_retry({"name": "race"}, lambda c: setattr(c, "value", c.value + 1),
+                                                  attempts=100, base_delay=0.005)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert Counter.objects.get(name="race").value == 400
+
+
+def test_plain_save_races_raise_stale_write_and_lose_no_acknowledged_write() -> None:
+    Counter.objects.create(name="plain")
+    acknowledged = []
+    stale = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        for _ in range(25):
+            c = Counter.objects.get_queryset().consistent().get(name="plain")
+            c.value += 1
+            try:
+                c.save()
+                with lock:
+                    acknowledged.append(1)
+            except dynorm.StaleWrite:
+                with lock:
+                    stale.append(1)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    final = Counter.objects.get(name="plain")
+    assert final.value == len(acknowledged) == final.version - 1
+    assert len(acknowledged) + len(stale) == 200 and stale
+
+
+def test_stock_decrement_with_condition_never_goes_below_zero() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Scarce", stock_level=100)
+    sold = []
+    lock = threading.Lock()
+
+    def buy() -> None:
+        for _ in range(40):
+            try:
+                Product.objects.filter(product_id=p.product_id).update(
+                    stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3))
+                with lock:
+                    sold.append(3)
+            except dynorm.ConditionFailed:
+                pass
+
+    threads = [threading.Thread(target=buy) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    end = Product.objects.get(product_id=p.product_id).stock_level
+    assert end >= 0 and end == 100 - sum(sold) and end < 3
+
+
+def test_get_or_create_race_creates_once() -> None:
+    results: list[tuple[Any, bool]] = []
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        barrier.wait()
+        results.append(Person.objects.get_or_create(person_id="p1", defaults={"name": "Ada"}))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(created for _, created in results) == 1
+    assert {obj.name for obj, _ in results} == {"Ada"}
+    obj, created = Person.objects.update_or_create(person_id="p1", defaults={"name": "Grace"})
+    assert not created and Person.objects.get(person_id="p1").name == "Grace"
+    obj, created = Person.objects.update_or_create(person_id="p2", defaults={"name": "Alan"})
+    assert created and obj.name == "Alan"
+
+
+# -- transactions -------------------------------------------------------------------------
+def test_transaction_commits_atomically() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="Gadget", stock_level=5)
+    with dynorm.capture() as c:
+        with dynorm.transaction() as tx:
+            tx.update(p, stock_level=F("stock_level") - 1, condition=Q(stock_level__gte=1))
+            tx.create(Person(person_id="buyer", name="Buyer"))
+            tx.check(Store, {"store_id": "s1"}, condition=Q(name__exists=False))
+    assert c.operations == ["TransactWriteItems"]
+    assert Product.objects.get(product_id=p.product_id).stock_level == 4
+    assert p.version == 2 and Person.objects.get(person_id="buyer").name == "Buyer"
+
+
+def test_failed_third_action_leaves_everything_as_before() -> None:
+    a = Product.objects.create(brand_id="1", category_id="1", name="A", stock_level=5)
+    b = Product.objects.create(brand_id="1", category_id="1", name="B", stock_level=0)
+    snapshot = {x.product_id: raw_item(Product._meta.table, f"v1#P#{x.product_id}", "METADATA") for x in (a, b)}
+    with pytest.raises(dynorm.TransactionCanceled) as err:
+        with dynorm.transaction() as tx:
+            tx.update(a, stock_level=F("stock_level") - 1)
+            tx.create(Person(person_id="p9", name="Nine"))
+            tx.update(b, stock_level=F("stock_level") - 1, condition=Q(stock_level__gte=1))
+    reasons = err.value.reasons
+    assert [r["code"] for r in reasons] == ["None", "None", "ConditionalCheckFailed"]
+    assert isinstance(reasons[2]["error"], dynorm.ConditionFailed) and reasons[2]["error"].item.stock_level == 0
+    assert "action 2 (update Product" in str(err.value)
+    for pid, before in snapshot.items():
+        assert raw_item(Product._meta.table, f"v1#P#{pid}", "METADATA") == before
+    assert not Person.objects.filter(person_id="p9").exists()
+
+
+def test_block_that_raises_sends_nothing() -> None:
+    with dynorm.capture() as c:
+        with pytest.raises(RuntimeError):
+            with dynorm.transaction() as tx:
+                tx.create(Person(person_id="p3", name="Three"))
+                raise RuntimeError("changed my mind")
+    assert c.count == 0 and not Person.objects.filter(person_id="p3").exists()
+
+
+def test_transaction_limits_checked_before_io() -> None:
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match="at most 100 actions"):
+            with dynorm.transaction() as tx:
+                for i in range(101):
+                    tx.create(Person(person_id=f"p{i}", name="x"))
+        with pytest.raises(dynorm.ValidationError, match="already touches this item"):
+            with dynorm.transaction() as tx:
+                tx.create(Person(person_id="dup", name="x"))
+                tx.delete(Person, {"person_id": "dup"})
+    assert c.count == 0
+
+
+def test_stale_version_in_transaction() -> None:
+    p = Product.objects.create(brand_id="1", category_id="1", name="V")
+    other = Product.objects.get(product_id=p.product_id)
+    other.update(name="changed")
+    with pytest.raises(dynorm.TransactionCanceled) as err:
+        with dynorm.transaction() as tx:
+            p.name = "mine"
+            tx.save(p)
+    assert isinstance(err.value.reasons[0]["error"], dynorm.StaleWrite)
+    assert Product.objects.get(product_id=p.product_id).name == "changed"
+
+
+# -- batches ------------------------------------------------------------------------------
+def test_bulk_create_with_unprocessed_items_writes_all_1000() -> None:
+    # Fault injection on real requests: for the first two BatchWriteItem calls, half of the
+    # items are taken out of the request (so they are really not written) and reported back
+    # as UnprocessedItems in the parsed response.
+    held: list[dict[str, Any]] = []
+    faults = {"n": 0}
+
+    def drop_half(params: dict[str, Any], **kwargs: Any) -> None:
+        if faults["n"] < 2:
+            faults["n"] += 1
+            (table, reqs), = params["RequestItems"].items()
+            held.append({table: reqs[len(reqs) // 2:]})
+            del reqs[len(reqs) // 2:]
+
+    def report_unprocessed(parsed: dict[str, Any], **kwargs: Any) -> None:
+        if held:
+            parsed["UnprocessedItems"] = held.pop()
+
+    people = [Person(person_id=f"bulk{i:04d}", name=str(i)) for i in range(1000)]
+    with Hook("before-parameter-build.dynamodb.BatchWriteItem", drop_half), \
+            Hook("after-call.dynamodb.BatchWriteItem", report_unprocessed):
+        with dynorm.capture() as c:
+            Person.objects.bulk_create(people, base_delay=0.001)
+    assert faults["n"] == 2
+    assert c.operations.count("BatchWriteItem") == 42  # 40 chunks of 25 + 2 retries of the dropped halves
+    assert len(Person.objects.scan()) == 1000
+
+
+def test_always_unprocessed_ends_in_batch_incomplete_naming_keys() -> None:
+    people = [Person(person_id=f"t{i}", name="x") for i in range(30)]
+
+    def always(**kwargs: Any) -> Any:
+        body = json.loads(kwargs["request"].body)
+        (table, reqs), = body["RequestItems"].items()
+        return fake_response(200, {"UnprocessedItems": {table: reqs}})
+
+    with Hook("before-send.dynamodb.BatchWriteItem", always):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            bulk_create(Person, people, RetryPolicy(max_attempts=3, base_delay=0.001), sleep=lambda s: None)
+    assert len(err.value.unprocessed) == 30
+    assert {"person_id": "t7"} in err.value.unprocessed
+
+
+def test_duplicate_keys_in_batch_refused_before_io() -> None:
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match="same primary key"):
+            Person.objects.bulk_create([Person(person_id="same", name="a"), Person(person_id="same", name="b")])
+    assert c.count == 0
+
+
+def test_in_bulk_and_bulk_delete() -> None:
+    Person.objects.bulk_create([Person(person_id=f"ib{i}", name=str(i)) for i in range(150)])
+    with dynorm.capture() as c:
+        found = Person.objects.in_bulk([f"ib{i}" for i in range(150)] + ["missing"])
+    assert len(found) == 150 and found["ib7"].name == "7"
+    assert c.operations == ["BatchGetItem", "BatchGetItem"]
+    assert Person.objects.bulk_delete([{"person_id": f"ib{i}"} for i in range(100)]) == 100
+    assert len(Person.objects.in_bulk([f"ib{i}" for i in range(150)])) == 50
+
+
+# -- prefetch -----------------------------------------------------------------------------
+def test_prefetch_250_references_is_three_batch_gets() -> None:
+    Person.objects.bulk_create([Person(person_id=f"emp{i}", name=f"E{i}") for i in range(250)])
+    Employment.objects.bulk_create([Employment(store_id="s1", person_id=f"emp{i}", person=f"emp{i}")
+                                    for i in range(250)])
+    with dynorm.capture() as c:
+        jobs = list(Employment.objects.filter(store_id="s1").prefetch("person"))
+        names = {j.related("person").name for j in jobs}
+    assert len(jobs) == 250 and len(names) == 250
+    assert c.operations.count("BatchGetItem") == 3 and "GetItem" not in c.operations
+    assert c.operations.count("Query") == 1
+
+
+# -- throttling ---------------------------------------------------------------------------
+def test_throttling_on_30_percent_of_calls_is_retried_by_botocore() -> None:
+    import random
+
+    rng = random.Random(7)
+    throttled = {"n": 0}
+
+    def maybe_throttle(**kwargs: Any) -> Any:
+        if rng.random() < 0.3:
+            throttled["n"] += 1
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                                       "message": "Rate of requests exceeds the allowed throughput."})
+        return None
+
+    # botocore's standard retry mode backs off ~0.5 s per throttle: keep the count small
+    with Hook("before-send.dynamodb.*", maybe_throttle):
+        with dynorm.capture() as c:
+            for i in range(12):
+                Counter.objects.create(name=f"c{i}")
+            for i in range(12):
+                Counter.objects.filter(name=f"c{i}").update(value=F("value") + 1)
+    assert throttled["n"] >= 3
+    assert c.count == 24  # retried inside botocore: one dynorm request each, none retried twice
+    assert sorted(x.value for x in Counter.objects.scan()) == [1] * 12
+
