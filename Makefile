@@ -50,6 +50,7 @@ stop:
 ## Benchmarks against raw PynamoDB and boto3 (prints figures, writes bench/results/*.json).
 bench: install dynamodb-local
 	$(PY) bench/bench_ops.py
+	$(PY) bench/bench_bulk.py
 
 clean:
 	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

@@ -129,9 +129,8 @@ class WriteOp:
 
 
 def _describe(op: WriteOp) -> str:
-    if op.instance is not None:
-        return ", ".join(f"{k}={v!r}" for k, v in op.instance.key.items())
-    return ", ".join(f"{k}={next(iter(v.values()))!r}" for k, v in op.key.items())
+    # every description in this module is "<verb> <Entity> <key fields>"
+    return op.description.split(" ", 2)[2]
 
 
 def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str]) -> None:
@@ -257,12 +256,14 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
         conditions.append(b.condition(condition, meta))
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
     _finish(params, b, conditions)
-    return WriteOp("Delete", model, params, key, f"delete {meta.entity} {_keydesc(key)}", instance=instance,
+    return WriteOp("Delete", model, params, key, f"delete {meta.entity} {_entity_keydesc(model, target)}",
+                   instance=instance,
                    expected_version=version)
 
 
-def _keydesc(key: Mapping[str, Any]) -> str:
-    return " ".join(f"{k}={next(iter(v.values()))!r}" for k, v in key.items())
+def _entity_keydesc(model: type[Entity], target: Entity | Mapping[str, Any]) -> str:
+    key = target.key if not isinstance(target, Mapping) else target
+    return ", ".join(f"{k}={v!r}" for k, v in key.items() if k in model._meta.key_fields)
 
 
 # -- ConditionCheck ----------------------------------------------------------------------
@@ -275,7 +276,7 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
     _finish(params, b, [b.condition(condition, meta)])
     if "ConditionExpression" not in params:
         raise ValidationError(f"{meta.entity}: check() needs a condition.", entity=meta.entity)
-    return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_keydesc(key)}")
+    return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_entity_keydesc(model, target)}")
 
 
 # -- Update ------------------------------------------------------------------------------
@@ -453,5 +454,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
                               "UpdateExpression": " ".join(clauses)}
     _finish(params, b, conditions)
-    return WriteOp("Update", model, params, target_key, f"update {entity} {_keydesc(target_key)}",
+    shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
+    return WriteOp("Update", model, params, target_key,
+                   f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, expected_version=expected, new_version=new_version, local_changes=plain)

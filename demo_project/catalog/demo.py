@@ -10,6 +10,7 @@ import sys
 from typing import Any, Callable
 
 import dynorm
+from dynorm import F, Q
 
 from .load import load
 from .models import Brand, Catalog, Category, Product
@@ -53,17 +54,26 @@ def main() -> int:
                    lambda: Product.objects.get(product_id=pid), Product.objects.filter(product_id=pid).explain())
     print(f"   {product.name}: stock level {product.stock_level}, version {product.version}\n")
 
-    def change_stock(delta: int) -> Product:
-        p = Product.objects.get(product_id=pid)
-        p.stock_level += delta
-        return p.save()  # PutItem conditional on the version read (optimistic locking)
+    def decrease(n: int) -> Product:
+        # one UpdateItem: never below zero, refreshed from the item as written
+        return Product.objects.filter(product_id=pid).update(stock_level=F("stock_level") - n,
+                                                             condition=Q(stock_level__gte=n))
 
-    p = _run(4, "Decrease stock level", "p = Product.objects.get(...); p.stock_level -= 2; p.save()",
-             lambda: change_stock(-2), None)
+    def increase(n: int) -> Product:
+        return Product.objects.filter(product_id=pid).update(stock_level=F("stock_level") + n)
+
+    p = _run(4, "Decrease stock level",
+             "Product.objects.filter(product_id=pid).update(stock_level=F('stock_level') - 2, "
+             "condition=Q(stock_level__gte=2))", lambda: decrease(2), None)
     print(f"   stock level now {p.stock_level}, version {p.version}\n")
-    p = _run(5, "Increase stock level", "p = Product.objects.get(...); p.stock_level += 5; p.save()",
-             lambda: change_stock(5), None)
+    p = _run(5, "Increase stock level",
+             "Product.objects.filter(product_id=pid).update(stock_level=F('stock_level') + 5)",
+             lambda: increase(5), None)
     print(f"   stock level now {p.stock_level}, version {p.version}\n")
+    try:
+        decrease(10_000)
+    except dynorm.ConditionFailed as exc:
+        print(f"   decrease by 10000 refused: {exc} (stock stays {exc.item.stock_level})\n")
     _run(6, "Get products by brand", f"Product.objects.by_brand({bid!r})",
          lambda: list(Product.objects.by_brand(bid)), Product.objects.by_brand(bid).explain())
     _run(7, "Get products by brand and category", f"Product.objects.by_brand({bid!r}).in_category({cid!r})",
