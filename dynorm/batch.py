@@ -116,7 +116,7 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
         if vf:
-            setattr(obj, vf, None)
+            obj.attribute_values.pop(vf, None)  # new items start at version 1
         op = prepare_put(obj, create=True)
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
         if vf:

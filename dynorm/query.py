@@ -9,7 +9,7 @@ LastEvaluatedKey.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
@@ -355,6 +355,8 @@ class QuerySet(Generic[T]):
         described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
         if p.operation == "GetItem":
             items = next(qs._pages(p))[0]
+            if not items:
+                items = qs._get_older_versions(p)
         else:
             items = []
             for page, _ in qs._pages(p, limit=2):
@@ -369,6 +371,29 @@ class QuerySet(Generic[T]):
                 f"get() matched more than one {self.model.__name__} for {described}; add conditions "
                 "or use filter().")
         return items[0]
+
+    def _get_older_versions(self, p: Plan) -> list[Any]:
+        """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
+
+        Costs one extra GetItem per older version tried. An item found this way is saved
+        under the current key version (the old item stays until ``DeleteVersion``).
+        """
+        meta = self.model._meta
+        older = [v for v in meta.read_versions if v != meta.key_version]
+        if not older:
+            return []
+        tmeta = meta.table._meta
+        leaves = [lf for q in self._state.where for lf in q.flatten_and()[0]]
+        values = {f: v for f, lookup, v in leaves if lookup == "exact"}
+        for version in older:
+            key = {tmeta.pk_attribute: {"S": meta.primary.pk.fill(values, version, entity=meta.entity)}}
+            if meta.primary.sk is not None and tmeta.sk_attribute:
+                key[tmeta.sk_attribute] = {"S": meta.primary.sk.fill(values, version, entity=meta.entity)}
+            found = list(self._pages(replace(p, params={**p.params, "Key": key}, key=key)))[0][0]
+            if found:
+                found[0]._dynorm_fallback = version
+                return found
+        return []
 
     def first(self) -> T | None:
         """Return the first item in sort-key order, or ``None`` (a Query with Limit 1, paging past filtered items)."""

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import ServiceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tables import Table
+    from .tables import Table, TableOptions
 
-__all__ = ["SchemaAction", "create_action", "plan_sync", "apply"]
+__all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "plan_sync", "apply",
+           "wait_active", "attribute_types"]
 
 _NUMERIC_FIELDS = {"Integer", "Number", "Decimal", "Version", "TTL"}
 
@@ -33,12 +34,13 @@ class SchemaAction:
         return f"{self.operation}: {self.summary}"
 
 
-def _attr_type(table: type[Table], attr: str) -> str:
+def attribute_types(table: type[Table]) -> dict[str, str]:
+    """Scalar types (``S``/``N``) of every field attribute of the table's entities (for LSI sort keys)."""
+    out: dict[str, str] = {}
     for entity in table._entities.values():
         for f in entity._meta.fields.values():
-            if f.attr_name == attr:
-                return "N" if type(f).__name__ in _NUMERIC_FIELDS else "S"
-    return "S"
+            out.setdefault(f.attr_name, "N" if type(f).__name__ in _NUMERIC_FIELDS else "S")
+    return out
 
 
 def _gsi_spec(name: str, pk: str, sk: str | None) -> dict[str, Any]:
@@ -48,10 +50,9 @@ def _gsi_spec(name: str, pk: str, sk: str | None) -> dict[str, Any]:
     return {"IndexName": name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
 
 
-def create_action(table: type[Table]) -> SchemaAction:
-    """Plan the CreateTable request for ``table`` (all GSIs and LSIs, projection ALL, on-demand)."""
-    m = table._meta
-    name = table.table_name()
+def create_params(m: TableOptions, name: str, attr_types: dict[str, str] | None = None) -> dict[str, Any]:
+    """CreateTable parameters for table options ``m`` under the physical ``name`` (pure)."""
+    attr_types = attr_types or {}
     attrs: dict[str, str] = {m.pk_attribute: "S"}
     key_schema = [{"AttributeName": m.pk_attribute, "KeyType": "HASH"}]
     if m.sk_attribute:
@@ -73,16 +74,33 @@ def create_action(table: type[Table]) -> SchemaAction:
         params["GlobalSecondaryIndexes"] = gsis
     lsis = []
     for lname, sort_attr in m.lsis.items():
-        attrs.setdefault(sort_attr, _attr_type(table, sort_attr))
+        attrs.setdefault(sort_attr, attr_types.get(sort_attr, "S"))
         lsis.append({"IndexName": lname, "KeySchema": [
             {"AttributeName": m.pk_attribute, "KeyType": "HASH"},
             {"AttributeName": sort_attr, "KeyType": "RANGE"}], "Projection": {"ProjectionType": "ALL"}})
     if lsis:
         params["LocalSecondaryIndexes"] = lsis
     params["AttributeDefinitions"] = [{"AttributeName": a, "AttributeType": t} for a, t in attrs.items()]
+    return params
+
+
+def create_action(table: type[Table]) -> SchemaAction:
+    """Plan the CreateTable request for ``table`` (all GSIs and LSIs, projection ALL, on-demand)."""
+    m = table._meta
+    name = table.table_name()
+    params = create_params(m, name, attribute_types(table))
     extra = f", GSIs {', '.join(m.gsis)}" if m.gsis else ""
     extra += f", LSIs {', '.join(m.lsis)}" if m.lsis else ""
     return SchemaAction("CreateTable", params, f"create table {name}{extra}")
+
+
+def gsi_update_params(name: str, gname: str, pk: str, sk: str | None) -> dict[str, Any]:
+    """UpdateTable parameters adding one GSI (pure)."""
+    defs = [{"AttributeName": pk, "AttributeType": "S"}]
+    if sk:
+        defs.append({"AttributeName": sk, "AttributeType": "S"})
+    return {"TableName": name, "AttributeDefinitions": defs,
+            "GlobalSecondaryIndexUpdates": [{"Create": _gsi_spec(gname, pk, sk)}]}
 
 
 def _ttl_action(table: type[Table]) -> SchemaAction:
@@ -113,13 +131,8 @@ def plan_sync(table: type[Table], description: dict[str, Any] | None) -> list[Sc
     for gname, (pk, sk) in table._meta.gsis.items():
         if gname in present:
             continue
-        defs = [{"AttributeName": pk, "AttributeType": "S"}]
-        if sk:
-            defs.append({"AttributeName": sk, "AttributeType": "S"})
-        actions.append(SchemaAction("UpdateTable", {
-            "TableName": table.table_name(), "AttributeDefinitions": defs,
-            "GlobalSecondaryIndexUpdates": [{"Create": _gsi_spec(gname, pk, sk)}]},
-            f"add GSI {gname} ({pk}, {sk}) to {table.table_name()}"))
+        actions.append(SchemaAction("UpdateTable", gsi_update_params(table.table_name(), gname, pk, sk),
+                                    f"add GSI {gname} ({pk}, {sk}) to {table.table_name()}"))
     missing_lsis = set(table._meta.lsis) - {i["IndexName"] for i in description.get("LocalSecondaryIndexes", [])}
     if missing_lsis:
         raise ServiceError(
@@ -129,7 +142,7 @@ def plan_sync(table: type[Table], description: dict[str, Any] | None) -> list[Sc
     return actions
 
 
-def _wait_active(name: str, timeout: float = 300.0) -> None:
+def wait_active(name: str, timeout: float = 300.0) -> None:
     from .backend import call
 
     deadline = time.monotonic() + timeout
@@ -151,4 +164,4 @@ def apply(table: type[Table], actions: list[SchemaAction], wait: bool = True) ->
     for action in actions:
         call(action.operation, action.params)
         if wait and action.operation in ("CreateTable", "UpdateTable"):
-            _wait_active(table.table_name())
+            wait_active(table.table_name())

@@ -120,6 +120,7 @@ class WriteOp:
                 obj._dynorm_partial = False
             return obj
         if obj is not None:
+            obj.__dict__.pop("_dynorm_fallback", None)
             for name, value in self.local_changes.items():
                 setattr(obj, name, value)
             vf = self.model._meta.version_field
@@ -198,7 +199,8 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
     obj.full_clean()
     keys = obj.key_attributes()
     stored_pk = getattr(obj, "_dynorm_pk", None)
-    if stored_pk is not None and not create:
+    fallback = getattr(obj, "_dynorm_fallback", None)  # read under an older key version (read_versions)
+    if stored_pk is not None and not create and not fallback:
         new = (keys[tmeta.pk_attribute], keys.get(tmeta.sk_attribute) if tmeta.sk_attribute else None)
         old = (stored_pk, getattr(obj, "_dynorm_sk", None) if tmeta.sk_attribute else None)
         if new != old:
@@ -211,6 +213,11 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
     conditions = []
     if create or (vf and current is None):
         conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)})")
+    elif vf and fallback:
+        # first save under the current version: the new key is free, or a migration copied
+        # this very version there
+        conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR "
+                          f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current)})}")
     elif vf:
         conditions.append(f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current)})}")
     base = type(obj)

@@ -59,7 +59,10 @@ class State:
                 importlib.import_module(module)
             except ImportError as exc:
                 raise ConfigurationError(f"cannot import models module {module!r}: {exc}") from exc
-        return all_tables()
+        # only the tables of the configured modules (not every Table this process defined)
+        mods = set(settings.models)
+        return [t for t in all_tables() if t.__module__ in mods
+                or any(e.__module__ in mods for e in t.entities().values())]
 
 
 pass_state = click.make_pass_decorator(State)
@@ -99,10 +102,12 @@ def cli(ctx: click.Context, config: str | None, traceback: bool) -> None:
 
 
 def _register() -> None:
-    from . import local_cmd, schema_cmds, shell
+    from . import local_cmd, migrate_cmds, schema_cmds, shell
 
     cli.add_command(schema_cmds.check)
-    cli.add_command(schema_cmds.migrate)
+    cli.add_command(migrate_cmds.migrate)
+    cli.add_command(migrate_cmds.makemigrations)
+    cli.add_command(migrate_cmds.showmigrations)
     cli.add_command(shell.shell)
     cli.add_command(local_cmd.local)
 

@@ -1,0 +1,79 @@
+"""Library entry points behind ``dynorm makemigrations`` / ``migrate`` / ``showmigrations``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .autodetector import detect_changes, suggest_name
+from .loader import NAME_RE, Migration, build_state, load_migrations, package_path
+from .operations import MigrationError, Operation
+from .state import state_from_models
+from .writer import render_migration
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tables import Table
+
+__all__ = ["MakeResult", "make_migrations", "load_migrations"]
+
+
+@dataclass
+class MakeResult:
+    """What ``makemigrations`` found: the operations and (unless checking) the file written."""
+
+    name: str | None
+    operations: list[Operation]
+    path: Path | None
+    source: str | None
+
+
+def _next_number(migrations: list[Migration]) -> int:
+    numbers = [int(m.name[:4]) for m in migrations if NAME_RE.match(m.name)]
+    return max(numbers, default=0) + 1
+
+
+def make_migrations(package: str, tables: list[type[Table]], name: str | None = None, empty: bool = False,
+                    check: bool = False) -> MakeResult:
+    """Compare the migration files with the models and write the next migration module.
+
+    Args:
+        package: dotted migrations package (created with an ``__init__.py`` if missing).
+        tables: the tables whose entities are compared.
+        name: the migration's name after its number (default: suggested).
+        empty: write a migration without operations (for ``RunPython``).
+        check: write nothing; only report the operations.
+
+    Returns:
+        :class:`MakeResult` (``operations`` empty when the models match the files).
+
+    Raises:
+        MigrationError: invalid migration files, or a change DynamoDB cannot make in place.
+    """
+    migrations = load_migrations(package)
+    old = build_state(migrations)
+    new = state_from_models(tables)
+    ops = [] if empty else detect_changes(old, new)
+    if not ops and not empty:
+        return MakeResult(None, [], None, None)
+    leaves = _leaves(migrations)
+    label = name or ("empty" if empty else suggest_name(ops, first=not migrations))
+    if not label.isidentifier():
+        raise MigrationError(f"migration name {label!r} must be a Python identifier.")
+    full = f"{_next_number(migrations):04d}_{label}"
+    source = render_migration(leaves, ops)
+    if check:
+        return MakeResult(full, ops, None, source)
+    folder = package_path(package)
+    folder.mkdir(parents=True, exist_ok=True)
+    init = folder / "__init__.py"
+    if not init.exists():
+        init.write_text('"""dynorm migrations."""\n')
+    path = folder / f"{full}.py"
+    path.write_text(source)
+    return MakeResult(full, ops, path, source)
+
+
+def _leaves(migrations: list[Migration]) -> list[str]:
+    depended = {d for m in migrations for d in m.dependencies}
+    return [m.name for m in migrations if m.name not in depended]

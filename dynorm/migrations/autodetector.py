@@ -1,0 +1,73 @@
+"""Compare the migration state with the live models and plan the operations between them (pure)."""
+
+from __future__ import annotations
+
+from .operations import (
+    CreateEntity,
+    CreateTable,
+    DeleteEntity,
+    MigrationError,
+    Operation,
+    RekeyEntity,
+    SyncIndexes,
+)
+from .state import ProjectState
+
+__all__ = ["detect_changes", "suggest_name"]
+
+
+def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
+    """Return the operations that turn ``old`` into ``new``.
+
+    New tables become ``CreateTable``, new GSIs ``SyncIndexes``, new entity types
+    ``CreateEntity``, changed key versions or templates ``RekeyEntity`` (old and new layouts
+    frozen), removed entity types ``DeleteEntity``. Tables are never dropped.
+
+    Raises:
+        MigrationError: a change DynamoDB cannot make in place (key attributes, LSIs).
+    """
+    ops: list[Operation] = []
+    for name, table in new.tables.items():
+        before = old.tables.get(name)
+        if before is None:
+            ops.append(CreateTable(**table.definition()))
+            continue
+        for attr in ("pk_attribute", "sk_attribute", "type_attribute", "delimiter"):
+            if getattr(before, attr) != getattr(table, attr):
+                raise MigrationError(f"table {name}: changing {attr} from {getattr(before, attr)!r} to "
+                                     f"{getattr(table, attr)!r} is not supported in place; declare a new table.")
+        if before.lsis != table.lsis:
+            raise MigrationError(f"table {name}: LSIs can only be declared when a table is created.")
+        changed = {g: v for g, v in table.gsis.items() if before.gsis.get(g) != v}
+        bad = [g for g in changed if g in before.gsis]
+        if bad:
+            raise MigrationError(f"table {name}: GSI {bad[0]} changed its key attributes; add a new GSI instead.")
+        if changed:
+            ops.append(SyncIndexes(name, {k: list(v) for k, v in changed.items()}))
+    for key, entity in new.entities.items():
+        before_e = old.entities.get(key)
+        if before_e is None:
+            ops.append(CreateEntity(**entity.definition()))
+        elif before_e.layout() != entity.layout():
+            def part(e):  # type: ignore[no-untyped-def]
+                out = {"keys": e.keys, "fields": e.fields}
+                if e.version_attribute:
+                    out["version_attribute"] = e.version_attribute
+                return out
+
+            ops.append(RekeyEntity(entity.table, entity.entity_type, before_e.key_version, entity.key_version,
+                                   old=part(before_e), new=part(entity)))
+    for key in old.entities:
+        if key not in new.entities and key[0] in new.tables:
+            ops.append(DeleteEntity(*key))
+    return ops
+
+
+def suggest_name(ops: list[Operation], first: bool) -> str:
+    """A migration name: ``initial``, ``product_v2`` for a rekey, else ``auto``."""
+    if first:
+        return "initial"
+    for op in ops:
+        if isinstance(op, RekeyEntity):
+            return f"{op.entity_type.lower()}_{op.to_version}"
+    return "auto"

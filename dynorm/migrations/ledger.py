@@ -1,0 +1,192 @@
+"""The migration ledger, kept in the table itself under the reserved partition ``dynorm#migrations``.
+
+Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migration>#<op>#<segment>``
+(LastEvaluatedKey of the scan so far, counts, done) and ``lock#<worker>`` (owner, expiry).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from .. import backend
+from ..exceptions import ConditionFailed, DynormError
+from .state import TableState
+
+__all__ = ["Ledger", "MigrationLocked", "LEDGER_PARTITION"]
+
+LEDGER_PARTITION = "dynorm#migrations"
+
+
+class MigrationLocked(DynormError):
+    """Another ``dynorm migrate`` holds the lock on this table."""
+
+
+class Ledger:
+    """Applied migrations, scan checkpoints and the run lock of one table.
+
+    Args:
+        table: the frozen table state; physical_name: its name with the prefix.
+    """
+
+    def __init__(self, table: TableState, physical_name: str) -> None:
+        if not table.sk_attribute:
+            raise DynormError(f"table {table.name} has no sort key; the migration ledger needs one.")
+        self.table = table
+        self.name = physical_name
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._heartbeat: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock_sk: str | None = None
+
+    def _key(self, sk: str) -> dict[str, Any]:
+        return {self.table.pk_attribute: {"S": LEDGER_PARTITION}, str(self.table.sk_attribute): {"S": sk}}
+
+    def exists(self) -> bool:
+        """True when the table exists (DescribeTable)."""
+        from ..exceptions import TableDoesNotExist
+
+        try:
+            backend.call("DescribeTable", {"TableName": self.name})
+        except TableDoesNotExist:
+            return False
+        return True
+
+    # -- applied migrations ------------------------------------------------------------
+    def applied(self) -> dict[str, dict[str, Any]]:
+        """Return ``{migration name: record}`` (Query on the ledger partition, ConsistentRead)."""
+        out: dict[str, dict[str, Any]] = {}
+        params: dict[str, Any] = {
+            "TableName": self.name, "ConsistentRead": True,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :applied)",
+            "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
+            "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":applied": {"S": "applied#"}}}
+        while True:
+            resp = backend.call("Query", params)
+            for item in resp.get("Items", []):
+                name = item[str(self.table.sk_attribute)]["S"].split("#", 1)[1]
+                out[name] = {"applied_at": item.get("applied_at", {}).get("S"),
+                             "counts": json.loads(item.get("counts", {}).get("S", "{}")),
+                             "fake": item.get("fake", {}).get("BOOL", False)}
+            if "LastEvaluatedKey" not in resp:
+                return out
+            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def record_applied(self, name: str, counts: dict[str, Any], fake: bool = False) -> None:
+        """Record ``name`` as applied (once: a second record is refused and ignored)."""
+        item = {**self._key(f"applied#{name}"),
+                "applied_at": {"S": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+                "counts": {"S": json.dumps(counts, sort_keys=True)}, "fake": {"BOOL": fake}}
+        try:
+            backend.call("PutItem", {"TableName": self.name, "Item": item,
+                                     "ConditionExpression": "attribute_not_exists(#pk)",
+                                     "ExpressionAttributeNames": {"#pk": self.table.pk_attribute}})
+        except ConditionFailed:
+            pass
+
+    # -- checkpoints -------------------------------------------------------------------
+    def checkpoint(self, migration: str, op_index: int, segment: int | str) -> dict[str, Any] | None:
+        """Return ``{"lek", "done", "counts"}`` saved for a scan segment (or an operation), else ``None``."""
+        resp = backend.call("GetItem", {"TableName": self.name, "ConsistentRead": True,
+                                        "Key": self._key(f"checkpoint#{migration}#{op_index}#{segment}")})
+        item = resp.get("Item")
+        if not item:
+            return None
+        return {"lek": json.loads(item["lek"]["S"]) if "lek" in item else None,
+                "done": item.get("done", {}).get("BOOL", False),
+                "counts": json.loads(item.get("counts", {}).get("S", "{}"))}
+
+    def save_checkpoint(self, migration: str, op_index: int, segment: int | str, lek: dict[str, Any] | None,
+                        done: bool, counts: dict[str, int]) -> None:
+        """Save how far a scan segment got (PutItem)."""
+        item = {**self._key(f"checkpoint#{migration}#{op_index}#{segment}"), "done": {"BOOL": done},
+                "counts": {"S": json.dumps(counts, sort_keys=True)}}
+        if lek:
+            item["lek"] = {"S": json.dumps(lek, sort_keys=True)}
+        backend.call("PutItem", {"TableName": self.name, "Item": item})
+
+    def checkpoints(self, migration: str, op_index: int) -> list[dict[str, Any]]:
+        """Every checkpoint saved for one operation (Query)."""
+        resp = backend.call("Query", {
+            "TableName": self.name, "ConsistentRead": True,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :p)",
+            "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
+            "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION},
+                                          ":p": {"S": f"checkpoint#{migration}#{op_index}#"}}})
+        return [{"segment": i[str(self.table.sk_attribute)]["S"].rsplit("#", 1)[1],
+                 "done": i.get("done", {}).get("BOOL", False)} for i in resp.get("Items", [])]
+
+    # -- lock --------------------------------------------------------------------------
+    def acquire(self, worker: str = "all", ttl: float = 60.0) -> None:
+        """Take the run lock (PutItem if absent or expired) and keep it alive with a heartbeat.
+
+        Raises:
+            MigrationLocked: another run holds an unexpired lock.
+        """
+        sk = f"lock#{worker}"
+        now = time.time()
+        item = {**self._key(sk), "owner": {"S": self.owner}, "expires_at": {"N": f"{now + ttl:.3f}"}}
+        try:
+            backend.call("PutItem", {
+                "TableName": self.name, "Item": item,
+                "ConditionExpression": "attribute_not_exists(#pk) OR #exp < :now OR #owner = :me",
+                "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#exp": "expires_at", "#owner": "owner"},
+                "ExpressionAttributeValues": {":now": {"N": f"{now:.3f}"}, ":me": {"S": self.owner}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"})
+        except ConditionFailed as exc:
+            held = exc.item or {}
+            owner = held.get("owner", {}).get("S", "?")
+            left = float(held.get("expires_at", {}).get("N", now)) - now
+            raise MigrationLocked(
+                f"table {self.name} is locked by another `dynorm migrate` ({owner}, lock expires in {left:.0f} s); "
+                "wait for it to finish, or run `dynorm migrate --force-unlock` if that process is dead.") from exc
+        self._lock_sk = sk
+        self._stop.clear()
+        self._heartbeat = threading.Thread(target=self._beat, args=(sk, ttl), daemon=True)
+        self._heartbeat.start()
+
+    def _beat(self, sk: str, ttl: float) -> None:
+        while not self._stop.wait(ttl / 3):
+            try:
+                backend.call("UpdateItem", {
+                    "TableName": self.name, "Key": self._key(sk), "UpdateExpression": "SET #exp = :exp",
+                    "ConditionExpression": "#owner = :me",
+                    "ExpressionAttributeNames": {"#exp": "expires_at", "#owner": "owner"},
+                    "ExpressionAttributeValues": {":exp": {"N": f"{time.time() + ttl:.3f}"}, ":me": {"S": self.owner}}})
+            except DynormError:
+                return
+
+    def release(self) -> None:
+        """Give the lock back (DeleteItem conditional on owning it)."""
+        self._stop.set()
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
+        if self._lock_sk is None:
+            return
+        try:
+            backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(self._lock_sk),
+                                        "ConditionExpression": "#owner = :me",
+                                        "ExpressionAttributeNames": {"#owner": "owner"},
+                                        "ExpressionAttributeValues": {":me": {"S": self.owner}}})
+        except DynormError:
+            pass
+        self._lock_sk = None
+
+    def force_unlock(self) -> int:
+        """Delete every lock item of this table; return how many there were."""
+        resp = backend.call("Query", {
+            "TableName": self.name, "ConsistentRead": True,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :lock)",
+            "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
+            "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":lock": {"S": "lock#"}}})
+        items = resp.get("Items", [])
+        for item in items:
+            backend.call("DeleteItem", {"TableName": self.name, "Key": {
+                self.table.pk_attribute: item[self.table.pk_attribute],
+                str(self.table.sk_attribute): item[str(self.table.sk_attribute)]}})
+        return len(items)

@@ -1,0 +1,222 @@
+"""Migration operations: pure descriptions that update a :class:`ProjectState`.
+
+Applying them to DynamoDB is the executor's job (:mod:`dynorm.migrations.executor`); an
+operation only knows how it changes the frozen state and how to describe itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..exceptions import DynormError
+from .state import EntityState, ProjectState, TableState
+
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "CreateEntity", "DeleteEntity", "RekeyEntity",
+           "RunPython", "DeleteVersion", "MigrationError"]
+
+
+class MigrationError(DynormError):
+    """A migration file or the migration graph is invalid, or a migration cannot run."""
+
+
+class Operation:
+    """Base class of migration operations."""
+
+    #: True for operations that only change the recorded state (no request is sent).
+    state_only = False
+
+    def state_forwards(self, state: ProjectState) -> None:
+        """Apply this operation to ``state`` in place."""
+
+    def describe(self) -> str:
+        """One line for ``--plan`` and progress output."""
+        return type(self).__name__
+
+    def deconstruct(self) -> dict[str, Any]:
+        """Keyword arguments that rebuild this operation (for the migration writer)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self.describe()}>"
+
+
+class CreateTable(Operation):
+    """Create a table with its GSIs and LSIs (CreateTable; skipped when it exists)."""
+
+    def __init__(self, name: str, gsis: dict[str, Any] | None = None, lsis: dict[str, str] | None = None,
+                 **options: Any) -> None:
+        self.table = TableState(name=name, gsis={k: (v[0], v[1]) for k, v in (gsis or {}).items()},
+                                lsis=dict(lsis or {}), **options)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        if self.table.name in state.tables:
+            raise MigrationError(f"CreateTable: table {self.table.name!r} already exists in the migration state.")
+        state.tables[self.table.name] = TableState(**vars(self.table))
+
+    def describe(self) -> str:
+        gsis = f" with GSIs {', '.join(self.table.gsis)}" if self.table.gsis else ""
+        return f"create table {self.table.name}{gsis}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return self.table.definition()
+
+
+class SyncIndexes(Operation):
+    """Add GSIs to an existing table (UpdateTable per index, waiting until ACTIVE); never drops any."""
+
+    def __init__(self, table: str, gsis: dict[str, Any]) -> None:
+        self.table = table
+        self.gsis = {k: (v[0], v[1]) for k, v in gsis.items()}
+
+    def state_forwards(self, state: ProjectState) -> None:
+        t = _table(state, self.table, "SyncIndexes")
+        t.gsis.update(self.gsis)
+
+    def describe(self) -> str:
+        return f"add GSI(s) {', '.join(self.gsis)} to {self.table}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "gsis": {k: list(v) for k, v in self.gsis.items()}}
+
+
+def _table(state: ProjectState, name: str, who: str) -> TableState:
+    if name not in state.tables:
+        raise MigrationError(f"{who}: table {name!r} is not created by any earlier migration.")
+    return state.tables[name]
+
+
+class CreateEntity(Operation):
+    """Record an entity type's key layout (state only: no request)."""
+
+    state_only = True
+
+    def __init__(self, table: str, entity_type: str, key_version: str, keys: dict[str, dict[str, str]],
+                 fields: dict[str, list[str]], version_attribute: str | None = None) -> None:
+        self.entity = EntityState(table, entity_type, key_version, keys, fields, version_attribute)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        _table(state, self.entity.table, "CreateEntity")
+        state.entities[(self.entity.table, self.entity.entity_type)] = EntityState(**vars(self.entity))
+
+    def describe(self) -> str:
+        return f"record entity {self.entity.entity_type} ({self.entity.key_version}) in {self.entity.table}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return self.entity.definition()
+
+
+class DeleteEntity(Operation):
+    """Forget an entity type (state only; its items stay until a DeleteVersion removes them)."""
+
+    state_only = True
+
+    def __init__(self, table: str, entity_type: str) -> None:
+        self.table = table
+        self.entity_type = entity_type
+
+    def state_forwards(self, state: ProjectState) -> None:
+        if state.entities.pop((self.table, self.entity_type), None) is None:
+            raise MigrationError(f"DeleteEntity: entity type {self.entity_type!r} is unknown in table {self.table!r}.")
+
+    def describe(self) -> str:
+        return f"forget entity {self.entity_type} in {self.table}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "entity_type": self.entity_type}
+
+
+class RekeyEntity(Operation):
+    """Rewrite every item of an entity type from its old key layout to the new one.
+
+    Args:
+        table: logical table name; entity_type: the type attribute value.
+        from_version, to_version: key versions.
+        old, new: ``{"keys": ..., "fields": ..., "version_attribute": ...}`` (the frozen
+            :class:`EntityState` parts) before and after.
+        transform: optional ``fn(item: dict) -> dict`` reshaping each item's plain attributes
+            on the way (keys are recomputed afterwards).
+    """
+
+    def __init__(self, table: str, entity_type: str, from_version: str, to_version: str,
+                 old: dict[str, Any], new: dict[str, Any],
+                 transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.table = table
+        self.entity_type = entity_type
+        self.from_version = from_version
+        self.to_version = to_version
+        self.old = EntityState(table, entity_type, from_version, old["keys"], old["fields"],
+                               old.get("version_attribute"))
+        self.new = EntityState(table, entity_type, to_version, new["keys"], new["fields"],
+                               new.get("version_attribute"))
+        self.transform = transform
+
+    def state_forwards(self, state: ProjectState) -> None:
+        key = (self.table, self.entity_type)
+        current = state.entities.get(key)
+        if current is None:
+            raise MigrationError(f"RekeyEntity: entity type {self.entity_type!r} is unknown in table {self.table!r} "
+                                 "(no earlier CreateEntity).")
+        if current.key_version != self.from_version:
+            raise MigrationError(f"RekeyEntity {self.entity_type}: the state has key version {current.key_version!r}, "
+                                 f"not {self.from_version!r}.")
+        state.entities[key] = EntityState(**vars(self.new))
+
+    def describe(self) -> str:
+        return f"rekey {self.entity_type} in {self.table} from {self.from_version} to {self.to_version}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        def part(e: EntityState) -> dict[str, Any]:
+            out: dict[str, Any] = {"keys": e.keys, "fields": e.fields}
+            if e.version_attribute:
+                out["version_attribute"] = e.version_attribute
+            return out
+
+        return {"table": self.table, "entity_type": self.entity_type, "from_version": self.from_version,
+                "to_version": self.to_version, "old": part(self.old), "new": part(self.new)}
+
+
+class RunPython(Operation):
+    """Run ``fn(context)`` with a :class:`~dynorm.migrations.executor.MigrationContext`.
+
+    ``reverse`` is kept for rollbacks.
+    """
+
+    def __init__(self, fn: Callable[[Any], Any], reverse: Callable[[Any], Any] | None = None) -> None:
+        if not callable(fn):
+            raise MigrationError(f"RunPython needs a function, got {fn!r}.")
+        self.fn = fn
+        self.reverse = reverse
+
+    def describe(self) -> str:
+        return f"run {getattr(self.fn, '__name__', repr(self.fn))}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        raise MigrationError("RunPython operations are written by hand (makemigrations --empty).")
+
+
+class DeleteVersion(Operation):
+    """Delete the items of an entity type stored under an old key version (after a copy-mode rollout).
+
+    Args:
+        table, entity_type: which items.
+        version: the key version to delete.
+        pk: the partition-key template those items were written with (for the prefix).
+    """
+
+    def __init__(self, table: str, entity_type: str, version: str, pk: str) -> None:
+        self.table = table
+        self.entity_type = entity_type
+        self.version = version
+        self.pk = pk
+
+    def state_forwards(self, state: ProjectState) -> None:
+        current = state.entities.get((self.table, self.entity_type))
+        if current is not None and current.key_version == self.version:
+            raise MigrationError(f"DeleteVersion {self.entity_type} {self.version}: that is the current key version; "
+                                 "deleting it would delete the live items.")
+
+    def describe(self) -> str:
+        return f"delete {self.entity_type} items at key version {self.version} in {self.table}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "entity_type": self.entity_type, "version": self.version, "pk": self.pk}

@@ -1,0 +1,157 @@
+"""Frozen model state: what the tables and entities looked like after a set of migrations.
+
+Built two ways and compared by the autodetector: by replaying the operations of the
+migration files (:meth:`ProjectState.apply`), and from the live model classes
+(:func:`state_from_models`). Pure data; no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..keys import KeyTemplate
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tables import Table, TableOptions
+
+__all__ = ["TableState", "EntityState", "ProjectState", "state_from_models", "entity_state", "table_state"]
+
+#: Field kinds whose stored values decode to numbers / datetimes when keys are rendered.
+NUMERIC_KINDS = {"Integer", "Number", "Decimal", "Version", "TTL"}
+
+
+@dataclass
+class TableState:
+    """A table as the migrations know it (logical name; the prefix is added at apply time)."""
+
+    name: str
+    pk_attribute: str = "PK"
+    sk_attribute: str | None = "SK"
+    type_attribute: str = "entityType"
+    gsis: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    lsis: dict[str, str] = field(default_factory=dict)
+    ttl_attribute: str | None = None
+    delimiter: str = "#"
+    billing_mode: str = "PAY_PER_REQUEST"
+
+    def options(self) -> TableOptions:
+        """The equivalent :class:`~dynorm.tables.TableOptions`."""
+        from ..tables import TableOptions
+
+        return TableOptions(table_name=self.name, pk_attribute=self.pk_attribute, sk_attribute=self.sk_attribute,
+                            type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
+                            ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
+                            billing_mode=self.billing_mode)
+
+    def definition(self) -> dict[str, Any]:
+        """Keyword arguments for ``CreateTable(...)`` in a migration file."""
+        out: dict[str, Any] = {"name": self.name}
+        for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
+                             ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST")):
+            if getattr(self, key) != default:
+                out[key] = getattr(self, key)
+        if self.gsis:
+            out["gsis"] = {k: list(v) for k, v in self.gsis.items()}
+        if self.lsis:
+            out["lsis"] = dict(self.lsis)
+        return out
+
+
+@dataclass
+class EntityState:
+    """An entity type's key layout, frozen.
+
+    Attributes:
+        table: logical table name; entity_type: the stored type attribute value.
+        key_version: the version in ``{version}``.
+        keys: access path -> {key attribute: template}; ``"primary"`` holds PK/SK, each GSI
+            (or templated LSI) its own attributes. An index whose template misses a value is
+            not written (sparse).
+        fields: field name -> [attribute name, field kind] for every field a template uses.
+        version_attribute: the ``fields.Version`` attribute name, if any.
+    """
+
+    table: str
+    entity_type: str
+    key_version: str
+    keys: dict[str, dict[str, str]]
+    fields: dict[str, list[str]]
+    version_attribute: str | None = None
+
+    def layout(self) -> tuple[Any, ...]:
+        """What makes stored keys stale when it changes (version and templates)."""
+        return (self.key_version, sorted((k, sorted(v.items())) for k, v in self.keys.items()))
+
+    def templates(self, delimiter: str = "#") -> dict[str, dict[str, KeyTemplate]]:
+        """The key templates, parsed."""
+        return {path: {attr: KeyTemplate(t, delimiter) for attr, t in attrs.items()}
+                for path, attrs in self.keys.items()}
+
+    def definition(self) -> dict[str, Any]:
+        """Keyword arguments for ``CreateEntity(...)`` in a migration file."""
+        out: dict[str, Any] = {"table": self.table, "entity_type": self.entity_type,
+                               "key_version": self.key_version, "keys": self.keys, "fields": self.fields}
+        if self.version_attribute:
+            out["version_attribute"] = self.version_attribute
+        return out
+
+
+@dataclass
+class ProjectState:
+    """Tables and entities by name."""
+
+    tables: dict[str, TableState] = field(default_factory=dict)
+    entities: dict[tuple[str, str], EntityState] = field(default_factory=dict)
+
+    def clone(self) -> ProjectState:
+        """A deep copy."""
+        return copy.deepcopy(self)
+
+
+def table_state(table: type[Table]) -> TableState:
+    """Freeze a live ``Table`` class."""
+    m = table._meta
+    return TableState(name=m.table_name, pk_attribute=m.pk_attribute, sk_attribute=m.sk_attribute,
+                      type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
+                      ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode)
+
+
+def entity_state(entity: Any) -> EntityState:
+    """Freeze a live entity class's key layout."""
+    meta = entity._meta
+    tmeta = meta.table._meta
+    keys: dict[str, dict[str, str]] = {}
+    prim = {tmeta.pk_attribute: meta.primary.pk.template}
+    if meta.primary.sk is not None and tmeta.sk_attribute:
+        prim[tmeta.sk_attribute] = meta.primary.sk.template
+    keys["primary"] = prim
+    used = set(meta.primary.fields)
+    for b in meta.indexes.values():
+        if not b.writes_key_attributes:
+            continue
+        attrs: dict[str, str] = {}
+        if b.kind == "gsi":
+            attrs[b.pk_attr] = b.pk.template
+        if b.sk is not None and b.sk_attr and b.sk_attr != tmeta.sk_attribute:
+            attrs[b.sk_attr] = b.sk.template
+        if attrs:
+            keys[b.index_name or b.name] = attrs
+            used |= set(b.fields)
+    fields = {n: [meta.fields[n].attr_name, type(meta.fields[n]).__name__] for n in sorted(used)
+              if n in meta.fields}
+    version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
+    return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
+                       keys=keys, fields=fields, version_attribute=version_attr)
+
+
+def state_from_models(tables: list[type[Table]]) -> ProjectState:
+    """Freeze the live models of ``tables``."""
+    state = ProjectState()
+    for table in tables:
+        state.tables[table._meta.table_name] = table_state(table)
+        for entity in table._entities.values():
+            es = entity_state(entity)
+            state.entities[(es.table, es.entity_type)] = es
+    return state
