@@ -30,8 +30,17 @@ dynamodb-local: java $(DDB_PKG)
 demo: install dynamodb-local
 	@$(PY) -m dynorm local start --keep
 	@export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint) && \
+	  echo "== reset: drop the demo table of an earlier run" && \
+	  $(PY) -m demo_project.catalog.demo reset && \
+	  echo "== dynorm migrate 0001_initial   (the catalog at key version v1)" && \
+	  $(PY) -m dynorm migrate 0001_initial && \
+	  echo "== load the catalog under v1 keys" && \
+	  $(PY) -m demo_project.catalog.demo load-v1 && \
+	  echo "== dynorm showmigrations" && $(PY) -m dynorm showmigrations && \
+	  echo "== dynorm migrate   (0002_catalog_v2: rewrite every item from v1 to v2 keys)" && \
 	  $(PY) -m dynorm migrate && \
-	  $(PY) -m demo_project.catalog.demo
+	  echo "== the nine access patterns, on v2 keys" && \
+	  $(PY) -m demo_project.catalog.demo patterns
 
 ## Run the whole test suite (unit, integration on DynamoDB Local, CLI), ruff and mypy.
 test: install dynamodb-local

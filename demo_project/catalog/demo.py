@@ -1,4 +1,12 @@
-"""`make demo`: load the Fromatoz catalog into DynamoDB Local and run its nine access patterns.
+"""`make demo`: the Fromatoz catalog on DynamoDB Local, migrated from v1 to v2 keys, then queried.
+
+Steps (each a subcommand, run in this order by ``make demo``)::
+
+    python -m demo_project.catalog.demo reset      # drop the demo table left by an earlier run
+    dynorm migrate 0001_initial                    # create the table (catalog at key version v1)
+    python -m demo_project.catalog.demo load-v1    # load brands, categories, products under v1 keys
+    dynorm migrate                                 # 0002_catalog_v2: rewrite every item to v2 keys
+    python -m demo_project.catalog.demo patterns   # the nine access patterns, on v2 keys
 
 Each pattern prints the call, the request it issued (``explain()``), the result count,
 and the requests and read/write capacity it consumed (``dynorm.capture()``).
@@ -31,16 +39,45 @@ def _run(number: int, title: str, call: str, fn: Callable[[], Any], plan: dynorm
     return result
 
 
-def main() -> int:
-    """Reset the demo table, load data, print the nine access patterns; return an exit code."""
-    print(f"dynorm demo: Fromatoz product catalog on {dynorm.get_settings().endpoint}\n")
-    if Brand.objects.exists():
-        print("Demo data from an earlier run found: recreating the table.\n")
+def reset() -> int:
+    """Delete the demo table (and its migration ledger) left by an earlier run."""
+    if Catalog.exists():
         Catalog.delete_table()
-        Catalog.sync()
-    with dynorm.capture() as c:
-        counts = load()
-    print(f"Loaded {', '.join(f'{v} {k}' for k, v in counts.items())} with {c.count} PutItem requests.\n")
+        print(f"Deleted table {Catalog.table_name()} from an earlier run.")
+    return 0
+
+
+def load_v1() -> int:
+    """Load the demo data under key version v1 (as an application deployed before the migration did)."""
+    models = (Brand, Category, Product)
+    current = [m._meta.key_version for m in models]
+    for m in models:  # demo only: write with the old key version the 0001 migration describes
+        m._meta.key_version = "v1"
+    try:
+        with dynorm.capture() as c:
+            counts = load()
+    finally:
+        for m, v in zip(models, current):
+            m._meta.key_version = v
+    ops = ", ".join(f"{c.operations.count(op)} {op}" for op in sorted(set(c.operations)))
+    print(f"Loaded {', '.join(f'{v} {k}' for k, v in counts.items())} under v1 keys ({ops}).")
+    sample = Product.objects.scan().first()
+    print(f"A product is stored at PK={sample._dynorm_pk!r} (before the migration)." if sample else "")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one demo step (``reset``, ``load-v1`` or ``patterns``); return an exit code."""
+    step = (argv if argv is not None else sys.argv[1:] or ["patterns"])[0]
+    if step == "reset":
+        return reset()
+    if step == "load-v1":
+        return load_v1()
+    if step != "patterns":
+        print(f"unknown step {step!r}: use reset, load-v1 or patterns", file=sys.stderr)
+        return 2
+    print(f"dynorm demo: Fromatoz product catalog on {dynorm.get_settings().endpoint} "
+          f"(key version {Product._meta.key_version})\n")
 
     some = Product.objects.by_category("3").first()
     assert some is not None

@@ -30,7 +30,7 @@ class Brand(Entity):
     class Meta:
         table = Catalog
         entity_type = "BRAND"
-        key_version = "v1"
+        key_version = "v2"
         pk = "{version}#BRANDS"
         sk = "B#{brand_id}"
 
@@ -44,7 +44,7 @@ class Category(Entity):
     class Meta:
         table = Catalog
         entity_type = "CATEGORY"
-        key_version = "v1"
+        key_version = "v2"
         pk = "{version}#CATEGORIES"
         sk = "C#{category_id}"
 
@@ -90,7 +90,7 @@ class Product(Entity):
     class Meta:
         table = Catalog
         entity_type = "PRODUCT"
-        key_version = "v1"
+        key_version = "v2"
         pk = "{version}#P#{product_id}"
         sk = "METADATA"
         indexes = {

@@ -142,6 +142,7 @@ class Executor:
         self.migrations = migrations
         self.reporter = reporter
         self.final_state = build_state(migrations)  # validates every operation against the state
+        self._created: set[str] = set()
 
     # -- ledger ------------------------------------------------------------------------
     def ledger_table(self) -> TableState:
@@ -262,6 +263,8 @@ class Executor:
         if isinstance(op, CreateTable):
             exists = _describe_table(_physical(op.table.name)) is not None
             rep.status = "exists" if exists else ("would create" if options.dry_run else "created")
+            if _physical(op.table.name) in self._created:
+                rep.status = "created"  # just now, to hold the ledger
             if not exists and not options.dry_run:
                 self._create_table(self.final_state.tables.get(op.table.name, op.table))
             return True
@@ -291,6 +294,8 @@ class Executor:
         except ServiceError as exc:
             if exc.code != "ResourceInUseException":  # created meanwhile by another run
                 raise
+        else:
+            self._created.add(name)
         wait_active(name)
         if table.ttl_attribute:
             backend.call("UpdateTimeToLive", {"TableName": name, "TimeToLiveSpecification": {

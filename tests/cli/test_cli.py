@@ -102,3 +102,40 @@ def test_unreachable_endpoint_is_one_clear_line(tmp_path: Path) -> None:
     code, out = run("--config", str(cfg), "migrate")
     assert code == 1 and "could not reach DynamoDB at http://127.0.0.1:9" in out
     assert "Is DynamoDB Local running?" in out
+
+
+@pytest.fixture
+def migrating_config(tmp_path: Path, dynamodb_local: str) -> Path:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text(f"models: [demo_project.catalog.models]\nmigrations: demo_project.migrations\n"
+                   f"table_prefix: mig-{tmp_path.name}-\n"
+                   f"connection: {{region: us-east-1, endpoint: '{dynamodb_local}'}}\n")
+    return cfg
+
+
+def test_demo_migrations_match_the_models(migrating_config: Path) -> None:
+    code, out = run("--config", str(migrating_config), "makemigrations", "--check")
+    assert code == 0 and "No changes detected." in out
+
+
+@pytest.mark.integration
+def test_migrate_plan_json_and_showmigrations(migrating_config: Path) -> None:
+    code, out = run("--config", str(migrating_config), "migrate", "--plan")
+    assert code == 0 and "0001_initial:" in out and "rekey PRODUCT in fromatoz from v1 to v2" in out
+    code, out = run("--config", str(migrating_config), "showmigrations")
+    assert code == 0 and "[ ] 0001_initial" in out and "[ ] 0002_catalog_v2" in out
+    code, out = run("--config", str(migrating_config), "migrate", "--json")
+    import json
+
+    summary = json.loads(out)
+    assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2"]
+    code, out = run("--config", str(migrating_config), "showmigrations")
+    assert "[X] 0001_initial" in out and "[X] 0002_catalog_v2" in out
+    code, out = run("--config", str(migrating_config), "migrate")
+    assert code == 0 and "No migrations to apply." in out
+    Catalog.delete_table()
+
+
+def test_makemigrations_without_package_is_a_clear_error(config: Path) -> None:
+    code, out = run("--config", str(config), "makemigrations")
+    assert code == 1 and "no migrations package configured" in out

@@ -201,11 +201,11 @@ def test_hash_in_key_value_round_trips_and_stays_in_its_partition(catalog: dict[
     assert "Sneaky" not in names(Product.objects.by_brand("3"))
     assert Product.objects.get(product_id=sneaky.product_id).brand_id == "3#C#1"
     raw = dynorm.backend.call("GetItem", {"TableName": Product._meta.table.table_name(),
-                                          "Key": {"PK": {"S": f"v1#P#{sneaky.product_id}"}, "SK": {"S": "METADATA"}}})
-    assert raw["Item"]["GSI1PK"] == {"S": "v1#B#3%23C%231"}
+                                          "Key": {"PK": {"S": f"v2#P#{sneaky.product_id}"}, "SK": {"S": "METADATA"}}})
+    assert raw["Item"]["GSI1PK"] == {"S": "v2#B#3%23C%231"}
 
 
 def test_pynamodb_escape_hatch(catalog: dict[str, Product]) -> None:
     pid = catalog["a"].product_id
-    p = Product.get(f"v1#P#{pid}", "METADATA")  # PynamoDB's own Model.get
+    p = Product.get(f"v2#P#{pid}", "METADATA")  # PynamoDB's own Model.get
     assert p.name == "Model 3" and isinstance(p, Product)

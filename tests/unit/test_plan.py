@@ -15,20 +15,20 @@ from tests.models import Customer, Order, Reading, Store, StoreEmployee
 def test_get_by_full_primary_key_is_getitem() -> None:
     p = Product.objects.filter(product_id="01HZZZZZZZZZZZZZZZZZZZZZZZ").explain()
     assert p.operation == "GetItem"
-    assert p.key == {"PK": {"S": "v1#P#01HZZZZZZZZZZZZZZZZZZZZZZZ"}, "SK": {"S": "METADATA"}}
+    assert p.key == {"PK": {"S": "v2#P#01HZZZZZZZZZZZZZZZZZZZZZZZ"}, "SK": {"S": "METADATA"}}
 
 
 def test_filter_on_brand_queries_gsi1() -> None:
     p = Product.objects.filter(brand_id="3").explain()
     assert (p.operation, p.index) == ("Query", "GSI1")
-    assert p.readable(p.key_condition) == 'GSI1PK = "v1#B#3"'
+    assert p.readable(p.key_condition) == 'GSI1PK = "v2#B#3"'
     assert p.filter is None
 
 
 def test_brand_and_category_is_one_query_with_begins_with() -> None:
     p = Product.objects.by_brand("3").in_category("1").explain()
     assert (p.operation, p.index) == ("Query", "GSI1")
-    assert p.readable(p.key_condition) == 'GSI1PK = "v1#B#3" AND begins_with(GSI1SK, "C#1#P#")'
+    assert p.readable(p.key_condition) == 'GSI1PK = "v2#B#3" AND begins_with(GSI1SK, "C#1#P#")'
 
 
 def test_category_and_filter_on_other_field() -> None:
@@ -40,7 +40,7 @@ def test_category_and_filter_on_other_field() -> None:
 def test_category_then_brand_uses_gsi2_when_forced() -> None:
     p = Product.objects.by_category("1").of_brand("3").explain()
     assert p.index == "GSI2"
-    assert p.readable(p.key_condition) == 'GSI2PK = "v1#C#1" AND begins_with(GSI2SK, "B#3#P#")'
+    assert p.readable(p.key_condition) == 'GSI2PK = "v2#C#1" AND begins_with(GSI2SK, "B#3#P#")'
 
 
 def test_tie_goes_to_index_declared_first() -> None:
@@ -95,7 +95,7 @@ def test_order_limit_projection_consistency() -> None:
 
 
 def test_constant_partition_and_shared_partition_prefix() -> None:
-    assert Brand.objects.all().explain().readable(Brand.objects.all().explain().key_condition) == 'PK = "v1#BRANDS"'
+    assert Brand.objects.all().explain().readable(Brand.objects.all().explain().key_condition) == 'PK = "v2#BRANDS"'
     p = Order.objects.of_customer("c1").explain()
     # the customer's A record shares the partition: the sort-key literal keeps it out
     assert p.readable(p.key_condition) == 'PK = "v2#CUST#c1" AND begins_with(SK, "ORDER#")'
@@ -128,7 +128,7 @@ def test_collections() -> None:
 
 def test_key_value_with_delimiter_cannot_reach_another_partition() -> None:
     p = Product.objects.filter(brand_id="3#C#1").explain()
-    assert p.values[":v0"] == {"S": "v1#B#3%23C%231"}
+    assert p.values[":v0"] == {"S": "v2#B#3%23C%231"}
 
 
 def test_explain_str_is_readable() -> None:
