@@ -219,6 +219,11 @@ def plan(state: QueryState) -> Plan:
 
     if state.scan:
         filter_expr = _filter(b, meta, leaves, complex_)
+        if not state.collection:
+            # a Scan reads every entity type: keep only this one server-side, so count() and
+            # Limit mean this entity's items
+            type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+            filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
         params: dict[str, Any] = {"TableName": table}
         if state.using and state.using != PRIMARY:
             bound = _candidates(state, eq)[0]

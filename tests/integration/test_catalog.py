@@ -209,3 +209,10 @@ def test_pynamodb_escape_hatch(catalog: dict[str, Product]) -> None:
     pid = catalog["a"].product_id
     p = Product.get(f"v2#P#{pid}", "METADATA")  # PynamoDB's own Model.get
     assert p.name == "Model 3" and isinstance(p, Product)
+
+
+def test_scan_count_counts_only_this_entity(catalog: dict[str, Product]) -> None:
+    with dynorm.capture() as c:
+        assert Product.objects.scan().count() == 4
+        assert Brand.objects.scan().count() == 3
+    assert c.operations == ["Scan", "Scan"]

@@ -56,7 +56,7 @@ def test_no_index_raises_scan_required_naming_the_paths() -> None:
 
 def test_explicit_scan() -> None:
     p = Product.objects.scan().filter(name="x").explain()
-    assert p.operation == "Scan" and p.readable(p.filter) == 'name = "x"'
+    assert p.operation == "Scan" and p.readable(p.filter) == 'entityType = "PRODUCT" AND name = "x"'
 
 
 def test_using_forces_index_and_reports_missing_fields() -> None:
