@@ -1,0 +1,251 @@
+"""Migration throughput and memory: ``dynorm migrate`` vs hand-written rewrites, same server, one run.
+
+For N items of an entity at key version v1 (with a GSI), measures items/s of:
+
+* ``dynorm migrate --segments S`` (move mode; a subprocess, as users run it), S in 1, 2, 4;
+* a hand-written parallel Scan + TransactWriteItems move (Put new + conditional Delete old,
+  50 items per transaction, 4 threads), without checkpoints or a ledger;
+* a hand-written Scan + BatchWriteItem copy (no conditions, no delete).
+
+Peak RSS of the migrate process is read with ``os.wait4`` for each run, and for a second,
+larger table (``--big``) to show that memory does not grow with the table.
+
+    python bench/bench_migrate.py [--items 20000] [--big 100000]
+
+Results: ``bench/results/bench_migrate.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import dynorm  # noqa: E402
+from dynorm import backend  # noqa: E402
+from dynorm.local import LocalDynamoDB  # noqa: E402
+from dynorm.migrations.api import make_migrations  # noqa: E402
+from dynorm.migrations.executor import Executor, MigrateOptions  # noqa: E402
+from dynorm.migrations.loader import load_migrations  # noqa: E402
+
+MODELS = '''
+from dynorm import Entity, Index, Table, fields
+
+class BenchShop(Table):
+    class Meta:
+        table_name = "benchmig"
+        gsi_count = 1
+
+class Item(Entity):
+    item_id = fields.String()
+    group = fields.String()
+    payload = fields.String()
+    n = fields.Integer(default=0)
+    version = fields.Version()
+
+    class Meta:
+        table = BenchShop
+        entity_type = "ITEM"
+        key_version = "{version}"
+        pk = "{{version}}#I#{{item_id}}"
+        sk = "METADATA"
+        indexes = {{"by_group": Index("GSI1", pk="{{version}}#G#{{group}}", sk="I#{{item_id}}")}}
+'''
+
+
+def setup_project(root: Path) -> Any:
+    pkg = root / "benchproj"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    sys.path.insert(0, str(root))
+    (pkg / "models.py").write_text(MODELS.format(version="v1"))
+    models = importlib.import_module("benchproj.models")
+    make_migrations("benchproj.migrations", [models.BenchShop])
+    (pkg / "models.py").write_text(MODELS.format(version="v2"))
+    models = importlib.reload(models)
+    make_migrations("benchproj.migrations", [models.BenchShop])
+    return models
+
+
+def reset_and_load(models: Any, n: int) -> None:
+    table = models.BenchShop
+    if table.exists():
+        table.delete_table()
+    Executor(load_migrations("benchproj.migrations")).migrate(MigrateOptions(target="0001_initial"))
+    name = table.table_name()
+    payload = "x" * 200
+    items = []
+    for i in range(n):
+        iid = f"{i:07d}"
+        items.append({"PutRequest": {"Item": {
+            "PK": {"S": f"v1#I#{iid}"}, "SK": {"S": "METADATA"}, "GSI1PK": {"S": f"v1#G#{i % 50}"},
+            "GSI1SK": {"S": f"I#{iid}"}, "entityType": {"S": "ITEM"}, "item_id": {"S": iid},
+            "group": {"S": str(i % 50)}, "payload": {"S": payload}, "n": {"N": str(i)}, "version": {"N": "1"}}}})
+
+    def write(chunk: list[dict[str, Any]]) -> None:
+        pending = chunk
+        while pending:
+            resp = backend.call("BatchWriteItem", {"RequestItems": {name: pending}})
+            pending = resp.get("UnprocessedItems", {}).get(name, [])
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, [items[i:i + 25] for i in range(0, n, 25)]))
+
+
+def count_at(models: Any, prefix: str) -> int:
+    name = models.BenchShop.table_name()
+    total = 0
+    params: dict[str, Any] = {"TableName": name, "Select": "COUNT", "FilterExpression": "begins_with(PK, :p)",
+                              "ExpressionAttributeValues": {":p": {"S": prefix}}}
+    while True:
+        resp = backend.call("Scan", params)
+        total += resp["Count"]
+        if "LastEvaluatedKey" not in resp:
+            return total
+        params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def run_migrate(root: Path, segments: int, endpoint: str, prefix: str) -> tuple[float, int]:
+    cfg = root / "dynorm.yaml"
+    cfg.write_text(f"models: [benchproj.models]\nmigrations: benchproj.migrations\ntable_prefix: '{prefix}'\n"
+                   f"connection: {{region: us-east-1, endpoint: '{endpoint}'}}\n")
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{REPO}"}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "dynorm", "--config", str(cfg), "migrate", "--segments",
+                             str(segments)], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"migrate failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return elapsed, usage.ru_maxrss  # KiB on Linux
+
+
+def _scan_segments(name: str, segments: int, handle: Any) -> None:
+    def segment(s: int) -> None:
+        params: dict[str, Any] = {"TableName": name, "Segment": s, "TotalSegments": segments,
+                                  "FilterExpression": "begins_with(PK, :p)",
+                                  "ExpressionAttributeValues": {":p": {"S": "v1#"}}, "Limit": 200}
+        while True:
+            resp = backend.client().scan(**params)
+            handle(resp["Items"])
+            if "LastEvaluatedKey" not in resp:
+                return
+            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    with ThreadPoolExecutor(segments) as pool:
+        list(pool.map(segment, range(segments)))
+
+
+def _rekeyed(item: dict[str, Any]) -> dict[str, Any]:
+    new = dict(item)
+    iid = item["item_id"]["S"]
+    new["PK"] = {"S": f"v2#I#{iid}"}
+    new["GSI1PK"] = {"S": f"v2#G#{item['group']['S']}"}
+    return new
+
+
+def hand_transact_move(models: Any, segments: int = 4) -> float:
+    name = models.BenchShop.table_name()
+    client = backend.client()
+
+    def handle(items: list[dict[str, Any]]) -> None:
+        for i in range(0, len(items), 50):
+            actions = []
+            for item in items[i:i + 50]:
+                actions.append({"Put": {"TableName": name, "Item": _rekeyed(item),
+                                        "ConditionExpression": "attribute_not_exists(PK)"}})
+                actions.append({"Delete": {"TableName": name, "Key": {"PK": item["PK"], "SK": item["SK"]},
+                                           "ConditionExpression": "#v = :v", "ExpressionAttributeNames": {"#v": "version"},
+                                           "ExpressionAttributeValues": {":v": item["version"]}}})
+            client.transact_write_items(TransactItems=actions, ClientRequestToken=str(uuid.uuid4()))
+
+    start = time.perf_counter()
+    _scan_segments(name, segments, handle)
+    return time.perf_counter() - start
+
+
+def hand_batch_copy(models: Any, segments: int = 4) -> float:
+    name = models.BenchShop.table_name()
+    client = backend.client()
+
+    def handle(items: list[dict[str, Any]]) -> None:
+        for i in range(0, len(items), 25):
+            pending = [{"PutRequest": {"Item": _rekeyed(it)}} for it in items[i:i + 25]]
+            while pending:
+                resp = client.batch_write_item(RequestItems={name: pending})
+                pending = resp.get("UnprocessedItems", {}).get(name, [])
+
+    start = time.perf_counter()
+    _scan_segments(name, segments, handle)
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--items", type=int, default=20000)
+    ap.add_argument("--big", type=int, default=100000, help="items for the memory run (0 to skip)")
+    args = ap.parse_args()
+    server = None
+    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
+    if not endpoint:
+        server = LocalDynamoDB(heap_mb=1536).start()
+        endpoint = server.endpoint
+    prefix = "benchmig-"
+    dynorm.configure(endpoint=endpoint, table_prefix=prefix)
+    root = Path(tempfile.mkdtemp())
+    models = setup_project(root)
+    n = args.items
+    results: dict[str, Any] = {"items": n, "runs": {}}
+    print(f"migration of {n} items (v1 -> v2, primary key and GSI1 rewritten):")
+    for segments in (1, 2, 4):
+        reset_and_load(models, n)
+        elapsed, rss = run_migrate(root, segments, endpoint, prefix)
+        assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+        results["runs"][f"migrate_segments_{segments}"] = {"items_per_s": n / elapsed, "seconds": elapsed,
+                                                           "peak_rss_mib": rss / 1024}
+        print(f"  dynorm migrate --segments {segments}: {n / elapsed:7.0f} items/s  ({elapsed:.1f} s, "
+              f"peak RSS {rss / 1024:.0f} MiB)")
+    reset_and_load(models, n)
+    elapsed = hand_transact_move(models)
+    assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+    results["runs"]["hand_scan_transact_move_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
+    print(f"  hand-written scan + TransactWriteItems move (4 threads): {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
+    reset_and_load(models, n)
+    elapsed = hand_batch_copy(models)
+    assert count_at(models, "v2#") == n
+    results["runs"]["hand_scan_batch_copy_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
+    print(f"  hand-written scan + BatchWriteItem copy (4 threads):   {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
+    d4 = results["runs"]["migrate_segments_4"]["items_per_s"]
+    results["ratio_migrate4_vs_hand_move"] = d4 / results["runs"]["hand_scan_transact_move_4"]["items_per_s"]
+    results["ratio_migrate4_vs_hand_copy"] = d4 / results["runs"]["hand_scan_batch_copy_4"]["items_per_s"]
+    print(f"  ratio migrate(4) / hand move: {results['ratio_migrate4_vs_hand_move']:.2f}; "
+          f"/ hand copy: {results['ratio_migrate4_vs_hand_copy']:.2f}")
+    if args.big:
+        reset_and_load(models, args.big)
+        elapsed, rss = run_migrate(root, 4, endpoint, prefix)
+        assert count_at(models, "v2#") == args.big
+        results["big"] = {"items": args.big, "items_per_s": args.big / elapsed, "peak_rss_mib": rss / 1024}
+        print(f"  {args.big} items, --segments 4: {args.big / elapsed:7.0f} items/s, peak RSS {rss / 1024:.0f} MiB")
+    out = Path(__file__).parent / "results" / "bench_migrate.json"
+    out.write_text(json.dumps(results, indent=2))
+    print(f"written {out}")
+    models.BenchShop.delete_table()
+    if server:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
