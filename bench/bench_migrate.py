@@ -167,7 +167,8 @@ def hand_transact_move(models: Any, segments: int = 4) -> float:
                 actions.append({"Put": {"TableName": name, "Item": _rekeyed(item),
                                         "ConditionExpression": "attribute_not_exists(PK)"}})
                 actions.append({"Delete": {"TableName": name, "Key": {"PK": item["PK"], "SK": item["SK"]},
-                                           "ConditionExpression": "#v = :v", "ExpressionAttributeNames": {"#v": "version"},
+                                           "ConditionExpression": "#v = :v",
+                                           "ExpressionAttributeNames": {"#v": "version"},
                                            "ExpressionAttributeValues": {":v": item["version"]}}})
             client.transact_write_items(TransactItems=actions, ClientRequestToken=str(uuid.uuid4()))
 
