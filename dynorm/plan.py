@@ -241,7 +241,9 @@ def plan(state: QueryState) -> Plan:
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
         raise _scan_required(meta, sorted({f for f, _, _ in leaves}))
-    best = max(candidates, key=lambda c: _score(c, eq, ranged, meta))  # max keeps the first on ties
+    # most selective first: the partition key built from the most given fields, then the
+    # sort-key prefix using the most given fields; max() keeps the first declared on ties
+    best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
     if state.consistent and best.kind == "gsi":
         raise InvalidQuery(f"{meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
                            "drop .consistent() or query the table or an LSI.")

@@ -206,7 +206,7 @@ class Table(metaclass=TableMeta):
         """
         from . import schema
 
-        schema.apply(cls, [schema.create_action(cls)], wait=wait)
+        schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
 
     @classmethod
     def delete_table(cls, wait: bool = True) -> None:

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"dynorm demo: Fromatoz product catalog on {dynorm.get_settings().endpoint} "
           f"(key version {Product._meta.key_version})\n")
 
-    some = Product.objects.by_category("3").first()
+    some = Product.objects.by_category("3").filter(stock_level__gte=10).first()
     assert some is not None
     pid, bid, cid = some.product_id, some.brand_id, some.category_id
 

@@ -102,13 +102,14 @@ def cli(ctx: click.Context, config: str | None, traceback: bool) -> None:
 
 
 def _register() -> None:
-    from . import local_cmd, migrate_cmds, schema_cmds, shell
+    from . import local_cmd, migrate_cmds, patterns_cmd, schema_cmds, shell
 
     cli.add_command(schema_cmds.check)
     cli.add_command(migrate_cmds.migrate)
     cli.add_command(migrate_cmds.makemigrations)
     cli.add_command(migrate_cmds.showmigrations)
     cli.add_command(shell.shell)
+    cli.add_command(patterns_cmd.patterns)
     cli.add_command(local_cmd.local)
 
 

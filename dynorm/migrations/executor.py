@@ -290,7 +290,7 @@ class Executor:
     def _create_table(self, table: TableState) -> None:
         name = _physical(table.name)
         try:
-            backend.call("CreateTable", create_params(table.options(), name))
+            backend.call("CreateTable", create_params(table.options(), name, table.attribute_types))
         except ServiceError as exc:
             if exc.code != "ResourceInUseException":  # created meanwhile by another run
                 raise

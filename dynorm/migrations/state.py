@@ -35,6 +35,8 @@ class TableState:
     ttl_attribute: str | None = None
     delimiter: str = "#"
     billing_mode: str = "PAY_PER_REQUEST"
+    #: scalar types (``S``/``N``) of LSI sort attributes (CreateTable must declare them)
+    attribute_types: dict[str, str] = field(default_factory=dict)
 
     def options(self) -> TableOptions:
         """The equivalent :class:`~dynorm.tables.TableOptions`."""
@@ -56,6 +58,8 @@ class TableState:
             out["gsis"] = {k: list(v) for k, v in self.gsis.items()}
         if self.lsis:
             out["lsis"] = dict(self.lsis)
+        if self.attribute_types:
+            out["attribute_types"] = dict(self.attribute_types)
         return out
 
 
@@ -112,10 +116,15 @@ class ProjectState:
 
 def table_state(table: type[Table]) -> TableState:
     """Freeze a live ``Table`` class."""
+    from ..schema import attribute_types
+
     m = table._meta
+    types = attribute_types(table)
+    lsi_types = {a: types[a] for a in m.lsis.values() if types.get(a, "S") != "S"}
     return TableState(name=m.table_name, pk_attribute=m.pk_attribute, sk_attribute=m.sk_attribute,
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
-                      ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode)
+                      ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
+                      attribute_types=lsi_types)
 
 
 def entity_state(entity: Any) -> EntityState:

@@ -128,14 +128,49 @@ def test_migrate_plan_json_and_showmigrations(migrating_config: Path) -> None:
     import json
 
     summary = json.loads(out)
-    assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2"]
+    assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2", "0003_seed_models"]
     code, out = run("--config", str(migrating_config), "showmigrations")
     assert "[X] 0001_initial" in out and "[X] 0002_catalog_v2" in out
     code, out = run("--config", str(migrating_config), "migrate")
     assert code == 0 and "No migrations to apply." in out
-    Catalog.delete_table()
+    from dynorm.tables import all_tables
+
+    for table in all_tables():
+        if table.exists():
+            table.delete_table()
 
 
 def test_makemigrations_without_package_is_a_clear_error(config: Path) -> None:
     code, out = run("--config", str(config), "makemigrations")
     assert code == 1 and "no migrations package configured" in out
+
+
+def test_patterns_for_kayak_lists_all_eight_patterns_and_templates(tmp_path: Path) -> None:
+    import json
+
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [demo_project.kayak.models]\n")
+    code, out = run("--config", str(cfg), "patterns")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["Access Patterns"] and len(doc["Access Patterns"]) == 8
+    for pattern in ("get the location of all rental stores", "get the inventory of a store",
+                    "get the current employees of a store", "get all employees who have worked at a store",
+                    "get all stores an employee has worked at", "get all rentals a customer has out",
+                    "get customer rental history for a location", "get customer rental history for all locations"):
+        assert pattern in doc["Access Patterns"]
+    store = doc["store"][0]
+    assert store["PK"] == "{version}#store#storeULID#{store_id}"
+    assert store["SK"]["metadata"]["PK1"] == "{version}#stores"
+    assert "activeRentals#personULID#{person_id}#inventoryULID#{inventory_id}" in store["SK"]
+    rental = doc["rental"][0]["SK"]["metadata"]
+    assert rental["PK5"] == "{version}#rentalInventoryPerson#{inventory_id}" and "_commentGSI6" in rental
+    requests = {r["pattern"]: r["request"] for r in doc["_accessPatternRequests"]}
+    assert requests["get all rentals a customer has out"].startswith("Query kayak index GSI4")
+    assert "<person_id>" in requests["get customer rental history for a location"]
+    code, out = run("--config", str(cfg), "patterns", "--format", "markdown", "--entity", "storeMetadata")
+    assert code == 0 and "# Access patterns" in out and "get the location of all rental stores" in out
+    code, out = run("--config", str(cfg), "patterns", "--format", "yaml")
+    assert code == 0 and "Access Patterns:" in out
+    code, out = run("--config", str(cfg), "patterns", "--entity", "Nope")
+    assert code == 1 and "no entity 'Nope'" in out

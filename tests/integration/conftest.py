@@ -5,6 +5,10 @@ from __future__ import annotations
 import pytest
 
 import demo_project.catalog.models  # noqa: F401 - its tables exist in every test
+import demo_project.kayak.models  # noqa: F401
+import demo_project.library.models  # noqa: F401
+import demo_project.monithor.models  # noqa: F401
+import demo_project.orders.models  # noqa: F401
 import tests.models  # noqa: F401
 
 

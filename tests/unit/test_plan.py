@@ -135,3 +135,10 @@ def test_explain_str_is_readable() -> None:
     text = str(Product.objects.by_brand("3").in_category("1").explain())
     assert text.startswith("Query fromatoz index GSI1")
     assert 'begins_with(GSI1SK, "C#1#P#")' in text
+
+
+def test_partition_key_built_from_given_fields_beats_a_constant_partition() -> None:
+    from demo_project.monithor.models import Monitor
+
+    p = Monitor.objects.of_project("p1").explain()
+    assert p.index == "GSI" and p.filter is None

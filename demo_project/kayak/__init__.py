@@ -1,0 +1,1 @@
+"""Kayak rental ("A Novel Pattern for Documenting DynamoDB Access Patterns", Franklin)."""

@@ -1,0 +1,1 @@
+"""Customer orders ("DynamoDB Data Modeling", David A Good): an item collection with an "A record"."""
