@@ -335,9 +335,46 @@ class Entity(Model, metaclass=EntityMeta):
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())
 
     @classmethod
+    def _decode_plan(cls) -> tuple[tuple[tuple[str, str, str, Any, Any], ...], str]:
+        """(python name, attribute name, type, deserialize, default) per attribute; built once per class."""
+        plan = cls.__dict__.get("_dynorm_decode")
+        if plan is None:
+            disc: str = cls._discriminator  # type: ignore[attr-defined]
+            entries = tuple((name, attr.attr_name, attr.attr_type, attr.deserialize, attr.default)
+                            for name, attr in cls.get_attributes().items() if name != disc)
+            plan = (entries, disc)
+            type.__setattr__(cls, "_dynorm_decode", plan)
+        return plan  # type: ignore[no-any-return]
+
+    @classmethod
     def from_raw_data(cls: type[E], data: dict[str, Any]) -> E:  # type: ignore[override]
-        """Build an instance from an item in DynamoDB JSON (as PynamoDB does)."""
-        return super().from_raw_data(data)  # type: ignore[misc]
+        """Build an instance from an item in DynamoDB JSON.
+
+        The result is the instance PynamoDB's ``from_raw_data`` builds (same ``attribute_values``,
+        defaults for missing attributes, dispatch to the stored entity type's class), filled
+        from a precomputed per-class plan instead of a descriptor call per attribute.
+
+        Raises:
+            ValueError: the stored entity type belongs to a class that is not ``cls`` or a subclass.
+        """
+        stored = cls._get_discriminator_class(data)  # type: ignore[attr-defined]
+        if stored is not None and stored is not cls:
+            if not issubclass(stored, cls):
+                raise ValueError(f"Cannot instantiate a {cls.__name__} from the returned class: {stored.__name__}")
+            cls = stored
+        entries, disc = cls._decode_plan()  # type: ignore[attr-defined]
+        values: dict[str, Any] = {disc: cls}
+        for name, attr_name, attr_type, deserialize, default in entries:
+            av = data.get(attr_name)
+            if av and "NULL" not in av:
+                if attr_type not in av:  # an unexpected type: let PynamoDB report it
+                    return super().from_raw_data(data)  # type: ignore[misc, no-any-return]
+                values[name] = deserialize(av[attr_type])
+            elif default is not None:
+                values[name] = default() if callable(default) else default
+        obj = cls.__new__(cls)
+        obj.attribute_values = values
+        return obj
 
 
 def execute(op: WriteOp) -> Entity | None:
