@@ -65,8 +65,12 @@ stop:
 
 ## Benchmarks against raw PynamoDB and boto3 (prints figures, writes bench/results/*.json).
 bench: install dynamodb-local
+	$(PY) bench/bench_import.py
+	$(PY) bench/bench_decode.py
 	$(PY) bench/bench_ops.py
+	$(PY) bench/bench_requests.py
 	$(PY) bench/bench_bulk.py
+	$(PY) bench/bench_migrate.py
 
 clean:
 	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

@@ -33,15 +33,20 @@ from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
 from dynorm.local import LocalDynamoDB  # noqa: E402
 
 
-def cpu_per_op(fn: Callable[[int], Any], n: int, rounds: int) -> float:
-    """Median over rounds of process-CPU microseconds per call of fn(i)."""
-    results = []
+def cpu_per_op(impls: dict[str, Callable[[int], Any]], n: int, rounds: int) -> dict[str, float]:
+    """Median over rounds of process-CPU microseconds per call, for each implementation.
+
+    Rounds are interleaved (dynorm, PynamoDB, boto3, dynorm, ...) so that drift on a shared
+    machine does not favour whichever implementation happens to run first.
+    """
+    results: dict[str, list[float]] = {name: [] for name in impls}
     for _ in range(rounds):
-        start = time.process_time()
-        for i in range(n):
-            fn(i)
-        results.append((time.process_time() - start) / n * 1e6)
-    return statistics.median(results)
+        for name, fn in impls.items():
+            start = time.process_time()
+            for i in range(n):
+                fn(i)
+            results[name].append((time.process_time() - start) / n * 1e6)
+    return {name: statistics.median(values) for name, values in results.items()}
 
 
 def main() -> int:
@@ -105,35 +110,37 @@ def main() -> int:
         Product.objects.create(brand_id="bench", category_id=str(i % 5), name=f"Query item {i}", stock_level=i)
     target = Product.objects.create(brand_id="x", category_id="1", name="Target", stock_level=5)
     pid = target.product_id
-    key = {"PK": {"S": f"v1#P#{pid}"}, "SK": {"S": "METADATA"}}
+    kv = Product._meta.key_version
+    keys = target.key_attributes()
+    key = {"PK": {"S": keys["PK"]}, "SK": {"S": keys["SK"]}}
     item = dict(client.get_item(TableName=table, Key=key)["Item"])
 
     seq = itertools.count()
 
     def put_item(i: int) -> dict[str, Any]:
-        return {**item, "PK": {"S": f"v1#P#put{i}"}, "product_id": {"S": f"put{i}"}}
+        return {**item, "PK": {"S": f"{kv}#P#put{i}"}, "product_id": {"S": f"put{i}"}}
 
     ops: dict[str, dict[str, Callable[[int], Any]]] = {
         "get": {
             "dynorm": lambda i: Product.objects.get(product_id=pid),
-            "pynamodb": lambda i: PProduct.get(f"v1#P#{pid}", "METADATA"),
+            "pynamodb": lambda i: PProduct.get(keys["PK"], "METADATA"),
             "boto3": lambda i: client.get_item(TableName=table, Key=key),
         },
         "put": {
             "dynorm": lambda i: Product(brand_id="b", category_id="c", name=f"Put {i}", stock_level=i).save(),
-            "pynamodb": lambda i: PProduct(f"v1#P#p{(i := next(seq))}", "METADATA",
-                                           gsi1pk="v1#B#b", gsi1sk=f"C#c#P#p{i}",
-                                           gsi2pk="v1#C#c", gsi2sk=f"B#b#P#p{i}", entity_type="PRODUCT",
+            "pynamodb": lambda i: PProduct(f"{kv}#P#p{(i := next(seq))}", "METADATA",
+                                           gsi1pk=f"{kv}#B#b", gsi1sk=f"C#c#P#p{i}",
+                                           gsi2pk=f"{kv}#C#c", gsi2sk=f"B#b#P#p{i}", entity_type="PRODUCT",
                                            product_id=f"p{i}", brand_id="b", category_id="c", name=f"Put {i}",
                                            stock_level=i, created_at="2024-01-01T00:00:00.000000Z").save(),
             "boto3": lambda i: client.put_item(TableName=table, Item=put_item(i)),
         },
         "query100": {
             "dynorm": lambda i: list(Product.objects.by_brand("bench")),
-            "pynamodb": lambda i: list(PProduct.by_brand.query("v1#B#bench")),
+            "pynamodb": lambda i: list(PProduct.by_brand.query(f"{kv}#B#bench")),
             "boto3": lambda i: client.query(TableName=table, IndexName="GSI1",
                                             KeyConditionExpression="GSI1PK = :p",
-                                            ExpressionAttributeValues={":p": {"S": "v1#B#bench"}})["Items"],
+                                            ExpressionAttributeValues={":p": {"S": f"{kv}#B#bench"}})["Items"],
         },
     }
     assert len(ops["query100"]["dynorm"](0)) == 100 and len(ops["query100"]["pynamodb"](0)) == 100
@@ -147,7 +154,7 @@ def main() -> int:
         for fn in impls.values():  # warm up
             for i in range(20):
                 fn(10_000_000 + i)
-        row = {name: cpu_per_op(fn, n, args.rounds) for name, fn in impls.items()}
+        row = cpu_per_op(impls, n, args.rounds)
         row["dynorm/pynamodb"] = row["dynorm"] / row["pynamodb"]
         row["dynorm/boto3"] = row["dynorm"] / row["boto3"]
         results[op] = row

@@ -89,6 +89,39 @@ def from_av(av: Mapping[str, Any]) -> Any:
     raise TypeError(f"unknown DynamoDB attribute type {kind!r}")
 
 
+#: DynamoDB's item size limit in bytes.
+MAX_ITEM_BYTES = 400 * 1024
+
+
+def av_size(av: Mapping[str, Any]) -> int:
+    """Size of one attribute value as DynamoDB counts it (bytes; numbers approximated from above)."""
+    (kind, value), = av.items()
+    if kind == "S":
+        return len(value.encode("utf-8"))
+    if kind == "N":
+        return (len(value.lstrip("-").replace(".", "")) + 1) // 2 + 1
+    if kind == "B":
+        return len(value)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + av_size(v) for v in value)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + av_size(v) for k, v in value.items())
+    if kind == "SS":
+        return sum(len(v.encode("utf-8")) for v in value)
+    if kind == "NS":
+        return sum((len(v.lstrip("-").replace(".", "")) + 1) // 2 + 1 for v in value)
+    if kind == "BS":
+        return sum(len(v) for v in value)
+    return 0
+
+
+def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
+    """Size of a whole item in bytes: attribute names plus values, as DynamoDB counts it."""
+    return sum(len(name.encode("utf-8")) + av_size(av) for name, av in item.items())
+
+
 def item_from_av(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Deserialize a whole DynamoDB JSON item to ``{attribute name: value}``."""
     return {k: from_av(v) for k, v in item.items()}

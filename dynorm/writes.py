@@ -224,6 +224,13 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
     for attr, value in keys.items():
         setattr(obj, base._dynamo_to_python_attr(attr), value)
     item = obj.serialize()
+    size = _codec.item_size(item)
+    if size > _codec.MAX_ITEM_BYTES:
+        biggest = max(item, key=lambda a: _codec.av_size(item[a]))
+        raise ValidationError(
+            f"{meta.entity} {_keytext(obj)} is {size / 1024:.0f} KB, over DynamoDB's 400 KB item limit "
+            f"(largest attribute: {biggest}, {_codec.av_size(item[biggest]) / 1024:.0f} KB); store large values "
+            "elsewhere (S3) and keep a reference.", entity=meta.entity, field=biggest)
     new_version = None
     if vf:
         new_version = (current or 0) + 1
