@@ -244,7 +244,27 @@ class _Plain(Field, pa.Attribute[Any]):
                 _codec.to_av(value)
             except TypeError as exc:
                 self._fail(value, entity, f" ({exc})")
+            bad = _empty_map_key(value)
+            if bad is not None:
+                self._fail(value, entity, f" (a map key at {bad or 'the top'} is empty; DynamoDB needs non-empty keys)")
         return value
+
+
+def _empty_map_key(value: Any, path: str = "") -> str | None:
+    """Path of the first empty map key inside ``value`` (``None`` when there is none)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "":
+                return path
+            found = _empty_map_key(v, f"{path}.{k}")
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = _empty_map_key(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 class List(_Plain):
@@ -283,6 +303,8 @@ class Set(Field, pa.Attribute[Any]):
         if of not in (str, int, float, decimal.Decimal):
             raise TypeError("fields.Set(of=...) takes str, int, float or decimal.Decimal")
         kwargs.setdefault("null", True)
+        if "default_for_new" not in kwargs:
+            kwargs.setdefault("default", set)  # DynamoDB stores no empty set: missing reads as set()
         self.of = of
         self.attr_type = "SS" if of is str else "NS"
         super().__init__(**kwargs)

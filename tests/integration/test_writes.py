@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any
 
-import botocore.awsrequest
 import pytest
 
 import dynorm
 from demo_project.catalog.models import Product
 from dynorm import F, Q, backend
 from dynorm.batch import RetryPolicy, bulk_create
+from tests.faults import Hook, fake_response
 from tests.models import Counter, Employment, Order, Person, Store
 
 
@@ -20,32 +20,6 @@ def raw_item(table: type, pk: str, sk: str) -> dict[str, Any] | None:
     resp = backend.call("GetItem", {"TableName": table.table_name(), "Key": {"PK": {"S": pk}, "SK": {"S": sk}},
                                     "ConsistentRead": True})
     return resp.get("Item")
-
-
-class _Raw:
-    def __init__(self, body: bytes) -> None:
-        self.body = body
-
-    def stream(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self.body
-
-
-def fake_response(status: int, body: dict[str, Any]) -> botocore.awsrequest.AWSResponse:
-    return botocore.awsrequest.AWSResponse("http://127.0.0.1", status, {}, _Raw(json.dumps(body).encode()))
-
-
-class Hook:
-    """A botocore before-send / after-call hook registered for the test's duration."""
-
-    def __init__(self, event: str, fn: Callable[..., Any]) -> None:
-        self.event, self.fn = event, fn
-
-    def __enter__(self) -> Hook:
-        backend.client().meta.events.register(self.event, self.fn)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        backend.client().meta.events.unregister(self.event, self.fn)
 
 
 # -- update expressions -------------------------------------------------------------------
@@ -127,79 +101,6 @@ def test_bad_update_input_sends_nothing() -> None:
 
 
 # -- optimistic locking under concurrency -------------------------------------------------
-def test_eight_threads_update_with_retry_reach_exactly_400() -> None:
-    Counter.objects.create(name="race")
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            for _ in range(50):
-                Counter.objects.update_with_retry({"name": "race"}, lambda c: setattr(c, "value", c.value + 1),
-                                                  attempts=100, base_delay=0.005)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    assert Counter.objects.get(name="race").value == 400
-
-
-def test_plain_save_races_raise_stale_write_and_lose_no_acknowledged_write() -> None:
-    Counter.objects.create(name="plain")
-    acknowledged = []
-    stale = []
-    lock = threading.Lock()
-
-    def work() -> None:
-        for _ in range(25):
-            c = Counter.objects.get_queryset().consistent().get(name="plain")
-            c.value += 1
-            try:
-                c.save()
-                with lock:
-                    acknowledged.append(1)
-            except dynorm.StaleWrite:
-                with lock:
-                    stale.append(1)
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    final = Counter.objects.get(name="plain")
-    assert final.value == len(acknowledged) == final.version - 1
-    assert len(acknowledged) + len(stale) == 200 and stale
-
-
-def test_stock_decrement_with_condition_never_goes_below_zero() -> None:
-    p = Product.objects.create(brand_id="1", category_id="1", name="Scarce", stock_level=100)
-    sold = []
-    lock = threading.Lock()
-
-    def buy() -> None:
-        for _ in range(40):
-            try:
-                Product.objects.filter(product_id=p.product_id).update(
-                    stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3))
-                with lock:
-                    sold.append(3)
-            except dynorm.ConditionFailed:
-                pass
-
-    threads = [threading.Thread(target=buy) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    end = Product.objects.get(product_id=p.product_id).stock_level
-    assert end >= 0 and end == 100 - sum(sold) and end < 3
-
-
 def test_get_or_create_race_creates_once() -> None:
     results: list[tuple[Any, bool]] = []
     barrier = threading.Barrier(8)
@@ -361,27 +262,3 @@ def test_prefetch_250_references_is_three_batch_gets() -> None:
 
 
 # -- throttling ---------------------------------------------------------------------------
-def test_throttling_on_30_percent_of_calls_is_retried_by_botocore() -> None:
-    import random
-
-    rng = random.Random(7)
-    throttled = {"n": 0}
-
-    def maybe_throttle(**kwargs: Any) -> Any:
-        if rng.random() < 0.3:
-            throttled["n"] += 1
-            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
-                                       "message": "Rate of requests exceeds the allowed throughput."})
-        return None
-
-    # botocore's standard retry mode backs off ~0.5 s per throttle: keep the count small
-    with Hook("before-send.dynamodb.*", maybe_throttle):
-        with dynorm.capture() as c:
-            for i in range(12):
-                Counter.objects.create(name=f"c{i}")
-            for i in range(12):
-                Counter.objects.filter(name=f"c{i}").update(value=F("value") + 1)
-    assert throttled["n"] >= 3
-    assert c.count == 24  # retried inside botocore: one dynorm request each, none retried twice
-    assert sorted(x.value for x in Counter.objects.scan()) == [1] * 12
-

@@ -1,0 +1,143 @@
+"""Faults injected with botocore event hooks on real requests: throttling, unprocessed items,
+a connection dropped after a transaction reached the server. Every acknowledged write is
+present, no transaction is partial, and what was not acknowledged gets a clear error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import botocore.exceptions
+import pytest
+
+import dynorm
+from dynorm import F
+from dynorm.batch import RetryPolicy, bulk_create
+from tests.faults import Hook, fake_response
+from tests.models import Counter, Person
+
+
+def test_throttling_on_30_percent_of_calls_is_retried_by_botocore() -> None:
+    import random
+
+    rng = random.Random(7)
+    throttled = {"n": 0}
+
+    def maybe_throttle(**kwargs: Any) -> Any:
+        if rng.random() < 0.3:
+            throttled["n"] += 1
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                                       "message": "Rate of requests exceeds the allowed throughput."})
+        return None
+
+    # botocore's standard retry mode backs off ~0.5 s per throttle: keep the count small
+    with Hook("before-send.dynamodb.*", maybe_throttle):
+        with dynorm.capture() as c:
+            for i in range(12):
+                Counter.objects.create(name=f"c{i}")
+            for i in range(12):
+                Counter.objects.filter(name=f"c{i}").update(value=F("value") + 1)
+    assert throttled["n"] >= 3
+    assert c.count == 24  # retried inside botocore: one dynorm request each, none retried twice
+    assert sorted(x.value for x in Counter.objects.scan()) == [1] * 12
+
+
+
+def test_unprocessed_items_on_every_batch_response_still_write_everything() -> None:
+    # every BatchWriteItem response leaves the last third of its items unprocessed (and they
+    # are really not written: the request is cut before it is sent)
+    held: list[dict[str, Any]] = []
+
+    def cut(params: dict[str, Any], **kwargs: Any) -> None:
+        (table, reqs), = params["RequestItems"].items()
+        keep = max(1, len(reqs) * 2 // 3)
+        held.append({table: reqs[keep:]} if reqs[keep:] else {})
+        del reqs[keep:]
+
+    def report(parsed: dict[str, Any], **kwargs: Any) -> None:
+        parsed["UnprocessedItems"] = held.pop() if held else {}
+
+    people = [Person(person_id=f"u{i:03d}", name=str(i)) for i in range(300)]
+    with Hook("before-parameter-build.dynamodb.BatchWriteItem", cut), \
+            Hook("after-call.dynamodb.BatchWriteItem", report):
+        with dynorm.capture() as c:
+            bulk_create(Person, people, RetryPolicy(max_attempts=10, base_delay=0.001))
+    assert c.operations.count("BatchWriteItem") > 12  # 12 chunks, each needed retries
+    found = Person.objects.in_bulk([p.person_id for p in people])
+    assert len(found) == 300 and found["u042"].name == "42"
+
+
+def test_unprocessed_keys_on_every_batch_get_response_are_retried() -> None:
+    Person.objects.bulk_create([Person(person_id=f"g{i}", name=str(i)) for i in range(150)])
+    held: list[dict[str, Any]] = []
+
+    def cut(params: dict[str, Any], **kwargs: Any) -> None:
+        for table, spec in params["RequestItems"].items():
+            keys = spec["Keys"]
+            if len(keys) > 1:
+                held.append({table: {"Keys": keys[len(keys) // 2:]}})
+                del keys[len(keys) // 2:]
+
+    def report(parsed: dict[str, Any], **kwargs: Any) -> None:
+        parsed["UnprocessedKeys"] = held.pop() if held else {}
+
+    with Hook("before-parameter-build.dynamodb.BatchGetItem", cut), \
+            Hook("after-call.dynamodb.BatchGetItem", report):
+        found = Person.objects.in_bulk([f"g{i}" for i in range(150)], base_delay=0.001)
+    assert len(found) == 150
+
+
+def test_connection_dropped_after_the_transaction_reached_the_server() -> None:
+    # The first attempt really reaches DynamoDB (sent by hand with the same body), then the
+    # client sees a dropped connection; botocore retries with the same ClientRequestToken and
+    # DynamoDB answers the retry idempotently: the increment is applied exactly once.
+    c1 = Counter.objects.create(name="tx1")
+    c2 = Counter.objects.create(name="tx2")
+    sent = {"n": 0}
+
+    def drop_after_sending(request: Any, **kwargs: Any) -> Any:
+        if sent["n"] == 0:
+            sent["n"] += 1
+            import urllib.request
+
+            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
+            urllib.request.urlopen(req, timeout=10).read()  # the server applies the transaction
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+        return None
+
+    with Hook("before-send.dynamodb.TransactWriteItems", drop_after_sending):
+        with dynorm.capture() as c:
+            with dynorm.transaction() as tx:
+                tx.update(c1, value=F("value") + 1)
+                tx.update(c2, value=F("value") + 10)
+    assert sent["n"] == 1 and c.operations == ["TransactWriteItems"]
+    assert Counter.objects.get(name="tx1").value == 1 and Counter.objects.get(name="tx2").value == 10
+
+
+def test_connection_that_never_recovers_is_a_clear_error_and_nothing_partial() -> None:
+    c1 = Counter.objects.create(name="down1")
+
+    def always_drop(request: Any, **kwargs: Any) -> Any:
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with Hook("before-send.dynamodb.TransactWriteItems", always_drop):
+        with pytest.raises(dynorm.ServiceError, match="could not reach DynamoDB"):
+            with dynorm.transaction() as tx:
+                tx.update(c1, value=F("value") + 1)
+                tx.create(Counter(name="down2"))
+    assert Counter.objects.get(name="down1").value == 0
+    assert not Counter.objects.filter(name="down2").exists()
+
+
+def test_always_throttled_batch_reports_exactly_what_is_missing() -> None:
+    def always(**kwargs: Any) -> Any:
+        body = json.loads(kwargs["request"].body)
+        (table, reqs), = body["RequestItems"].items()
+        return fake_response(200, {"UnprocessedItems": {table: reqs[:5]}})
+
+    with Hook("before-send.dynamodb.BatchWriteItem", always):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            bulk_create(Person, [Person(person_id=f"t{i}", name="x") for i in range(10)],
+                        RetryPolicy(max_attempts=2, base_delay=0.001), sleep=lambda s: None)
+    assert err.value.unprocessed == [{"person_id": f"t{i}"} for i in range(5)]
+    assert "5 of 10 Person item(s)" in str(err.value)
