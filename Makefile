@@ -53,6 +53,7 @@ demo: install dynamodb-local
 test: install dynamodb-local
 	$(PY) -m ruff check dynorm tests demo_project bench
 	$(PY) -m mypy
+	$(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest
 
 ## A dynorm shell on the demo data (after `make demo`).

@@ -10,12 +10,18 @@ import pytest
 from dynorm import tables
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+PAGES = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def blocks(page: str) -> list[str]:
     return _BLOCK.findall((DOCS / page).read_text())
+
+
+def test_model_pages_show_the_current_layout() -> None:
+    from demo_project.layout import main
+
+    assert main([]) == 0, "run: python -m demo_project.layout --write"
 
 
 def test_docs_have_runnable_examples() -> None:
@@ -27,7 +33,7 @@ def test_docs_have_runnable_examples() -> None:
 @pytest.mark.parametrize("page", PAGES)
 def test_page_examples_run(page: str) -> None:
     known = list(tables._TABLES)
-    ns: dict[str, object] = {"__name__": f"docs_{page[:-3]}"}
+    ns: dict[str, object] = {"__name__": f"docs_{page[:-3].replace('/', '_')}"}
     try:
         for i, code in enumerate(blocks(page)):
             exec(compile(code, f"docs/{page}#block{i + 1}", "exec"), ns)  # noqa: S102
