@@ -39,7 +39,8 @@ def layout_table(objs: list[Any]) -> str:
     type_attr = tmeta.type_attribute
     lines = [f"| {type_attr} | " + " | ".join(columns) + " |", "|" + " --- |" * (len(columns) + 1)]
     for etype, keys in rows:
-        lines.append(f"| {etype} | " + " | ".join(f"`{keys[c]}`".replace("|", "\\|") if c in keys else "" for c in columns) + " |")
+        cells = [f"`{keys[c]}`".replace("|", "\\|") if c in keys else "" for c in columns]
+        lines.append(f"| {etype} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -85,7 +86,7 @@ def expected_pages() -> dict[Path, str]:
         page = DOCS / f"{name}.md"
         text = page.read_text()
         block = f"{BEGIN}\n{layout_table(objs)}\n{END}"
-        out[page] = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m: block, text, flags=re.S)
+        out[page] = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _m, b=block: b, text, flags=re.S)
     return out
 
 
