@@ -206,8 +206,10 @@ def field_of(meta: Options, name: str) -> Any:
     return f
 
 
-def serialize_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
+def serialize_value(meta: Options, field: str, value: Any, purpose: str = "compared") -> dict[str, Any]:
     """Validate ``value`` for ``field`` and return it as a DynamoDB attribute value.
+
+    ``purpose`` ("compared", "stored") words the error for a value with no stored form.
 
     Raises:
         ValidationError: the value has the wrong type for the field.
@@ -219,7 +221,7 @@ def serialize_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
     value = f.validate(value, meta.entity)
     raw = f.serialize(value)
     if raw is None:
-        raise ValidationError(f"{meta.entity}.{field}={value!r} cannot be compared.", entity=meta.entity,
+        raise ValidationError(f"{meta.entity}.{field}={value!r} cannot be {purpose}.", entity=meta.entity,
                               field=field, value=value)
     return {f.attr_type: raw}
 

@@ -21,7 +21,7 @@ from .exceptions import (
     StaleWrite,
     ValidationError,
 )
-from .expressions import ExpressionBuilder, F, Q, field_of
+from .expressions import ExpressionBuilder, F, Q, field_of, serialize_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -295,13 +295,7 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
 
 # -- Update ------------------------------------------------------------------------------
 def _value_av(meta: Any, name: str, value: Any) -> dict[str, Any]:
-    f = meta.fields[name]
-    value = f.validate(value, meta.entity)
-    raw = f.serialize(value)
-    if raw is None:
-        raise ValidationError(f"{meta.entity}.{name}={value!r} cannot be stored.", entity=meta.entity,
-                              field=name, value=value)
-    return {f.attr_type: raw}
+    return serialize_value(meta, name, value, purpose="stored")
 
 
 def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
