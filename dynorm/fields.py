@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import re
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
@@ -412,5 +412,3 @@ class TTL(Field, pa.TTLAttribute):
             value = value.replace(tzinfo=_dt.timezone.utc)
         return value
 
-
-FieldFactory = Callable[..., Field]

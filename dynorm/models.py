@@ -8,7 +8,7 @@ querysets, ``create`` that refuses to overwrite, and optimistic locking.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
 from pynamodb.models import MetaModel, Model
@@ -25,9 +25,6 @@ from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .tables import Table
 from .writes import WriteOp, prepare_delete, prepare_put, prepare_update
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .query import QuerySet
 
 __all__ = ["Entity"]
 
@@ -159,8 +156,12 @@ class Entity(Model, metaclass=EntityMeta):
         return {f: getattr(self, f) for f in self._meta.fields}
 
     def __repr__(self) -> str:
-        key = " ".join(f"{k}={v!r}" for k, v in self.key.items())
-        return f"<{type(self).__name__} {key}>"
+        shown = dict(self.key)
+        for label in ("name", "title", "email"):  # one human-readable field, when there is one
+            if label in self._meta.fields and label not in shown:
+                shown[label] = getattr(self, label)
+                break
+        return f"<{type(self).__name__} {' '.join(f'{k}={v!r}' for k, v in shown.items())}>"
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -388,8 +389,3 @@ def execute(op: WriteOp) -> Entity | None:
     except ConditionFailed as exc:
         raise op.error(exc) from exc
     return op.applied(response.get("Attributes"))
-
-
-def queryset_of(model: type[E]) -> QuerySet[E]:
-    """Return a fresh queryset for ``model`` from its default manager."""
-    return model.objects.get_queryset()  # type: ignore[no-any-return]

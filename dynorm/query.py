@@ -285,10 +285,14 @@ class QuerySet(Generic[T]):
         return bool(self._fetch_all())
 
     def __repr__(self) -> str:
-        if self._cache is None:
-            return f"<{type(self).__name__} {self.model.__name__} (not evaluated)>"
-        items = self._cache[:21]
-        more = ", ...(more)" if len(self._cache) > 20 else ""
+        """Show up to 20 results, as Django does (evaluates the first 21 items when not cached)."""
+        from .exceptions import DynormError
+
+        try:
+            items = list(self._cache[:21]) if self._cache is not None else list(self[:21])
+        except DynormError as exc:
+            return f"<{type(self).__name__} {self.model.__name__}: {type(exc).__name__}: {exc}>"
+        more = ", ...(remaining elements truncated)" if len(items) > 20 else ""
         return f"<{type(self).__name__} [{', '.join(repr(i) for i in items[:20])}{more}]>"
 
     @overload
@@ -352,7 +356,6 @@ class QuerySet(Generic[T]):
         """
         qs = self.filter(*args, **kwargs) if (args or kwargs) else self
         p = qs.explain()
-        described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
         if p.operation == "GetItem":
             items = next(qs._pages(p))[0]
             if not items:
@@ -362,15 +365,16 @@ class QuerySet(Generic[T]):
             for page, _ in qs._pages(p, limit=2):
                 items += page
         self.stats = qs.stats
+        if len(items) == 1:
+            return items[0]
+        described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
         if not items:
             raise self.model.DoesNotExist(
                 f"{self.model.__name__} matching {described} does not exist ({p.operation} on {p.table}"
                 f"{' index ' + p.index if p.index else ''}).")
-        if len(items) > 1:
-            raise self.model.MultipleObjectsReturned(
-                f"get() matched more than one {self.model.__name__} for {described}; add conditions "
-                "or use filter().")
-        return items[0]
+        raise self.model.MultipleObjectsReturned(
+            f"get() matched more than one {self.model.__name__} for {described}; add conditions "
+            "or use filter().")
 
     def _get_older_versions(self, p: Plan) -> list[Any]:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.

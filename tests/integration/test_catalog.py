@@ -216,3 +216,11 @@ def test_scan_count_counts_only_this_entity(catalog: dict[str, Product]) -> None
         assert Product.objects.scan().count() == 4
         assert Brand.objects.scan().count() == 3
     assert c.operations == ["Scan", "Scan"]
+
+
+def test_repr_shows_results_like_django(catalog: dict[str, Product]) -> None:
+    with dynorm.capture() as c:
+        text = repr(Product.objects.by_brand("2"))
+    assert text.startswith("<ProductQuerySet [<Product product_id=") and c.operations == ["Query"]
+    assert c.requests[0].params["Limit"] == 21
+    assert "ScanRequired" in repr(Product.objects.filter(name="x"))
