@@ -2,157 +2,20 @@
 
 from __future__ import annotations
 
-import importlib
-import os
 import random
-import signal
-import subprocess
-import sys
 import textwrap
 import threading
-import time
-from pathlib import Path
-from typing import Any, Iterator
 
 import pytest
 from click.testing import CliRunner
 
 import dynorm
-from dynorm import backend, conf, tables
+from dynorm import backend
 from dynorm.migrations import MigrationError
-from dynorm.migrations.api import make_migrations
 from dynorm.migrations.executor import Executor, MigrateOptions
 from dynorm.migrations.ledger import Ledger, MigrationLocked
 from dynorm.migrations.loader import load_migrations
-
-REPO = Path(__file__).resolve().parents[2]
-
-TABLE_SRC = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsi_count = 1
-'''
-
-MODELS_SRC = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-    counter = fields.Integer(default=0)
-    version = fields.Version()
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        read_versions = {read_versions}
-        pk = "{{version}}#W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {{"by_maker": Index("GSI1", pk="{{version}}#M#{{maker}}", sk={gsi_sk!r})}}
-'''
-
-V1 = {"version": "v1", "gsi_sk": "W#{widget_id}", "read_versions": None}
-V2 = {"version": "v2", "gsi_sk": "S#{size:04d}#W#{widget_id}", "read_versions": None}
-
-
-class Project:
-    """A throwaway project on disk: <pkg>/tables.py, <pkg>/models.py, <pkg>/migrations/."""
-
-    def __init__(self, root: Path, pkg: str) -> None:
-        self.root = root
-        self.pkg = pkg
-        self.dir = root / pkg
-        self.dir.mkdir()
-        (self.dir / "__init__.py").write_text("")
-        (self.dir / "tables.py").write_text(TABLE_SRC)
-        self.migrations = f"{pkg}.migrations"
-        sys.path.insert(0, str(root))
-
-    def write_models(self, **variant: Any) -> Any:
-        (self.dir / "models.py").write_text(MODELS_SRC.format(pkg=self.pkg, **variant))
-        name = f"{self.pkg}.models"
-        module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
-        return module
-
-    @property
-    def table(self) -> Any:
-        return importlib.import_module(f"{self.pkg}.tables").MigShop
-
-    def makemigrations(self, **kw: Any) -> Any:
-        return make_migrations(self.migrations, [self.table], **kw)
-
-    def executor(self) -> Executor:
-        return Executor(load_migrations(self.migrations))
-
-    def config(self) -> Path:
-        cfg = self.root / "dynorm.yaml"
-        settings = conf.get_settings()
-        cfg.write_text(f"models: [{self.pkg}.models]\nmigrations: {self.migrations}\n"
-                       f"table_prefix: '{settings.table_prefix}'\n"
-                       f"connection: {{region: us-east-1, endpoint: '{settings.endpoint}'}}\n")
-        return cfg
-
-    def cleanup(self) -> None:
-        table = self.table
-        if table.exists():
-            table.delete_table()
-        if table in tables._TABLES:
-            tables._TABLES.remove(table)
-        sys.path.remove(str(self.root))
-        for name in [m for m in sys.modules if m == self.pkg or m.startswith(self.pkg + ".")]:
-            del sys.modules[name]
-
-
-_n = iter(range(10_000))
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Project]:
-    proj = Project(tmp_path, f"migproj{os.getpid()}_{next(_n)}")
-    try:
-        yield proj
-    finally:
-        proj.cleanup()
-
-
-def scan_all(table: Any) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"TableName": table.table_name(), "ConsistentRead": True}
-    while True:
-        resp = backend.call("Scan", params)
-        items += resp["Items"]
-        if "LastEvaluatedKey" not in resp:
-            return items
-        params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-
-
-def widgets(table: Any) -> list[dict[str, Any]]:
-    return [i for i in scan_all(table) if i.get("entityType", {}).get("S") == "WIDGET"]
-
-
-def body(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if k not in ("PK", "SK", "GSI1PK", "GSI1SK")}
-
-
-def load_v1(project: Project, n: int) -> Any:
-    models = project.write_models(**V1)
-    result = project.makemigrations()
-    assert result.name == "0001_initial"
-    project.executor().migrate(MigrateOptions())
-    models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:05d}", maker=f"m{i % 7}", size=i % 50)
-                                       for i in range(n)])
-    for i in range(0, n, max(1, n // 50)):  # an attribute no model declares
-        backend.call("UpdateItem", {"TableName": project.table.table_name(),
-                                    "Key": {"PK": {"S": f"v1#W#w{i:05d}"}, "SK": {"S": "METADATA"}},
-                                    "UpdateExpression": "SET legacy = :l", "ExpressionAttributeValues": {
-                                        ":l": {"M": {"note": {"S": f"kept {i}"}}}}})
-    return models
+from tests.migproject import V1, V2, Project, body, load_v1, scan_all, widgets
 
 
 def test_v1_to_v2_move_rewrites_every_item_and_index(project: Project) -> None:
@@ -178,42 +41,6 @@ def test_v1_to_v2_move_rewrites_every_item_and_index(project: Project) -> None:
                                                           if i % 7 == 0 and i % 50 == 7)
     again = project.executor().migrate(MigrateOptions())
     assert again.applied == [] and set(project.executor().applied()) == {"0001_initial", "0002_widget_v2"}
-
-
-def test_kill_minus_9_at_random_moments_then_finish(project: Project) -> None:
-    load_v1(project, 5000)
-    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
-    project.write_models(**V2)
-    project.makemigrations()
-    cfg = project.config()
-    env = {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
-    cmd = [sys.executable, "-m", "dynorm", "--config", str(cfg), "migrate", "--segments", "4"]
-    rng = random.Random(11)
-    kills = 0
-    for _ in range(8):
-        proc = subprocess.Popen(cmd + ["--force-unlock"], env=env, cwd=project.root, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        time.sleep(rng.uniform(0.5, 1.0))  # start-up takes ~0.3 s; a full run several seconds
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-        if kills >= 5:
-            break
-    assert kills >= 5
-    partial = widgets(project.table)
-    assert any(i["PK"]["S"].startswith("v1#") for i in partial), "killed runs should leave work to resume"
-    assert len(partial) == 5000  # a kill between Put and Delete cannot happen: they are one transaction
-    # the lock of a killed run stays until it expires: clear it as an operator would
-    finish = subprocess.run([*cmd, "--force-unlock"], env=env, cwd=project.root, capture_output=True, text=True,
-                            timeout=300)
-    assert finish.returncode == 0, finish.stderr + finish.stdout
-    after = widgets(project.table)
-    assert len(after) == 5000 and all(i["PK"]["S"].startswith("v2#") for i in after)  # 0 lost, 0 duplicated
-    assert {i["widget_id"]["S"]: body(i) for i in after} == before
-    applied = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"
-               and i["SK"]["S"].startswith("applied#0002")]
-    assert len(applied) == 1
 
 
 def test_concurrent_application_writes_are_never_lost(project: Project) -> None:
@@ -352,3 +179,35 @@ def test_ledger_survives_in_the_table(project: Project) -> None:
     ledger: Ledger = project.executor().ledger()
     assert "0001_initial" in ledger.applied()
     assert ledger.name == project.table.table_name()
+
+
+def test_transform_reshapes_items_on_the_way(project: Project) -> None:
+    load_v1(project, 20)
+    models = project.write_models(**V2)
+    result = project.makemigrations()
+    path = result.path
+    # a hand edit, as a user would make: uppercase the maker and add an attribute
+    text = path.read_text().replace("    ops.RekeyEntity(\n", "    ops.RekeyEntity(\n        transform=reshape,\n", 1)
+    text = text.replace("operations = [", "def reshape(item):\n    item['maker'] = item['maker'].upper()\n"
+                        "    item['migrated'] = True\n    return item\n\n\noperations = [", 1)
+    path.write_text(text)
+    report = project.executor().migrate(MigrateOptions())
+    assert report.totals()["rewritten"] == 20
+    w = models.Widget.objects.get(widget_id="w00003")
+    assert w.maker == "M3"
+    raw = backend.call("GetItem", {"TableName": project.table.table_name(),
+                                   "Key": {"PK": {"S": "v2#W#w00003"}, "SK": {"S": "METADATA"}}})["Item"]
+    assert raw["migrated"] == {"BOOL": True} and raw["GSI1PK"] == {"S": "v2#M#M3"}  # keys from the new values
+
+
+def test_workers_split_the_segments_and_the_last_one_records_the_migration(project: Project) -> None:
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    first = project.executor().migrate(MigrateOptions(segments=4, worker=(0, 2)))
+    assert first.applied == [] and first.operations[-1].status == "waiting for other workers"
+    left = widgets(project.table)
+    assert 0 < sum(i["PK"]["S"].startswith("v1#") for i in left) < 400  # worker 1's segments untouched
+    second = project.executor().migrate(MigrateOptions(segments=4, worker=(1, 2)))
+    assert second.applied == ["0002_widget_v2"]
+    assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
