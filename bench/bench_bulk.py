@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -21,9 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pynamodb.attributes import UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-import dynorm  # noqa: E402
+from bench.common import connect  # noqa: E402
 from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
-from dynorm.local import LocalDynamoDB  # noqa: E402
 
 
 def main() -> int:
@@ -31,12 +29,7 @@ def main() -> int:
     ap.add_argument("--items", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    server = None
-    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
-    if not endpoint:
-        server = LocalDynamoDB().start()
-        endpoint = server.endpoint
-    dynorm.configure(endpoint=endpoint, table_prefix="benchbulk-")
+    endpoint, server = connect("benchbulk-")
     from tests.models import Person, Retail
 
     if Retail.exists():

@@ -33,9 +33,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import dynorm  # noqa: E402
+from bench.common import connect  # noqa: E402
 from dynorm import backend  # noqa: E402
-from dynorm.local import LocalDynamoDB  # noqa: E402
 from dynorm.migrations.api import make_migrations  # noqa: E402
 from dynorm.migrations.executor import Executor, MigrateOptions  # noqa: E402
 from dynorm.migrations.loader import load_migrations  # noqa: E402
@@ -209,13 +208,8 @@ def main() -> int:
     ap.add_argument("--items", type=int, default=20000)
     ap.add_argument("--big", type=int, default=100000, help="items for the memory run (0 to skip)")
     args = ap.parse_args()
-    server = None
-    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
-    if not endpoint:
-        server = LocalDynamoDB(heap_mb=1536).start()
-        endpoint = server.endpoint
     prefix = "benchmig-"
-    dynorm.configure(endpoint=endpoint, table_prefix=prefix)
+    endpoint, server = connect(prefix, heap_mb=1536)
     root = Path(tempfile.mkdtemp())
     models = setup_project(root)
     n = args.items

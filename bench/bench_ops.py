@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import statistics
 import sys
 import time
@@ -28,9 +27,8 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttrib
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-import dynorm  # noqa: E402
+from bench.common import connect  # noqa: E402
 from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
-from dynorm.local import LocalDynamoDB  # noqa: E402
 
 
 def cpu_per_op(impls: dict[str, Callable[[int], Any]], n: int, rounds: int) -> dict[str, float]:
@@ -56,12 +54,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
 
-    server = None
-    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
-    if not endpoint:
-        server = LocalDynamoDB().start()
-        endpoint = server.endpoint
-    dynorm.configure(endpoint=endpoint, table_prefix="bench-")
+    endpoint, server = connect("bench-")
     from demo_project.catalog.models import Catalog, Product
 
     if Catalog.exists():

@@ -15,7 +15,6 @@ Results: ``bench/results/bench_requests.json``.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -23,8 +22,8 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dynorm  # noqa: E402
+from bench.common import connect  # noqa: E402
 from dynorm import backend  # noqa: E402
-from dynorm.local import LocalDynamoDB  # noqa: E402
 
 
 def raw_all(operation: str, **params: Any) -> tuple[int, float, int]:
@@ -87,12 +86,7 @@ def get(table: str, key: dict[str, str]) -> Callable[[], tuple[int, float, int]]
 
 
 def main() -> int:
-    server = None
-    endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
-    if not endpoint:
-        server = LocalDynamoDB().start()
-        endpoint = server.endpoint
-    dynorm.configure(endpoint=endpoint, table_prefix="benchreq-")
+    endpoint, server = connect("benchreq-")
     from demo_project.catalog import load as catalog_load
     from demo_project.catalog.models import Brand, Catalog, Category, Product
     from demo_project.kayak import load as kayak_load
