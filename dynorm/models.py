@@ -184,7 +184,7 @@ class Entity(Model, metaclass=EntityMeta):
         """
         meta = self._meta
         tmeta = meta.table._meta
-        values = {f: getattr(self, f) for f in meta.fields}
+        values = self.attribute_values  # field name -> value (what the descriptors read), no copy
         out: dict[str, str | None] = {}
         for pk_attr, sk_attr in tmeta.gsis.values():
             out[pk_attr] = None
@@ -233,8 +233,9 @@ class Entity(Model, metaclass=EntityMeta):
             ValidationError: naming the entity, field and value.
         """
         meta = self._meta
+        values = self.attribute_values
         for name, f in meta.fields.items():
-            value = getattr(self, name)
+            value = values.get(name)
             f.check_required(value, meta.entity)
             f.validate(value, meta.entity)
 

@@ -142,3 +142,18 @@ def test_partition_key_built_from_given_fields_beats_a_constant_partition() -> N
 
     p = Monitor.objects.of_project("p1").explain()
     assert p.index == "GSI" and p.filter is None
+
+
+def test_exact_key_get_fast_path_builds_the_planners_request() -> None:
+    from demo_project.catalog.models import Product as P
+    from tests.models import Order as O
+
+    pid = "01HV5Z7G3K4M8N2P6Q9R0S1T2A"
+    for model, key in ((P, {"product_id": pid}), (O, {"customer_id": "c#1", "order_id": pid})):
+        fast = model.objects.get_queryset()._exact_key_plan(key)
+        assert fast is not None
+        assert fast.params == model.objects.filter(**key).explain().params
+        consistent = model.objects.get_queryset().consistent()._exact_key_plan(key)
+        assert consistent.params == model.objects.filter(**key).consistent().explain().params
+    assert P.objects.get_queryset()._exact_key_plan({"brand_id": "1"}) is None
+    assert P.objects.filter(name="x")._exact_key_plan({"product_id": pid}) is None
