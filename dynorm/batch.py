@@ -53,6 +53,31 @@ def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield seq[i:i + size]
 
 
+def send_until_processed(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy,
+                         sleep: Callable[[float], None], capacity: bool = True) -> list[dict[str, Any]]:
+    """Send one BatchWriteItem chunk (<= 25 write requests), retrying UnprocessedItems with backoff.
+
+    Args:
+        table: physical table name; chunk: ``PutRequest``/``DeleteRequest`` dicts.
+        policy: attempts and backoff; sleep: how to wait (injectable for tests).
+        capacity: ask for ReturnConsumedCapacity (recorded in ``stats``/``capture()``).
+
+    Returns:
+        the requests still unprocessed after ``policy.max_attempts`` requests (empty when all went in).
+    """
+    pending = chunk
+    for attempt in range(1, policy.max_attempts + 1):
+        params: dict[str, Any] = {"RequestItems": {table: pending}}
+        if capacity:
+            params["ReturnConsumedCapacity"] = "TOTAL"
+        pending = backend.call("BatchWriteItem", params).get("UnprocessedItems", {}).get(table, [])
+        if not pending:
+            return []
+        if attempt < policy.max_attempts:
+            sleep(policy.delay(attempt))
+    return pending
+
+
 def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]],
            policy: RetryPolicy, verb: str, sleep: Callable[[float], None]) -> None:
     """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25; raise BatchIncomplete for leftovers."""
@@ -60,16 +85,7 @@ def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, A
     failed: list[dict[str, Any]] = []
     for chunk in _chunks(requests, WRITE_CHUNK):
         by_identity = {_identity(key): entity_key for entity_key, key, _ in chunk}
-        pending = [req for _, _, req in chunk]
-        for attempt in range(1, policy.max_attempts + 1):
-            resp = backend.call("BatchWriteItem", {"RequestItems": {table: pending},
-                                                   "ReturnConsumedCapacity": "TOTAL"})
-            pending = resp.get("UnprocessedItems", {}).get(table, [])
-            if not pending:
-                break
-            if attempt < policy.max_attempts:
-                sleep(policy.delay(attempt))
-        for req in pending:
+        for req in send_until_processed(table, [req for _, _, req in chunk], policy, sleep):
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
             tmeta = model._meta.table._meta
             key = {k: body[k] for k in (tmeta.pk_attribute, tmeta.sk_attribute) if k and k in body}

@@ -219,11 +219,7 @@ class Entity(Model, metaclass=EntityMeta):
             if tmeta.sk_attribute:
                 key[tmeta.sk_attribute] = {"S": getattr(self, "_dynorm_sk", None)}
             return key
-        attrs = self.key_attributes()
-        key = {tmeta.pk_attribute: {"S": attrs[tmeta.pk_attribute]}}
-        if tmeta.sk_attribute:
-            key[tmeta.sk_attribute] = {"S": attrs[tmeta.sk_attribute]}
-        return key
+        return self._meta.primary_key(self.attribute_values)
 
     # -- validation ------------------------------------------------------------------
     def full_clean(self) -> None:

@@ -130,6 +130,19 @@ class Options:
         """The DynamoDB attribute name of a field."""
         return self.fields[field_name].attr_name
 
+    def primary_key(self, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
+        """Render the table key (DynamoDB JSON) from field values, at ``version`` (default: ``key_version``).
+
+        Raises:
+            InvalidKeyValue: a key field is missing or cannot be put in a key.
+        """
+        tmeta = self.table._meta
+        version = version or self.key_version
+        key = {tmeta.pk_attribute: {"S": self.primary.pk.fill(values, version, entity=self.entity)}}
+        if self.primary.sk is not None and tmeta.sk_attribute:
+            key[tmeta.sk_attribute] = {"S": self.primary.sk.fill(values, version, entity=self.entity)}
+        return key
+
 
 def _template(entity: str, what: str, value: Any, delimiter: str) -> KeyTemplate:
     if not isinstance(value, str) or not value:

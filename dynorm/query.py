@@ -396,10 +396,7 @@ class QuerySet(Generic[T]):
             if value is None:
                 return None  # let the planner word the error
             values[name] = meta.fields[name].validate(value, meta.entity)
-        tmeta = meta.table._meta
-        key = {tmeta.pk_attribute: {"S": meta.primary.pk.fill(values, meta.key_version, entity=meta.entity)}}
-        if meta.primary.sk is not None and tmeta.sk_attribute:
-            key[tmeta.sk_attribute] = {"S": meta.primary.sk.fill(values, meta.key_version, entity=meta.entity)}
+        key = meta.primary_key(values)
         table = meta.table.table_name()
         params: dict[str, Any] = {"TableName": table, "Key": key}
         if st.consistent:
@@ -418,13 +415,10 @@ class QuerySet(Generic[T]):
         older = [v for v in meta.read_versions if v != meta.key_version]
         if not older:
             return []
-        tmeta = meta.table._meta
         leaves = [lf for q in self._state.where for lf in q.flatten_and()[0]]
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
         for version in older:
-            key = {tmeta.pk_attribute: {"S": meta.primary.pk.fill(values, version, entity=meta.entity)}}
-            if meta.primary.sk is not None and tmeta.sk_attribute:
-                key[tmeta.sk_attribute] = {"S": meta.primary.sk.fill(values, version, entity=meta.entity)}
+            key = meta.primary_key(values, version)
             found = list(self._pages(replace(p, params={**p.params, "Key": key}, key=key)))[0][0]
             if found:
                 found[0]._dynorm_fallback = version

@@ -170,12 +170,7 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
     if missing:
         raise ValidationError(f"{meta.entity}: the key misses {', '.join(missing)} (primary key: "
                               f"{', '.join(meta.key_fields)}).", entity=meta.entity, field=missing[0])
-    values = {k: meta.fields[k].validate(v, meta.entity) for k, v in key.items()}
-    tmeta = meta.table._meta
-    out = {tmeta.pk_attribute: {"S": meta.primary.pk.fill(values, meta.key_version, entity=meta.entity)}}
-    if meta.primary.sk is not None and tmeta.sk_attribute:
-        out[tmeta.sk_attribute] = {"S": meta.primary.sk.fill(values, meta.key_version, entity=meta.entity)}
-    return out
+    return meta.primary_key({k: meta.fields[k].validate(v, meta.entity) for k, v in key.items()})
 
 
 # -- Put ---------------------------------------------------------------------------------

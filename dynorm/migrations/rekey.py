@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .. import _codec, backend
+from ..batch import WRITE_CHUNK, RetryPolicy, send_until_processed
 from ..exceptions import DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
 from .state import NUMERIC_KINDS, EntityState, TableState
@@ -290,16 +291,10 @@ class VersionDeleter(_Base):
             self.counts.add(rewritten=len(items))
             return
         keys = [self._key_of(raw) for raw in items]
-        for i in range(0, len(keys), 25):
-            pending = [{"DeleteRequest": {"Key": k}} for k in keys[i:i + 25]]
-            for attempt in range(1, 9):
-                resp = backend.call("BatchWriteItem", {"RequestItems": {self.physical: pending}})
-                done = len(pending) - len(resp.get("UnprocessedItems", {}).get(self.physical, []))
-                self.counts.add(rewritten=done)
-                pending = resp.get("UnprocessedItems", {}).get(self.physical, [])
-                if not pending:
-                    break
-                self.sleep(random.uniform(0, min(2.0, 0.05 * 2 ** attempt)))
-            for req in pending:
+        for i in range(0, len(keys), WRITE_CHUNK):
+            chunk = [{"DeleteRequest": {"Key": k}} for k in keys[i:i + WRITE_CHUNK]]
+            left = send_until_processed(self.physical, chunk, RetryPolicy(), self.sleep, capacity=False)
+            self.counts.add(rewritten=len(chunk) - len(left))
+            for req in left:
                 self.counts.error(f"{req['DeleteRequest']['Key']}: still unprocessed")
 
