@@ -1,9 +1,12 @@
 """The planner: pure translation of queryset state into the exact DynamoDB request.
 
 :func:`plan` picks GetItem, Query (on the table or an index) or Scan and renders the
-KeyConditionExpression, FilterExpression and ProjectionExpression. ``QuerySet.explain()``
-returns this :class:`Plan`, and evaluation sends ``plan.params`` unchanged (plus
-``Limit``/``ExclusiveStartKey`` per page), so what you inspect is what runs.
+KeyConditionExpression, FilterExpression and ProjectionExpression, plus the ``Limit`` of
+the first request and, for ``count()``, ``Select=COUNT``. ``QuerySet.explain()`` returns
+this :class:`Plan`, and evaluation sends ``plan.params`` unchanged as its first request
+(later pages change only ``Limit``/``ExclusiveStartKey``), so what you inspect is what runs.
+Queries that cannot be answered exactly (contradictory equalities, an order the access path
+does not give) are refused here, before any request.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 A :class:`QuerySet` is a description (:class:`~dynorm.plan.QueryState`); builder methods
 return clones and send nothing. Evaluation (iteration, ``len()``, ``list()``, ``bool()``,
 ``get/first/last/count/exists/page``, slicing with a step, indexing) plans the request
-with :func:`dynorm.plan.plan` and sends exactly that through the backend, paging on
-LastEvaluatedKey.
+with :func:`dynorm.plan.plan` and sends exactly that through one pipeline
+(``QuerySet._run`` over :func:`dynorm.backend.paginate`), which decodes, applies the slice
+window and resolves ``prefetch()`` for every evaluation path.
 """
 
 from __future__ import annotations
