@@ -553,10 +553,17 @@ class QuerySet(Generic[T]):
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Evaluate and return dicts of ``fields`` (all fields when none given).
 
-        With fields given, only they are read (ProjectionExpression).
+        With fields given, only they are read (ProjectionExpression); with none given on an
+        ``only()`` queryset, the fields it reads (never a GetItem per row for deferred fields).
         """
         qs = self.only(*fields) if fields else self
-        names = fields or tuple(self.model._meta.fields)
+        meta = self.model._meta
+        if fields:
+            names = fields
+        elif self._state.projection is not None:  # the fields read, not a GetItem per row for the rest
+            names = (*self._state.projection, *(f for f in meta.key_fields if f not in self._state.projection))
+        else:
+            names = tuple(meta.fields)
         return [{f: getattr(obj, f) for f in names} for obj in qs]
 
     def grouped(self) -> dict[type, list[Any]]:

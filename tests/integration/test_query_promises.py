@@ -388,3 +388,45 @@ def test_scan_required_says_which_fields_make_it_one_request(make: Any, says: st
         msg = str(err.value)
         assert says in msg and "nothing" not in msg
         assert "project_id for primary" in msg and "by_score" in msg and "by_status" in msg and ".scan()" in msg
+
+
+# -- the pipeline against a brute-force oracle ---------------------------------------------
+def test_pipeline_matches_a_brute_force_oracle() -> None:
+    """Slices, pages, first/exists/count, reverse and filters, in order, against Python."""
+    rows = [(f"t{i:02d}", ["OPEN", "DONE", "HOLD"][(i * 7) % 3], (i * 5) % 11) for i in range(40)]
+    Task.objects.bulk_create([Task(project_id="p1", task_id=t, status=s, priority=p) for t, s, p in rows])
+    for n in ("a", "b"):  # other entity types in the same partition
+        Note.objects.create(project_id="p1", note_id=n)
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(statuses=st.sets(st.sampled_from(["OPEN", "DONE", "HOLD", "GONE"]), min_size=1),
+           min_priority=st.integers(0, 11), desc=st.booleans(),
+           start=st.integers(0, 30), length=st.one_of(st.none(), st.integers(0, 30)),
+           size=st.integers(1, 12), only=st.booleans())
+    def check(statuses: set[str], min_priority: int, desc: bool, start: int, length: int | None,
+              size: int, only: bool) -> None:
+        expected = [t for t, s, p in sorted(rows, reverse=desc) if s in statuses and p >= min_priority]
+        qs = Task.objects.filter(project_id="p1", status__in=sorted(statuses), priority__gte=min_priority)
+        if desc:
+            qs = qs.order_by("-sk")
+        if only:
+            qs = qs.only("priority")
+        stop = None if length is None else start + length
+        assert [t.task_id for t in qs[start:stop]] == expected[start:stop]
+        assert [t.task_id for t in qs[start:stop].iterator()] == expected[start:stop]
+        assert qs.count() == len(expected) and qs[start:stop].count() == len(expected[start:stop])
+        first = qs.first()
+        assert (first.task_id if first else None) == (expected[0] if expected else None)
+        assert qs.exists() == bool(expected)
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = qs.page(size=size, cursor=cursor)
+            assert page.items or not seen  # never an empty page after a cursor
+            seen += [t.task_id for t in page]
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert seen == expected
+
+    check()
