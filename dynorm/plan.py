@@ -122,6 +122,8 @@ class Plan:
             parts.append(f"FilterExpression: {self.readable(self.filter)}")
         if self.projection:
             parts.append(f"ProjectionExpression: {self.readable(self.projection)}")
+        if "Select" in self.params:
+            parts.append(f"Select: {self.params['Select']}")
         if "Limit" in self.params:
             parts.append(f"Limit: {self.params['Limit']}")
         if self.params.get("ScanIndexForward") is False:
