@@ -10,6 +10,7 @@ window and resolves ``prefetch()`` for every evaluation path.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
@@ -297,7 +298,8 @@ class QuerySet(Generic[T]):
             for name in unread:
                 values.pop(name, None)  # never a default standing in for a value not read
             obj._dynorm_partial = True  # saving it would drop the fields not read
-            obj.__dict__["_dynorm_deferred"] = (unread, lambda o: _load_deferred(o, consistent))
+            # a partial of a module function, not a lambda: the instance stays picklable
+            obj.__dict__["_dynorm_deferred"] = (unread, functools.partial(_load_deferred, consistent=consistent))
             return obj
 
         return partial

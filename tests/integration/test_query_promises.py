@@ -9,6 +9,7 @@ one request per filtered-out item, and a cursor after the last item.
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 from typing import Any
 
 import pytest
@@ -142,6 +143,8 @@ def test_only_never_shows_a_default_or_none_for_a_field_it_did_not_read() -> Non
         assert obj.priority == 2  # deferred: loaded, not the default 3
         assert obj.status == "OPEN" and obj.score == 0
     assert c.operations == ["GetItem"]  # one GetItem loads every deferred field
+    again = pickle.loads(pickle.dumps(Task.objects.filter(project_id="p1").only("title").first()))
+    assert again.priority == 2  # deferred fields survive pickling
     obj.title = "Shipped"
     obj.save()  # all fields are known now: saving is safe
     assert Task.objects.get(project_id="p1", task_id="t1").priority == 2
