@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from . import conf
 from .exceptions import (
@@ -22,7 +22,7 @@ from .exceptions import (
     TransactionCanceled,
 )
 
-__all__ = ["client", "call", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
+__all__ = ["client", "call", "paginate", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
 
 #: Dummy credentials used only for clients whose endpoint is on the loopback interface
 #: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
@@ -249,6 +249,52 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
                            code=type(exc).__name__, operation=operation) from exc
     _record(operation, params, response, None, stats)
     return response
+
+
+def paginate(operation: str, params: dict[str, Any], *, stats: Stats | None = None,
+             start_key: dict[str, Any] | None = None,
+             next_limit: Callable[[int], int | None] | None = None) -> Iterator[dict[str, Any]]:
+    """Send ``operation`` page after page, following LastEvaluatedKey; yield each response.
+
+    The one loop over LastEvaluatedKey: querysets, ``count()`` and the migration engine
+    page through it. The first request is ``params`` exactly as given (plus
+    ``ExclusiveStartKey`` when ``start_key`` is given); each later request changes only
+    ``ExclusiveStartKey`` and, when ``next_limit`` is given, ``Limit``. Stop early by
+    leaving the loop (closing the generator): no further request is sent.
+
+    Args:
+        operation: ``"Query"`` or ``"Scan"``.
+        params: the request parameters of the first page (not modified).
+        stats: a :class:`Stats` to add each request's figures to.
+        start_key: the ExclusiveStartKey of the first request (a resumed cursor), or ``None``.
+        next_limit: called with the number of the request about to be sent (1 for the
+            second) to give its ``Limit`` (``None`` drops ``Limit``).
+
+    Yields:
+        each response dict (``Items``/``Count``/``LastEvaluatedKey``...), in order.
+
+    Raises:
+        the errors of :func:`call`.
+    """
+    request = dict(params)
+    if start_key:
+        request["ExclusiveStartKey"] = start_key
+    sent = 0
+    while True:
+        response = call(operation, request, stats=stats)
+        sent += 1
+        yield response
+        key = response.get("LastEvaluatedKey")
+        if not key:
+            return
+        request = dict(request)
+        request["ExclusiveStartKey"] = key
+        if next_limit is not None:
+            limit = next_limit(sent)
+            if limit is None:
+                request.pop("Limit", None)
+            else:
+                request["Limit"] = limit
 
 
 _METHODS: dict[str, str] = {}

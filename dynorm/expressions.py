@@ -199,9 +199,17 @@ class ExpressionBuilder:
 
 
 def field_of(meta: Options, name: str) -> Any:
-    """Return the field called ``name`` or raise :class:`InvalidQuery` listing the fields."""
+    """Return the field called ``name`` or raise :class:`InvalidQuery`.
+
+    The error lists the supported lookups when ``name`` is a field plus an unknown lookup
+    (``title__icontains``), else the entity's fields.
+    """
     f = meta.fields.get(name)
     if f is None:
+        base, sep, lookup = name.rpartition("__")
+        if sep and base in meta.fields:
+            raise InvalidQuery(f"{meta.entity}.{base}: unknown lookup {lookup!r} (in {name!r}); supported "
+                               f"lookups: {', '.join(LOOKUPS)}.")
         raise InvalidQuery(f"{meta.entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
     return f
 

@@ -26,6 +26,8 @@ from . import _codec
 from .exceptions import ValidationError
 from .keys import format_datetime
 
+_MISSING = object()
+
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
     "List", "Map", "Set", "Version", "TTL", "Reference",
@@ -52,6 +54,34 @@ class Field:
 
     if TYPE_CHECKING:  # the PynamoDB attribute's method, never defined here (it would shadow it)
         def serialize(self, value: Any) -> Any: ...
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        """Return the field's value on an instance (the attribute itself on the class).
+
+        A field an ``only()`` query did not read is *deferred*: reading it loads the
+        deferred fields with one GetItem (as Django's deferred fields do) instead of
+        showing ``None`` or the default as if it had been read.
+        """
+        if instance is None:
+            return self
+        values = instance.attribute_values
+        name = instance._dynamo_to_python_attrs.get(self.attr_name, self.attr_name)
+        value = values.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
+        deferred = instance.__dict__.get("_dynorm_deferred")
+        if deferred is not None and name in deferred[0]:
+            deferred[1](instance)
+            return instance.attribute_values.get(name)
+        return None
+
+    def neighbour(self, value: Any, step: int) -> Any | None:
+        """Return the closest value after (``step=1``) or before (``-1``) ``value``, or ``None``.
+
+        Used to turn a strict bound (``lt``/``gt``) into an inclusive one where DynamoDB
+        needs one condition (``BETWEEN``). ``None``: not defined for this field.
+        """
+        return None
 
     def validate(self, value: Any, entity: str = "?") -> Any:
         """Check (and normalize) a value for this field.
@@ -101,6 +131,10 @@ class Integer(Field, pa.NumberAttribute):
 
     python_types = (int,)
     type_label = "an integer"
+
+    def neighbour(self, value: Any, step: int) -> Any | None:
+        """Return ``value + step`` (no integer lies between them)."""
+        return value + step
 
     def deserialize(self, value: Any) -> Any:
         result = super().deserialize(value)
@@ -178,6 +212,13 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
 
     def serialize(self, value: _dt.datetime) -> str:
         return format_datetime(value)
+
+    def neighbour(self, value: Any, step: int) -> Any | None:
+        """Return ``value`` moved by one microsecond, the resolution stored."""
+        try:
+            return value + _dt.timedelta(microseconds=step)
+        except OverflowError:
+            return None
 
     def deserialize(self, value: str) -> _dt.datetime:
         # fromisoformat is C code, ~10x faster than strptime for the fixed format we write

@@ -1,13 +1,17 @@
 """The planner: pure translation of queryset state into the exact DynamoDB request.
 
 :func:`plan` picks GetItem, Query (on the table or an index) or Scan and renders the
-KeyConditionExpression, FilterExpression and ProjectionExpression. ``QuerySet.explain()``
-returns this :class:`Plan`, and evaluation sends ``plan.params`` unchanged (plus
-``Limit``/``ExclusiveStartKey`` per page), so what you inspect is what runs.
+KeyConditionExpression, FilterExpression and ProjectionExpression, plus the ``Limit`` of
+the first request and, for ``count()``, ``Select=COUNT``. ``QuerySet.explain()`` returns
+this :class:`Plan`, and evaluation sends ``plan.params`` unchanged as its first request
+(later pages change only ``Limit``/``ExclusiveStartKey``), so what you inspect is what runs.
+Queries that cannot be answered exactly (contradictory equalities, an order the access path
+does not give) are refused here, before any request.
 """
 
 from __future__ import annotations
 
+import decimal as _decimal
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -21,7 +25,7 @@ from .options import PRIMARY, BoundIndex
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["QueryState", "Plan", "plan"]
+__all__ = ["QueryState", "Plan", "plan", "orderable"]
 
 _RANGE = ("lt", "lte", "gt", "gte", "between", "begins_with")
 _TOP = "\U0010ffff"  # sorts after every other character in DynamoDB's byte order
@@ -42,6 +46,9 @@ class QueryState:
         collection: heterogeneous item collection mode (every entity type of the partition).
         of: in collection mode, narrow to this entity class's sort-key prefix.
         of_values: field values for that prefix.
+        prefetch: ``fields.Reference`` fields resolved with BatchGetItem after each page.
+        order_field: the field ``order_by()`` named (``None`` for ``"sk"``); the planner
+            refuses an access path whose sort key does not order by it.
     """
 
     model: type[Entity]
@@ -55,6 +62,7 @@ class QueryState:
     of: type[Entity] | None = None
     of_values: tuple[tuple[str, Any], ...] = ()
     prefetch: tuple[str, ...] = ()
+    order_field: str | None = None
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""
@@ -114,6 +122,8 @@ class Plan:
             parts.append(f"FilterExpression: {self.readable(self.filter)}")
         if self.projection:
             parts.append(f"ProjectionExpression: {self.readable(self.projection)}")
+        if "Select" in self.params:
+            parts.append(f"Select: {self.params['Select']}")
         if "Limit" in self.params:
             parts.append(f"Limit: {self.params['Limit']}")
         if self.params.get("ScanIndexForward") is False:
@@ -126,7 +136,8 @@ class Plan:
         """A short hash of the request (without paging), identifying the query for cursors."""
         import hashlib
 
-        blob = json.dumps(self.params, sort_keys=True, default=str).encode()
+        query = {k: v for k, v in self.params.items() if k not in ("Limit", "ExclusiveStartKey")}
+        blob = json.dumps(query, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
@@ -176,26 +187,137 @@ def _range_in_key(bound: BoundIndex, fieldname: str, meta: Any) -> bool:
     return bool(getattr(f, "sortable_text", False) or spec)
 
 
-def _scan_required(meta: Any, fields: list[str]) -> ScanRequired:
-    needs = "; ".join(f"{b.name} needs {', '.join(b.pk.fields) or '(nothing)'}" for b in meta.all_indexes)
-    given = ", ".join(fields) or "nothing"
-    return ScanRequired(
-        f"{meta.entity}: no key or index serves a filter on {given} (access paths: {needs}). "
-        "Give the partition-key fields of an access path, declare an Index for this pattern, "
-        "or call .scan() to ask for a Scan explicitly.")
+def _describe_path(bound: BoundIndex, meta: Any) -> str:
+    where = bound.index_name or "table"
+    sort = (f", sort {bound.sk.template}" if bound.sk is not None
+            else f", sort {bound.sort_field}" if bound.sort_field else "")
+    return f"{bound.name} ({where}: partition {bound.pk.template}{sort})"
 
 
-def plan(state: QueryState) -> Plan:
-    """Plan the request for ``state`` without I/O.
+def _scan_required(meta: Any, leaves: list[Leaf], complex_: list[Q]) -> ScanRequired:
+    plain = sorted({f for f, lk, _ in leaves if lk == "exact"})
+    other = sorted({f for f, lk, _ in leaves if lk != "exact"} - set(plain))
+    nested = sorted({f for q in complex_ for f, _, _ in q.leaves()} - set(plain) - set(other))
+    given = plain + other + nested
+    asked = f"a filter on {', '.join(given)}" if given else "a query without conditions (.all(), .count())"
+    ways = []
+    for bound in meta.all_indexes:
+        missing = [f for f in bound.pk.fields if f not in plain]
+        ways.append(f"{' + '.join(missing) or '(nothing more)'} for {bound.name}")
+    msg = (f"{meta.entity}: no access path serves {asked}. One Query needs equalities on the "
+           f"partition-key fields of an access path: give {'; or '.join(ways)}.")
+    if nested:
+        msg += (f" Conditions inside OR/NOT ({', '.join(nested)}) cannot choose a partition: give one value "
+                "as filter(field=value), or query each value on its own.")
+    paths = "; ".join(_describe_path(bnd, meta) for bnd in meta.all_indexes)
+    msg += (f" Access patterns of {meta.entity}: {paths}. Declare an Index for this pattern, or call "
+            ".scan() to ask for a Scan explicitly.")
+    return ScanRequired(msg)
+
+
+def _text_orders(meta: Any, template: Any, fieldname: str) -> bool:
+    """True when the key text of ``fieldname`` in ``template`` sorts like its values."""
+    f = meta.fields[fieldname]
+    return bool(getattr(f, "sortable_text", False) or template.spec_of(fieldname))
+
+
+def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
+    """What a Query on ``bound`` with the equalities ``eq`` returns its items ordered by.
+
+    ``"sk"`` (the sort key itself), the sort-key fields pinned by ``eq`` and the first
+    sort-key field after them when its key text sorts like its values.
+    """
+    if bound.sk_attr is None:
+        return []
+    out = ["sk"]
+    if bound.sort_field is not None:
+        out.append(bound.sort_field)
+    elif bound.sk is not None:
+        pre = bound.sk.prefix(eq, meta.key_version, entity=meta.entity)
+        out += list(pre.used)
+        if pre.next_field is not None and _text_orders(meta, bound.sk, pre.next_field):
+            out.append(pre.next_field)
+    return out
+
+
+def _equalities(meta: Any, leaves: list[Leaf]) -> dict[str, Any]:
+    """The ``field=value`` equalities, validated; two different values for one field are refused."""
+    eq: dict[str, Any] = {}
+    for fname, lookup, value in leaves:
+        if lookup != "exact":
+            continue
+        if value is None:
+            raise InvalidQuery(f"{meta.entity}.{fname}=None cannot be matched; use {fname}__exists=False.")
+        v = meta.fields[fname].validate(value, meta.entity)
+        if fname in eq and eq[fname] != v:
+            raise InvalidQuery(
+                f"{meta.entity}.{fname} must equal both {eq[fname]!r} and {v!r}: no item can match. The "
+                "query is refused before any request (nothing is read or written); keep one value, or "
+                f"use {fname}__in=[...] for either.")
+        eq[fname] = v
+    return eq
+
+
+def _exact_key_get(state: QueryState) -> Plan | None:
+    """The GetItem plan of ``filter(**primary key)`` on a plain queryset, without the general planner.
+
+    The hot path of key-value reads (``get(pk=...)``): the same request the general path
+    makes (a test pins that) at a fraction of the CPU. ``None`` when anything else is asked.
+    """
+    if (len(state.where) != 1 or state.using or state.scan or state.projection is not None or state.collection
+            or state.descending or state.order_field is not None):
+        return None
+    q = state.where[0]
+    if q.negated or q.connector != Q.AND:
+        return None
+    meta = state.model._meta
+    values: dict[str, Any] = {}
+    for child in q.children:
+        if not isinstance(child, tuple) or child[1] is None:
+            return None
+        name = child[0]
+        if name.endswith("__exact"):
+            name = name[:-7]
+        if name in values or name not in meta.fields:
+            return None
+        values[name] = child[1]
+    if set(values) != set(meta.key_fields):
+        return None
+    for name, value in values.items():
+        values[name] = meta.fields[name].validate(value, meta.entity)
+    key = meta.primary_key(values)
+    table = meta.table.table_name()
+    params: dict[str, Any] = {"TableName": table, "Key": key}
+    if state.consistent:
+        params["ConsistentRead"] = True
+    params["ReturnConsumedCapacity"] = "TOTAL"
+    return Plan("GetItem", table, None, PRIMARY, None, None, None, {}, {}, params, key=key,
+                entity_types=frozenset({meta.entity_type}), bound=meta.primary)
+
+
+def plan(state: QueryState, *, limit: int | None = None, count: bool = False) -> Plan:
+    """Plan the first request for ``state`` without I/O.
+
+    Args:
+        state: the queryset's description.
+        limit: the ``Limit`` of the first request (a slice's stop, ``page()``'s size + 1);
+            ``None`` sends no Limit. Ignored for GetItem.
+        count: plan ``count()``'s request: ``Select=COUNT`` and no ProjectionExpression.
 
     Returns:
-        the :class:`Plan`.
+        the :class:`Plan`; its ``params`` are the first request exactly as sent.
 
     Raises:
         ScanRequired: no access path's partition key is fully given and ``scan()`` was not asked for.
-        InvalidQuery: unknown field, lookup or access path, or ConsistentRead on a GSI.
+        InvalidQuery: unknown field, lookup or access path, ConsistentRead on a GSI, an
+            ``order_by()`` field the access path does not order by, contradictory equalities.
         InvalidKeyValue, ValidationError: a value cannot be used.
     """
+    if count:
+        state = state.with_(projection=None)
+    fast = _exact_key_get(state)
+    if fast is not None:
+        return fast
     model = state.model
     meta = model._meta
     table = meta.table.table_name()
@@ -207,17 +329,14 @@ def plan(state: QueryState) -> Plan:
     for q in complex_:
         for fname, _lookup, _value in q.leaves():
             field_of(meta, fname)
-    eq: dict[str, Any] = {}
-    for fname, lookup, value in leaves:
-        if lookup == "exact" and fname not in eq:
-            if value is None:
-                raise InvalidQuery(f"{meta.entity}.{fname}=None cannot be matched; use {fname}__exists=False.")
-            eq[fname] = meta.fields[fname].validate(value, meta.entity)
+    eq = _equalities(meta, leaves)
     ranged = {f for f, lookup, _ in leaves if lookup in _RANGE}
-    projection = _projection(state, b, meta, tmeta)
     entity_types = None if state.collection else frozenset({meta.entity_type})
 
     if state.scan:
+        if state.descending or state.order_field is not None:
+            raise InvalidQuery(f"{meta.entity}: a Scan returns items in no particular order; order_by() and "
+                               "reverse() need a Query (give the partition-key fields of an access path).")
         filter_expr = _filter(b, meta, leaves, complex_)
         if not state.collection:
             # a Scan reads every entity type: keep only this one server-side, so count() and
@@ -225,14 +344,16 @@ def plan(state: QueryState) -> Plan:
             type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
             filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
         params: dict[str, Any] = {"TableName": table}
+        scan_bound = None
         if state.using and state.using != PRIMARY:
-            bound = _candidates(state, eq)[0]
-            params["IndexName"] = bound.index_name
+            scan_bound = _candidates(state, eq)[0]
+            params["IndexName"] = scan_bound.index_name
         if filter_expr:
             params["FilterExpression"] = filter_expr
-        _finish(params, b, projection, state, index=params.get("IndexName"))
+        projection = _projection(state, b, meta, tmeta, scan_bound)
+        _finish(params, b, projection, state, limit=limit, count=count)
         return Plan("Scan", table, params.get("IndexName"), None, None, filter_expr or None,
-                    projection, b.names, b.values, params, entity_types=entity_types)
+                    projection, b.names, b.values, params, entity_types=entity_types, bound=scan_bound)
 
     candidates = _candidates(state, eq)
     if not candidates or not all(f in eq for f in candidates[0].pk.fields):
@@ -240,7 +361,17 @@ def plan(state: QueryState) -> Plan:
             missing = [f for f in candidates[0].pk.fields if f not in eq]
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
-        raise _scan_required(meta, sorted({f for f, _, _ in leaves}))
+        raise _scan_required(meta, leaves, complex_)
+    if state.order_field is not None:
+        ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
+        if not ordering:
+            can = "; ".join(f"{c.name}: {', '.join(orderable(c, eq, meta)) or 'nothing'}" for c in candidates)
+            raise InvalidQuery(
+                f"{meta.entity}: order_by({state.order_field!r}) cannot be served: DynamoDB returns a Query's "
+                f"items in sort-key order only, and no access path for these conditions sorts by "
+                f"{state.order_field}. This query can order by: {can}. Sort the results yourself "
+                "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
+        candidates = ordering
     # most selective first: the partition key built from the most given fields, then the
     # sort-key prefix using the most given fields; max() keeps the first declared on ties
     best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
@@ -263,7 +394,8 @@ def plan(state: QueryState) -> Plan:
         if best.sk is not None and tmeta.sk_attribute:
             key[tmeta.sk_attribute] = {"S": sk_full}
         params = {"TableName": table, "Key": key}
-        _finish(params, b, projection, state, index=None)
+        projection = _projection(state, b, meta, tmeta, best)
+        _finish(params, b, projection, state, limit=None, count=False)
         return Plan("GetItem", table, None, PRIMARY, None, None, projection, b.names, b.values, params,
                     key=key, entity_types=entity_types, bound=best)
 
@@ -275,6 +407,12 @@ def plan(state: QueryState) -> Plan:
     if sk_cond:
         conds.append(sk_cond)
     filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
+    if not state.collection and _needs_type_filter(meta, best):
+        # another entity type's items share these partitions and the sort key starts with a
+        # placeholder, so no key condition keeps them out: filter on the type attribute, so
+        # count() and Limit mean this entity's items
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
     params = {"TableName": table}
     if best.index_name:
         params["IndexName"] = best.index_name
@@ -283,7 +421,8 @@ def plan(state: QueryState) -> Plan:
         params["FilterExpression"] = filter_expr
     if state.descending:
         params["ScanIndexForward"] = False
-    _finish(params, b, projection, state, index=best.index_name)
+    projection = _projection(state, b, meta, tmeta, best)
+    _finish(params, b, projection, state, limit=limit, count=count)
     return Plan("Query", table, best.index_name, best.name, params["KeyConditionExpression"],
                 filter_expr or None, projection, b.names, b.values, params, entity_types=entity_types,
                 bound=best)
@@ -295,11 +434,16 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         return None
     sk_name = b.name(best.sk_attr)
     if best.sort_field is not None:  # LSI on a field's own attribute: lookups map 1:1
-        for i, (f, lk, v) in enumerate(leaves):
-            if f == best.sort_field and lk in ("exact", *_RANGE):
-                used.add(i)
-                return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
-        return None
+        mine = [i for i, (f, lk, _) in enumerate(leaves) if f == best.sort_field and lk in ("exact", *_RANGE)]
+        if not mine:
+            return None
+        used.update(mine)
+        if len(mine) == 1:
+            f, lk, v = leaves[mine[0]]
+            return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
+        # DynamoDB takes one condition on the sort key and no filter on a key attribute:
+        # the conditions become one inclusive range (BETWEEN)
+        return _attribute_range(meta, best.sort_field, [leaves[i][1:] for i in mine], sk_name, b)
     if state.collection and state.of is None:
         return None  # the whole item collection
     if state.collection and state.of is not None:
@@ -343,6 +487,93 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
     return None
 
 
+def _av_key(av: dict[str, Any]) -> Any:
+    """A Python value that orders like DynamoDB orders the attribute value (N: numerically, S: by UTF-8)."""
+    (kind, v), = av.items()
+    if kind == "N":
+        return _decimal.Decimal(v)
+    return v.encode("utf-8") if kind == "S" else v
+
+
+# the numbers DynamoDB stores: 38 significant digits, magnitudes 1E-130 .. 9.99..E+125
+_NUMBERS = _decimal.Context(prec=38, Emin=-130, Emax=125)
+_SMALLEST = _decimal.Decimal("1E-130")
+
+
+def _adjacent_av(meta: Any, fname: str, value: Any, av: dict[str, Any], step: int) -> dict[str, Any] | None:
+    """The stored value right after (``step=1``) or before (``-1``) ``av``, or ``None`` when there is none."""
+    fobj = meta.fields[fname]
+    neighbour = getattr(fobj, "neighbour", None)
+    if neighbour is not None:
+        near = neighbour(fobj.validate(value, meta.entity), step)
+        if near is not None:
+            return serialize_value(meta, fname, near)
+    (kind, v), = av.items()
+    if kind == "N":
+        d = _decimal.Decimal(v)
+        near_d = _NUMBERS.next_plus(d) if step > 0 else _NUMBERS.next_minus(d)
+        if 0 < abs(near_d) < _SMALLEST:  # nothing is stored between 0 and 1E-130
+            near_d = _SMALLEST.copy_sign(near_d)
+        return {"N": str(near_d)}
+    if kind == "S" and step > 0:
+        return {"S": v + "\x00"}  # the smallest text after v in byte order
+    return None
+
+
+def _attribute_range(meta: Any, fname: str, conds: list[tuple[str, Any]], sk_name: str,
+                     b: ExpressionBuilder) -> str:
+    """Combine several conditions on an LSI's own sort attribute into one key condition."""
+    shown = ", ".join(f"{fname}__{lk}={v!r}" for lk, v in conds)
+    bounds: list[tuple[str, Any]] = []
+    for lk, v in conds:
+        if lk == "begins_with":
+            raise InvalidQuery(f"{meta.entity}: {shown}: begins_with cannot be combined with another condition "
+                               f"on {fname}, the sort key of this index (DynamoDB takes one key condition and "
+                               "no filter on a key attribute).")
+        if lk == "between":
+            if not (isinstance(v, (tuple, list)) and len(v) == 2):
+                raise InvalidQuery(f"{meta.entity}.{fname}__between needs a (low, high) pair, got {v!r}.")
+            bounds += [("gte", v[0]), ("lte", v[1])]
+        elif lk == "exact":
+            bounds += [("gte", v), ("lte", v)]
+        else:
+            bounds.append((lk, v))
+    lo: dict[str, Any] | None = None
+    hi: dict[str, Any] | None = None
+    for lk, v in bounds:
+        av = serialize_value(meta, fname, v)
+        if lk in ("gt", "lt"):
+            near = _adjacent_av(meta, fname, v, av, 1 if lk == "gt" else -1)
+            if near is None:
+                raise InvalidQuery(
+                    f"{meta.entity}: {shown}: {fname} is the sort key of this index, and DynamoDB takes one "
+                    f"condition on it and no filter on it; {fname}__{lk}={v!r} cannot be turned into an "
+                    f"inclusive bound. Use {fname}__lte / __gte or __between.")
+            av = near
+        if lk in ("gt", "gte"):
+            lo = av if lo is None or _av_key(av) > _av_key(lo) else lo
+        else:
+            hi = av if hi is None or _av_key(av) < _av_key(hi) else hi
+    if lo is not None and hi is not None:
+        if _av_key(lo) > _av_key(hi):
+            raise InvalidQuery(f"{meta.entity}: {shown}: no value of {fname} meets all of these conditions; "
+                               "the query is refused before any request.")
+        if lo == hi:
+            return f"{sk_name} = {b.value(lo)}"
+        return f"{sk_name} BETWEEN {b.value(lo)} AND {b.value(hi)}"
+    if lo is not None:
+        return f"{sk_name} >= {b.value(lo)}"
+    assert hi is not None
+    return f"{sk_name} <= {b.value(hi)}"
+
+
+def _needs_type_filter(meta: Any, bound: BoundIndex) -> bool:
+    """True when other entity types can share ``bound``'s partitions and its sort key has no literal head."""
+    if bound.sk is not None and bound.sk.prefix({}, meta.key_version, entity=meta.entity).value:
+        return False
+    return _partition_shared(meta, bound)
+
+
 def _partition_shared(meta: Any, bound: BoundIndex) -> bool:
     """True when another entity type's items can share this access path's partitions.
 
@@ -353,6 +584,14 @@ def _partition_shared(meta: Any, bound: BoundIndex) -> bool:
     for other in meta.table._entities.values():
         om = other._meta
         if om.entity_type == meta.entity_type:
+            continue
+        if bound.kind == "lsi":
+            # an LSI's partitions are the table's: the other type is in it when it writes
+            # the LSI's sort attribute (declares the index or a field stored there)
+            in_lsi = (any(ob.index_name == bound.index_name for ob in om.all_indexes)
+                      or any(f.attr_name == bound.sk_attr for f in om.fields.values()))
+            if in_lsi and could_collide(bound.pk, meta.key_version, om.primary.pk, om.key_version):
+                return True
             continue
         for ob in om.all_indexes:
             if ob.index_name == bound.index_name and ob.kind != "lsi" and could_collide(
@@ -394,13 +633,20 @@ def _filter(b: ExpressionBuilder, meta: Any, leaves: list[Leaf], complex_: list[
     return " AND ".join(parts)
 
 
-def _projection(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any) -> str | None:
+def _projection(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any,
+                bound: BoundIndex | None) -> str | None:
     if state.projection is None:
         return None
     attrs = [field_of(meta, f).attr_name for f in state.projection]
+    # keys are always read (an instance never shows a key field it did not read), and so
+    # are the key attributes of the table and the index (a cursor is built from them)
+    attrs += [meta.fields[f].attr_name for f in meta.key_fields]
     attrs.append(tmeta.type_attribute)
     if meta.version_field:
         attrs.append(meta.fields[meta.version_field].attr_name)
+    attrs += [a for a in (tmeta.pk_attribute, tmeta.sk_attribute) if a]
+    if bound is not None:
+        attrs += [a for a in (bound.pk_attr, bound.sk_attr) if a]
     seen: list[str] = []
     for a in attrs:
         if a not in seen:
@@ -409,10 +655,15 @@ def _projection(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any) 
 
 
 def _finish(params: dict[str, Any], b: ExpressionBuilder, projection: str | None, state: QueryState,
-            index: str | None) -> None:
-    if projection:
+            *, limit: int | None, count: bool) -> None:
+    if count:
+        params["Select"] = "COUNT"
+    elif projection:
         params["ProjectionExpression"] = projection
-    # Names reserved while planning but not used (DynamoDB rejects unused placeholders).
+    if limit is not None:
+        params["Limit"] = max(limit, 1)
+    # Names reserved while planning but not used (DynamoDB rejects unused placeholders);
+    # whole placeholders are matched, so #n1 is not taken for used because #n10 is.
     text = " ".join(str(params.get(k, "")) for k in ("KeyConditionExpression", "FilterExpression",
                                                      "ProjectionExpression"))
     used = set(re.findall(r"#n\d+", text))

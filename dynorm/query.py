@@ -3,18 +3,20 @@
 A :class:`QuerySet` is a description (:class:`~dynorm.plan.QueryState`); builder methods
 return clones and send nothing. Evaluation (iteration, ``len()``, ``list()``, ``bool()``,
 ``get/first/last/count/exists/page``, slicing with a step, indexing) plans the request
-with :func:`dynorm.plan.plan` and sends exactly that through the backend, paging on
-LastEvaluatedKey.
+with :func:`dynorm.plan.plan` and sends exactly that through one pipeline
+(``QuerySet._run`` over :func:`dynorm.backend.paginate`), which decodes, applies the slice
+window and resolves ``prefetch()`` for every evaluation path.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor
-from .exceptions import InvalidCursor, InvalidQuery
+from .exceptions import InvalidCursor, InvalidQuery, ScanRequired
 from .expressions import Q
 from .plan import Plan, QueryState, plan
 
@@ -64,9 +66,55 @@ class Page(Generic[T]):
 
 
 @dataclass
+class _Tail:
+    """What the pipeline learnt past a page's end: the raw last item returned, and whether more match."""
+
+    last: dict[str, Any] | None = None
+    more: bool = False
+
+
+@dataclass
 class _Window:
     start: int = 0
     stop: int | None = None
+
+
+def _named_patterns(model: type[Entity]) -> list[str]:
+    """The named access patterns a custom queryset class adds (``by_brand``, ...), for error messages."""
+    qs_class = getattr(getattr(model, "objects", None), "_queryset_class", None)
+    if qs_class is None:
+        return []
+    return sorted(n for n in dir(qs_class)
+                  if not n.startswith("_") and not hasattr(QuerySet, n) and callable(getattr(qs_class, n)))
+
+
+def _load_deferred(obj: Any, consistent: bool) -> None:
+    """Load the fields an ``only()`` query did not read, with one GetItem (Django's deferred fields).
+
+    Raises:
+        Entity.DoesNotExist: the item is gone.
+    """
+    unread, _loader = obj.__dict__.pop("_dynorm_deferred")
+    meta = obj._meta
+    names = [meta.fields[n].attr_name for n in unread]
+    tmeta = meta.table._meta
+    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": obj._primary_key_av(),
+                              "ProjectionExpression": ", ".join(f"#d{i}" for i in range(len(names) + 1)),
+                              "ExpressionAttributeNames": {f"#d{i}": a for i, a in
+                                                           enumerate([tmeta.type_attribute, *names])},
+                              "ReturnConsumedCapacity": "TOTAL"}
+    if consistent:
+        params["ConsistentRead"] = True
+    resp = backend.call("GetItem", params)
+    if "Item" not in resp:
+        obj.__dict__["_dynorm_deferred"] = (unread, _loader)
+        raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
+                               f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
+    loaded = type(obj).from_raw_data(resp["Item"])
+    for name in unread:
+        if name in loaded.attribute_values:
+            obj.attribute_values[name] = loaded.attribute_values[name]
+    obj._dynorm_partial = False
 
 
 class QuerySet(Generic[T]):
@@ -134,8 +182,16 @@ class QuerySet(Generic[T]):
     def order_by(self, *keys: str) -> QuerySet[T]:
         """Order by the sort key: ``"sk"`` ascending, ``"-sk"`` descending (ScanIndexForward).
 
-        A field of the chosen index's sort-key template may stand for ``sk``
-        (``order_by("-created_at")``). No I/O.
+        A field may stand for ``sk`` when the access path's sort key orders by it
+        (``order_by("-placed_at")`` on an LSI over ``placed_at``; a sort-key template's
+        fields up to the first one not given); the planner then picks such an access path.
+        No I/O.
+
+        Raises:
+            InvalidQuery: more than one key, or an unknown field. When the queryset is
+                evaluated or explained: no access path for its conditions orders by that
+                field (the error lists what it can order by). DynamoDB sorts by the sort
+                key only; dynorm never returns another order silently.
         """
         self._check_unsliced("order")
         if len(keys) != 1:
@@ -144,7 +200,7 @@ class QuerySet(Generic[T]):
         name = key.lstrip("-")
         if name != "sk" and name not in self.model._meta.fields:
             raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
-        return self._clone(descending=key.startswith("-"))
+        return self._clone(descending=key.startswith("-"), order_field=None if name == "sk" else name)
 
     def reverse(self) -> QuerySet[T]:
         """Reverse the order (toggles ScanIndexForward); no I/O."""
@@ -152,7 +208,12 @@ class QuerySet(Generic[T]):
         return self._clone(descending=not self._state.descending)
 
     def only(self, *fields: str) -> QuerySet[T]:
-        """Read only these fields (ProjectionExpression); other fields stay ``None``. No I/O."""
+        """Read only these fields and the key fields (ProjectionExpression). No I/O.
+
+        The other fields are *deferred*, as in Django: reading one on a result loads every
+        deferred field of that item with one GetItem (seen by ``capture()``). An item read
+        this way refuses ``save()`` until its deferred fields are loaded.
+        """
         for f in fields:
             if f not in self.model._meta.fields:
                 raise InvalidQuery(f"only({f!r}): {self.model.__name__} has no field {f!r}.")
@@ -184,32 +245,64 @@ class QuerySet(Generic[T]):
         return self._clone(of=entity, of_values=tuple(values.items()))
 
     # -- planning --------------------------------------------------------------------
-    def explain(self) -> Plan:
-        """Return the :class:`~dynorm.plan.Plan` (operation, index, expressions, exact params) without I/O."""
-        p = plan(self._state)
-        limit = self._fetch_limit()
-        if limit is not None and p.operation != "GetItem":
-            p.params["Limit"] = limit
-        return p
+    def explain(self, *, count: bool = False) -> Plan:
+        """Return the :class:`~dynorm.plan.Plan` of the first request, exactly as evaluation sends it. No I/O.
+
+        Later pages of the same evaluation change only ``ExclusiveStartKey`` and ``Limit``.
+        What each evaluation sends first: iteration, ``list()``, ``iterator()``: ``explain()``;
+        ``first()``/``exists()``: ``qs[:1].explain()``; ``get(**kw)``: GetItem, or
+        ``filter(**kw)[:2].explain()``; ``page(size)``: ``qs[:size + 1].explain()`` (one item
+        more, to know whether there is a next page); ``count()``: ``explain(count=True)``.
+
+        Args:
+            count: the ``Select=COUNT`` request of :meth:`count` instead.
+
+        Raises:
+            ScanRequired, InvalidQuery, InvalidKeyValue, ValidationError: as evaluation would.
+        """
+        return self._plan(count=count)
+
+    def _plan(self, *, limit: int | None = None, count: bool = False, window: bool = True) -> Plan:
+        if window and not count and limit is None:
+            limit = self._fetch_limit()
+        try:
+            return plan(self._state, limit=limit, count=count)
+        except ScanRequired as exc:
+            named = _named_patterns(self.model)
+            if named:
+                exc.args = (f"{exc} Named access patterns: {', '.join(named)}.",)
+            raise
 
     def _fetch_limit(self) -> int | None:
         if self._window.stop is None:
             return None
         return max(self._window.stop, 0)
 
-    # -- execution -------------------------------------------------------------------
+    # -- execution: the one result pipeline --------------------------------------------
     def _decoder(self, p: Plan) -> Any:
-        if p.projection is not None:
-            decode_full = self._decoder_full(p)
+        decode_full = self._decoder_full(p)
+        if p.projection is None or self._state.projection is None:
+            return decode_full
+        meta = self.model._meta
+        read = {*self._state.projection, *meta.key_fields}
+        if meta.version_field:
+            read.add(meta.version_field)
+        consistent = self._state.consistent
 
-            def partial(raw: dict[str, Any]) -> Any:
-                obj = decode_full(raw)
-                if obj is not None and not isinstance(obj, UnknownItem):
-                    obj._dynorm_partial = True  # saving it would drop the fields not read
+        def partial(raw: dict[str, Any]) -> Any:
+            obj = decode_full(raw)
+            if obj is None or isinstance(obj, UnknownItem):
                 return obj
+            values = obj.attribute_values
+            unread = frozenset(n for n in obj._meta.fields if n not in read)
+            for name in unread:
+                values.pop(name, None)  # never a default standing in for a value not read
+            obj._dynorm_partial = True  # saving it would drop the fields not read
+            # a partial of a module function, not a lambda: the instance stays picklable
+            obj.__dict__["_dynorm_deferred"] = (unread, functools.partial(_load_deferred, consistent=consistent))
+            return obj
 
-            return partial
-        return self._decoder_full(p)
+        return partial
 
     def _decoder_full(self, p: Plan) -> Any:
         table = self.model._meta.table
@@ -234,45 +327,75 @@ class QuerySet(Generic[T]):
 
         return decode
 
-    def _pages(self, p: Plan, *, limit: int | None = None, start_key: dict[str, Any] | None = None,
-               page_size: int | None = None) -> Iterator[tuple[list[Any], dict[str, Any] | None]]:
-        """Yield (decoded items, LastEvaluatedKey) per request, stopping at ``limit`` items."""
+    def _run(self, p: Plan, *, start: int = 0, stop: int | None = None, start_key: dict[str, Any] | None = None,
+             tail: _Tail | None = None, prefetch: bool = True) -> Iterator[list[Any]]:
+        """The one result pipeline: send ``p`` page by page, decode, apply the window, prefetch.
+
+        Every evaluation goes through here (iteration, ``iterator()``, ``page()``, ``get()``,
+        ``first()``, ``exists()``). Yields one list of results per response: the matches
+        number ``start`` up to ``stop`` (exclusive), with ``prefetch()`` resolved. The first
+        request is ``p.params`` exactly; later ones change only ``ExclusiveStartKey`` and
+        ``Limit``: the matches still needed, or, when a FilterExpression (or a collection's
+        narrowing) can drop items, a read-ahead growing eightfold per request (up to 1000),
+        so ``first()`` behind a selective filter costs a few requests, not one per item.
+
+        With ``tail``, one match more than ``stop`` is read to learn whether there is more;
+        ``tail`` then holds the raw last returned item and whether more matches exist.
+        """
         decode = self._decoder(p)
+        resolve = self._resolve_prefetch if prefetch else (lambda objs: None)
         if p.operation == "GetItem":
             resp = backend.call("GetItem", p.params, stats=self.stats)
             item = resp.get("Item")
             obj = decode(item) if item else None
-            yield ([obj] if obj is not None else []), None
+            objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
+            resolve(objs)
+            yield objs
             return
-        got = 0
-        key = start_key
-        while True:
-            params = dict(p.params)
-            want = None
-            if limit is not None:
-                want = limit - got
-            if page_size is not None:
-                want = page_size if want is None else min(want, page_size)
-            if want is not None:
-                params["Limit"] = max(want, 1)
-            if key:
-                params["ExclusiveStartKey"] = key
-            resp = backend.call(p.operation, params, stats=self.stats)
-            items = [obj for obj in map(decode, resp.get("Items", ())) if obj is not None]
-            got += len(items)
-            key = resp.get("LastEvaluatedKey")
-            yield items, key
-            if not key or (limit is not None and got >= limit):
+        if stop is not None and stop <= start:
+            return  # qs[:0] reads nothing
+        peek = 1 if tail is not None else 0
+        first_limit = p.params.get("Limit")
+        read_ahead = "FilterExpression" in p.params or p.entity_types is None
+        seen = 0  # matches so far, before the window
+
+        def next_limit(sent: int) -> int | None:
+            if first_limit is None or stop is None:
+                return None
+            need = stop + peek - seen
+            return max(need, min(first_limit * 8 ** sent, 1000)) if read_ahead else need
+
+        for resp in backend.paginate(p.operation, p.params, stats=self.stats, start_key=start_key,
+                                     next_limit=next_limit):
+            batch: list[Any] = []
+            for raw in resp.get("Items", ()):
+                obj = decode(raw)
+                if obj is None:
+                    continue
+                if stop is not None and seen >= stop:  # a read-ahead or the peek went past the window
+                    if tail is not None:
+                        tail.more = True
+                    break
+                if seen >= start:
+                    batch.append(obj)
+                    if tail is not None:
+                        tail.last = raw
+                seen += 1
+            resolve(batch)
+            if batch:
+                yield batch
+            if tail is not None and tail.more:
+                return
+            if stop is not None and seen >= stop and tail is None:
                 return
 
     def _fetch_all(self) -> list[Any]:
         if self._cache is None:
-            p = self.explain()
+            p = self._plan()
             out: list[Any] = []
-            for items, _ in self._pages(p, limit=self._fetch_limit()):
-                out += items
-            self._cache = out[self._window.start:self._window.stop]
-            self._resolve_prefetch(self._cache)
+            for batch in self._run(p, start=self._window.start, stop=self._window.stop):
+                out += batch
+            self._cache = out
         return self._cache
 
     def __iter__(self) -> Iterator[T]:
@@ -329,48 +452,40 @@ class QuerySet(Generic[T]):
         return items[0]
 
     def iterator(self) -> Iterator[T]:
-        """Yield results page by page without caching them (bounded memory)."""
-        p = self.explain()
-        skipped = 0
-        yielded = 0
-        for items, _ in self._pages(p, limit=self._fetch_limit()):
-            for obj in items:
-                if skipped < self._window.start:
-                    skipped += 1
-                    continue
-                if self._window.stop is not None and skipped + yielded >= self._window.stop:
-                    return
-                yielded += 1
-                yield obj
+        """Yield results page by page without caching them (bounded memory; Query/Scan pages).
+
+        ``prefetch()`` is resolved page by page (one BatchGetItem per page of results).
+        """
+        p = self._plan()
+        for batch in self._run(p, start=self._window.start, stop=self._window.stop):
+            yield from batch
 
     def get(self, *args: Q, **kwargs: Any) -> T:
         """Return the one item matching the conditions.
 
         Issues GetItem when the whole primary key is given (and nothing else), else a Query
-        reading at most two matches.
+        reading at most two matches (``filter(...)[:2].explain()`` shows it). ``prefetch()``
+        is honoured.
 
         Raises:
             Entity.DoesNotExist: nothing matches.
             Entity.MultipleObjectsReturned: more than one item matches.
             ScanRequired: no access path serves the conditions.
         """
-        p = None if args else self._exact_key_plan(kwargs)
-        if p is not None:
-            qs = self
-        else:
-            qs = self.filter(*args, **kwargs) if (args or kwargs) else self
-            p = qs.explain()
+        qs = self.filter(*args, **kwargs) if (args or kwargs) else self
+        p = qs._plan(limit=None if qs._window.stop is not None else 2)
+        items: list[Any] = []
         if p.operation == "GetItem":
-            items = next(qs._pages(p))[0]
+            items = next(qs._run(p), [])
             if not items:
                 items = qs._get_older_versions(p, kwargs)
         else:
-            items = []
-            for page, _ in qs._pages(p, limit=2):
-                items += page
+            stop = qs._window.start + 2 if qs._window.stop is None else min(qs._window.stop, qs._window.start + 2)
+            for batch in qs._run(p, start=qs._window.start, stop=stop):
+                items += batch
         self.stats = qs.stats
         if len(items) == 1:
-            return items[0]
+            return items[0]  # type: ignore[no-any-return]
         described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
         if not items:
             raise self.model.DoesNotExist(
@@ -379,31 +494,6 @@ class QuerySet(Generic[T]):
         raise self.model.MultipleObjectsReturned(
             f"get() matched more than one {self.model.__name__} for {described}; add conditions "
             "or use filter().")
-
-    def _exact_key_plan(self, kwargs: dict[str, Any]) -> Plan | None:
-        """The GetItem plan for ``get(**primary key)`` on a plain queryset, built without the planner.
-
-        The hot path of key-value reads: the same request :func:`dynorm.plan.plan` makes
-        (a test pins that), at a fraction of the CPU. ``None`` when anything else is asked.
-        """
-        st = self._state
-        meta = self.model._meta
-        if (st.where or st.using or st.scan or st.projection is not None or st.collection or st.descending
-                or self._window.start or self._window.stop is not None or set(kwargs) != set(meta.key_fields)):
-            return None
-        values = {}
-        for name, value in kwargs.items():
-            if value is None:
-                return None  # let the planner word the error
-            values[name] = meta.fields[name].validate(value, meta.entity)
-        key = meta.primary_key(values)
-        table = meta.table.table_name()
-        params: dict[str, Any] = {"TableName": table, "Key": key}
-        if st.consistent:
-            params["ConsistentRead"] = True
-        params["ReturnConsumedCapacity"] = "TOTAL"
-        return Plan("GetItem", table, None, "primary", None, None, None, {}, {}, params, key=key,
-                    entity_types=frozenset({meta.entity_type}), bound=meta.primary)
 
     def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> list[Any]:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
@@ -419,64 +509,63 @@ class QuerySet(Generic[T]):
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
         for version in older:
             key = meta.primary_key(values, version)
-            found = list(self._pages(replace(p, params={**p.params, "Key": key}, key=key)))[0][0]
+            found = next(self._run(replace(p, params={**p.params, "Key": key}, key=key)), [])
             if found:
                 found[0]._dynorm_fallback = version
                 return found
         return []
 
     def first(self) -> T | None:
-        """Return the first item in sort-key order, or ``None`` (a Query with Limit 1, paging past filtered items)."""
-        items = list(self[:1]) if self._window.stop is None else list(self)[:1]
+        """Return the first item in sort-key order, or ``None``.
+
+        One Query with ``Limit`` 1 (``qs[:1].explain()``); behind a FilterExpression the
+        following requests read ahead (8, 64, ... items), so a few requests find the first match.
+        """
+        qs = self[:1] if self._window.stop is None or self._window.stop > self._window.start + 1 else self
+        assert isinstance(qs, QuerySet)
+        items = qs._fetch_all() if qs is not self else list(self)[:1]
         return items[0] if items else None
 
     def last(self) -> T | None:
         """Return the last item in sort-key order, or ``None`` (a reversed Query with Limit 1)."""
         self._check_unsliced("take last() of")
-        items = list(self.reverse()[:1])
-        return items[0] if items else None
+        return self.reverse().first()
 
     def exists(self) -> bool:
-        """Return True when at least one item matches (reads at most one match)."""
+        """Return True when at least one item matches (the request of :meth:`first`)."""
         if self._cache is not None:
             return bool(self._cache)
         return self.first() is not None
 
     def count(self) -> int:
-        """Count the matches (Select=COUNT over all pages; GetItem for a full primary key)."""
+        """Count the matches: Select=COUNT over all pages (``explain(count=True)`` shows the request).
+
+        A sliced queryset counts what the slice returns (reading it); a full primary key
+        is one GetItem.
+        """
         if self._cache is not None:
             return len(self._cache)
-        p = self.explain()
-        if p.operation == "GetItem" or self._window.start or self._window.stop is not None:
+        if self._window.start or self._window.stop is not None:
             return len(self._fetch_all())
-        params = dict(p.params)
-        params.pop("ProjectionExpression", None)
-        if "ProjectionExpression" in p.params:
-            used = set()
-            for text in (params.get("KeyConditionExpression"), params.get("FilterExpression")):
-                used |= {ph for ph in p.names if text and ph in text}
-            params["ExpressionAttributeNames"] = {k: v for k, v in p.names.items() if k in used}
-            if not params["ExpressionAttributeNames"]:
-                del params["ExpressionAttributeNames"]
-        params["Select"] = "COUNT"
-        total = 0
-        key = None
-        while True:
-            if key:
-                params["ExclusiveStartKey"] = key
-            resp = backend.call(p.operation, params, stats=self.stats)
-            total += int(resp.get("Count", 0))
-            key = resp.get("LastEvaluatedKey")
-            if not key:
-                return total
+        p = self._plan(count=True)
+        if p.operation == "GetItem":
+            return sum(len(batch) for batch in self._run(p, prefetch=False))
+        return sum(int(resp.get("Count", 0)) for resp in backend.paginate(p.operation, p.params, stats=self.stats))
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Evaluate and return dicts of ``fields`` (all fields when none given).
 
-        With fields given, only they are read (ProjectionExpression).
+        With fields given, only they are read (ProjectionExpression); with none given on an
+        ``only()`` queryset, the fields it reads (never a GetItem per row for deferred fields).
         """
         qs = self.only(*fields) if fields else self
-        names = fields or tuple(self.model._meta.fields)
+        meta = self.model._meta
+        if fields:
+            names = fields
+        elif self._state.projection is not None:  # the fields read, not a GetItem per row for the rest
+            names = (*self._state.projection, *(f for f in meta.key_fields if f not in self._state.projection))
+        else:
+            names = tuple(meta.fields)
         return [{f: getattr(obj, f) for f in names} for obj in qs]
 
     def grouped(self) -> dict[type, list[Any]]:
@@ -502,19 +591,24 @@ class QuerySet(Generic[T]):
         if not isinstance(size, int) or not 1 <= size <= 1000:
             raise InvalidQuery(f"page size must be an int from 1 to 1000, got {size!r}.")
         self._check_unsliced("page")
-        p = self.explain()
+        # one item more than the page: a page that took the last item carries no cursor
+        p = self._plan(limit=size + 1)
         if p.operation == "GetItem":
             if cursor is not None:
                 raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
-            return Page(next(self._pages(p))[0], None)
+            return Page(next(self._run(p), []), None)
         context, secret, key_attrs = self._cursor_context(p)
         start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
+        tail = _Tail()
         items: list[Any] = []
-        last: dict[str, Any] | None = None
-        for batch, lek in self._pages(p, limit=size, start_key=start):
+        for batch in self._run(p, stop=size, start_key=start, tail=tail):
             items += batch
-            last = lek
-        return Page(items, encode_cursor(last, context, secret) if last else None)
+        if not tail.more or tail.last is None:
+            return Page(items, None)
+        # the cursor is the key of the last item returned (the attributes DynamoDB takes as
+        # ExclusiveStartKey), not the LastEvaluatedKey, which may lie past the extra item read
+        last_key = {a: tail.last[a] for a in key_attrs if a in tail.last}
+        return Page(items, encode_cursor(last_key, context, secret))
 
     def _cursor_context(self, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
         meta = self.model._meta

@@ -117,9 +117,12 @@ def test_only_and_values(catalog: dict[str, Product]) -> None:
                                                       {"name": "Model S", "stock_level": 0}]
     assert "ProjectionExpression" in c.requests[0].params
     partial = Product.objects.by_brand("2").only("name").first()
-    assert partial.name == "Pixel" and partial.brand_id is None
+    assert partial.name == "Pixel"
     with pytest.raises(dynorm.ValidationError, match="only"):
         partial.save()
+    with dynorm.capture() as c:
+        assert partial.brand_id == "2"  # deferred: loaded on first touch, never shown as None
+    assert c.operations == ["GetItem"]
 
 
 def test_iterator_and_pages(catalog: dict[str, Product]) -> None:

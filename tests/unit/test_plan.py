@@ -51,7 +51,7 @@ def test_no_index_raises_scan_required_naming_the_paths() -> None:
     with pytest.raises(dynorm.ScanRequired) as err:
         Product.objects.filter(name="x").explain()
     msg = str(err.value)
-    assert "Product" in msg and "by_brand needs brand_id" in msg and ".scan()" in msg
+    assert "Product" in msg and "brand_id for by_brand" in msg and ".scan()" in msg
 
 
 def test_explicit_scan() -> None:
@@ -88,7 +88,7 @@ def test_unknown_field_and_bad_values() -> None:
 def test_order_limit_projection_consistency() -> None:
     p = Product.objects.filter(brand_id="3").order_by("-sk").only("name")[:5].explain()
     assert p.params["ScanIndexForward"] is False and p.params["Limit"] == 5
-    assert p.readable(p.projection) == "name, entityType, version"
+    assert p.readable(p.projection) == "name, product_id, entityType, version, PK, SK, GSI1PK, GSI1SK"
     with pytest.raises(dynorm.InvalidQuery, match="ConsistentRead"):
         Product.objects.filter(brand_id="3").consistent().explain()
     assert Store.objects.filter(store_id="1").consistent().explain().params["ConsistentRead"] is True
@@ -146,14 +146,20 @@ def test_partition_key_built_from_given_fields_beats_a_constant_partition() -> N
 
 def test_exact_key_get_fast_path_builds_the_planners_request() -> None:
     from demo_project.catalog.models import Product as P
+    from dynorm.plan import _exact_key_get
     from tests.models import Order as O
 
     pid = "01HV5Z7G3K4M8N2P6Q9R0S1T2A"
     for model, key in ((P, {"product_id": pid}), (O, {"customer_id": "c#1", "order_id": pid})):
-        fast = model.objects.get_queryset()._exact_key_plan(key)
-        assert fast is not None
-        assert fast.params == model.objects.filter(**key).explain().params
-        consistent = model.objects.get_queryset().consistent()._exact_key_plan(key)
-        assert consistent.params == model.objects.filter(**key).consistent().explain().params
-    assert P.objects.get_queryset()._exact_key_plan({"brand_id": "1"}) is None
-    assert P.objects.filter(name="x")._exact_key_plan({"product_id": pid}) is None
+        for qs in (model.objects.filter(**key), model.objects.filter(**key).consistent()):
+            fast = _exact_key_get(qs._state)
+            assert fast is not None
+            # the general path: the same equalities split over two filter() calls
+            first, *rest = key.items()
+            general = model.objects.filter(**dict([first])).filter(**dict(rest))
+            if qs._state.consistent:
+                general = general.consistent()
+            assert _exact_key_get(general._state) is None or len(key) == 1
+            assert fast.params == general.explain().params == qs.explain().params
+    assert _exact_key_get(P.objects.filter(brand_id="1")._state) is None
+    assert _exact_key_get(P.objects.filter(name="x").filter(product_id=pid)._state) is None
