@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
-from .cursor import decode_cursor, encode_cursor
+from .cursor import decode_cursor, encode_cursor, signing_secret
 from .exceptions import InvalidCursor, InvalidQuery
 from .expressions import Q
 from .plan import Plan, QueryState, plan
@@ -389,7 +389,8 @@ class QuerySet(Generic[T]):
         st = self._state
         meta = self.model._meta
         if (st.where or st.using or st.scan or st.projection is not None or st.collection or st.descending
-                or self._window.start or self._window.stop is not None or set(kwargs) != set(meta.key_fields)):
+                or self._window.start or self._window.stop is not None or set(kwargs) != set(meta.key_fields)
+                or meta.primary.pk.lossy_fields or (meta.primary.sk is not None and meta.primary.sk.lossy_fields)):
             return None
         values = {}
         for name, value in kwargs.items():
@@ -521,7 +522,8 @@ class QuerySet(Generic[T]):
         tmeta = meta.table._meta
         context = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
                    "q": p.fingerprint()}
-        secret = conf.get_settings().cursor_secret or f"dynorm-cursor:{p.table}"
+        settings = conf.get_settings()
+        secret = signing_secret(settings.cursor_secret, settings.endpoint, settings.is_local)
         key_attrs = {tmeta.pk_attribute}
         if tmeta.sk_attribute:
             key_attrs.add(tmeta.sk_attribute)

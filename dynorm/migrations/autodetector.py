@@ -36,6 +36,13 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             if getattr(before, attr) != getattr(table, attr):
                 raise MigrationError(f"table {name}: changing {attr} from {getattr(before, attr)!r} to "
                                      f"{getattr(table, attr)!r} is not supported in place; declare a new table.")
+        if before.key_encoding != table.key_encoding:
+            raise MigrationError(
+                f"table {name}: the migrations record key_encoding={before.key_encoding!r} but the models "
+                f"use {table.key_encoding!r}. A table created before dynorm 0.2 keeps its keys by declaring "
+                f"key_encoding='percent' in its Table.Meta and in the CreateTable of its first migration; "
+                "moving an existing table to another encoding needs a new table (or a new key_version "
+                "per entity, rewritten by RekeyEntity, once the ledger records the table's new encoding).")
         if before.lsis != table.lsis:
             raise MigrationError(f"table {name}: LSIs can only be declared when a table is created.")
         changed = {g: v for g, v in table.gsis.items() if before.gsis.get(g) != v}
