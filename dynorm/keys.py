@@ -114,9 +114,11 @@ def _apply_spec(value: Any, spec: str) -> str:
         width = int(m.group(1))
         if not 0 <= value < 10 ** width:
             raise ValueError(f"the spec {spec!r} orders only integers from 0 to {10 ** width - 1}")
-    if isinstance(value, (_dt.date, _dt.time)) and "%Y" in spec and isinstance(value, _dt.date):
-        spec = re.sub(r"(?<!%)((?:%%)*)%Y", lambda mm: f"{mm.group(1)}{value.year:04d}", spec)
-    return format(_utc(value), spec)
+    value = _utc(value)
+    if isinstance(value, _dt.date) and "%Y" in spec:  # strftime does not pad years below 1000 everywhere
+        year = f"{value.year:04d}"
+        spec = re.sub(r"(?<!%)((?:%%)*)%Y", lambda mm: mm.group(1) + year, spec)
+    return format(value, spec)
 
 
 # -- numbers ---------------------------------------------------------------------------------
@@ -466,8 +468,10 @@ class KeyTemplate:
                     segs[-1].append((piece, False))
         return segs
 
-    def ambiguities(self) -> list[str]:
+    def ambiguities(self) -> list[tuple[str, str]]:
         """Describe the ways two different value tuples could render the same key text.
+
+        Returns ``(kind, message)`` pairs; kind is ``"segment"``, ``"spec"`` or ``"encoding"``.
 
         Reported: two placeholders in one delimiter-separated segment (``{a}-{b}``, adjacent
         ``{a}{b}``, a literal in another delimiter such as ``{org}:{user}``), a lossy spec
@@ -475,23 +479,23 @@ class KeyTemplate:
         the legacy percent encoding with a multi-character delimiter (only the whole delimiter
         is encoded, so ``acme:`` + ``bob`` meets ``acme`` + ``:bob``).
         """
-        out: list[str] = []
+        out: list[tuple[str, str]] = []
         for seg in self.segments("v"):
             names = [t for t, ph in seg if ph]
             if len(names) > 1:
-                out.append(f"{', '.join('{' + n + '}' for n in names)} share one segment between "
+                out.append(("segment", f"{', '.join('{' + n + '}' for n in names)} share one segment between "
                            f"delimiters {self.delimiter!r}, so a value's text can run into the next one's; "
-                           f"separate them with {self.delimiter!r}")
+                           f"separate them with {self.delimiter!r}"))
         for _lit, name, spec in self.tokens:
             if name is None or name == VERSION:
                 continue
             kind = spec_kind(spec)
             if kind != EXACT:
-                out.append(f"{{{name}:{spec}}} is {kind}: different values of {name} can give the same key")
+                out.append(("spec", f"{{{name}:{spec}}} is {kind}: different values of {name} can give the same key"))
         if self.encoding == PERCENT and len(self.delimiter) > 1:
-            out.append(f"key_encoding='percent' with the multi-character delimiter {self.delimiter!r} only "
+            out.append(("encoding", f"key_encoding='percent' with the multi-character delimiter {self.delimiter!r} only "
                        "encodes the whole delimiter, so values that start or end with part of it collide; "
-                       "use key_encoding='ordered'")
+                       "use key_encoding='ordered'"))
         return out
 
 
