@@ -493,9 +493,9 @@ class KeyTemplate:
             if kind != EXACT:
                 out.append(("spec", f"{{{name}:{spec}}} is {kind}: different values of {name} can give the same key"))
         if self.encoding == PERCENT and len(self.delimiter) > 1:
-            out.append(("encoding", f"key_encoding='percent' with the multi-character delimiter {self.delimiter!r} only "
-                       "encodes the whole delimiter, so values that start or end with part of it collide; "
-                       "use key_encoding='ordered'"))
+            out.append(("encoding", "key_encoding='percent' with the multi-character delimiter "
+                        f"{self.delimiter!r} only encodes the whole delimiter, so values that start or end "
+                        "with part of it collide; use key_encoding='ordered'"))
         return out
 
 

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import dynorm
 from dynorm import Entity, Index, Q, Table, fields
 
 # -- models -----------------------------------------------------------------------------------
