@@ -266,7 +266,7 @@ def encode_value(value: Any, spec: str = "", *, delimiter: str = "#", entity: st
             text = format(value, "f")
         else:
             text = str(value)
-    except (TypeError, ValueError, decimal.InvalidOperation) as exc:
+    except (TypeError, ValueError, OverflowError, decimal.InvalidOperation) as exc:
         raise InvalidKeyValue(
             f"{entity}.{field}={value!r} does not fit the key format spec {spec!r}: {exc}." if spec else
             f"{entity}.{field}={value!r} cannot be put in a key: {exc}.",

@@ -228,3 +228,23 @@ def test_key_encoding_is_validated() -> None:
 def test_surrogates_are_refused() -> None:
     with pytest.raises(InvalidKeyValue, match="surrogate"):
         encode_value("a\ud800")
+
+
+def test_datetime_that_leaves_the_calendar_in_utc_is_refused() -> None:
+    early = dt.datetime(1, 1, 1, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    with pytest.raises(InvalidKeyValue, match="Visit.at"):
+        KeyTemplate("D#{at:%Y-%m-%d}").fill({"at": early}, entity="Visit")
+
+
+def test_cursor_secret_is_required_off_loopback() -> None:
+    from dynorm import ConfigurationError
+    from dynorm.cursor import signing_secret
+
+    assert signing_secret("s3cret", "https://dynamodb.eu-west-1.amazonaws.com", False) == "s3cret"
+    local = signing_secret(None, "http://127.0.0.1:8000", True)
+    assert local == signing_secret(None, "http://127.0.0.1:9000", True) and len(local) >= 32
+    assert "keyorder" not in local  # not derived from anything an attacker knows
+    with pytest.raises(ConfigurationError, match="cursor_secret"):
+        signing_secret(None, "https://dynamodb.eu-west-1.amazonaws.com", False)
+    with pytest.raises(ConfigurationError, match="AWS"):
+        signing_secret(None, None, False)
