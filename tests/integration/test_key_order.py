@@ -80,7 +80,7 @@ class Member(Entity):
     class Meta:
         table = ColonTable
         entity_type = "MEMBER"
-        pk = "ORG::{org}::U::{user}"
+        pk = "ORG::{org}::{user}"
         sk = "M"
 
 

@@ -182,7 +182,7 @@ def run_shape(draw: Any, qs: Any, expected: list[Any], key: Callable[[Any], Any]
 @pytest.mark.usefixtures("dynorm_tables")
 # no shrinking: every example writes to DynamoDB Local, and shrinking one took minutes; the
 # failure report lists every drawn value anyway
-@settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=250, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())

@@ -53,7 +53,7 @@ def test_multi_field_keys_order_like_tuples_and_never_collide(a1: str, a2: str, 
 
 def test_multi_character_delimiter_cannot_be_forged() -> None:
     """acme: / bob and acme / :bob overwrote each other with delimiter '::'."""
-    t = KeyTemplate("O::{org}::U::{user}", "::")
+    t = KeyTemplate("O::{org}::{user}", "::")
     assert t.fill({"org": "acme:", "user": "bob"}) != t.fill({"org": "acme", "user": ":bob"})
 
 
