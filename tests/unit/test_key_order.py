@@ -248,3 +248,20 @@ def test_cursor_secret_is_required_off_loopback() -> None:
         signing_secret(None, "https://dynamodb.eu-west-1.amazonaws.com", False)
     with pytest.raises(ConfigurationError, match="AWS"):
         signing_secret(None, None, False)
+
+
+def test_key_encoding_is_recorded_in_migration_state() -> None:
+    from dynorm.migrations.autodetector import detect_changes
+    from dynorm.migrations.operations import CreateTable, MigrationError
+    from dynorm.migrations.state import ProjectState, TableState
+
+    legacy = TableState(name="old", key_encoding="percent")
+    assert legacy.definition()["key_encoding"] == "percent"            # written into CreateTable
+    assert "key_encoding" not in TableState(name="new").definition()   # the default: ordered
+    assert CreateTable(**legacy.definition()).table.key_encoding == "percent"
+    assert legacy.options().key_encoding == "percent"
+    before = ProjectState(tables={"old": legacy})
+    after = ProjectState(tables={"old": TableState(name="old", key_encoding="ordered")})
+    with pytest.raises(MigrationError, match="key_encoding"):
+        detect_changes(before, after)
+    assert detect_changes(before, ProjectState(tables={"old": TableState(name="old", key_encoding="percent")})) == []
