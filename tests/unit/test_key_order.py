@@ -252,7 +252,7 @@ def test_cursor_secret_is_required_off_loopback() -> None:
 
 def test_key_encoding_is_recorded_in_migration_state() -> None:
     from dynorm.migrations.autodetector import detect_changes
-    from dynorm.migrations.operations import CreateTable, MigrationError
+    from dynorm.migrations.operations import CreateTable
     from dynorm.migrations.state import ProjectState, TableState
 
     legacy = TableState(name="old", key_encoding="percent")
@@ -260,8 +260,32 @@ def test_key_encoding_is_recorded_in_migration_state() -> None:
     assert "key_encoding" not in TableState(name="new").definition()   # the default: ordered
     assert CreateTable(**legacy.definition()).table.key_encoding == "percent"
     assert legacy.options().key_encoding == "percent"
-    before = ProjectState(tables={"old": legacy})
-    after = ProjectState(tables={"old": TableState(name="old", key_encoding="ordered")})
-    with pytest.raises(MigrationError, match="key_encoding"):
-        detect_changes(before, after)
-    assert detect_changes(before, ProjectState(tables={"old": TableState(name="old", key_encoding="percent")})) == []
+    assert detect_changes(ProjectState(tables={"old": legacy}),
+                          ProjectState(tables={"old": TableState(name="old", key_encoding="percent")})) == []
+
+
+def test_makemigrations_rewrites_a_key_encoding_change_through_new_key_versions() -> None:
+    from dynorm.migrations.autodetector import detect_changes
+    from dynorm.migrations.operations import AlterKeyEncoding, MigrationError, RekeyEntity
+    from dynorm.migrations.rekey import Rekeyer
+    from dynorm.migrations.state import EntityState, ProjectState, TableState
+
+    def project(encoding: str, version: str) -> ProjectState:
+        keys = {"primary": {"PK": "{version}#W#{widget_id}", "SK": "M"}}
+        return ProjectState(tables={"shop": TableState(name="shop", key_encoding=encoding)},
+                            entities={("shop", "W"): EntityState("shop", "W", version, keys,
+                                                                 {"widget_id": ["widget_id", "String"]})})
+
+    with pytest.raises(MigrationError, match="new Meta.key_version"):
+        detect_changes(project("percent", "v1"), project("ordered", "v1"))   # old and new keys look alike
+    ops = detect_changes(project("percent", "v1"), project("ordered", "v2"))
+    assert [type(op) for op in ops] == [AlterKeyEncoding, RekeyEntity]
+    assert ops[0].deconstruct() == {"table": "shop", "key_encoding": "ordered"}
+    state = project("percent", "v1")
+    for op in ops:
+        op.state_forwards(state)
+    table = state.tables["shop"]
+    assert table.key_encoding == "ordered"
+    rekeyer = Rekeyer(ops[1], table, "shop", "move", None, True)  # type: ignore[arg-type]
+    (pk,) = [t for t in rekeyer.new_templates["primary"].values() if t.template.startswith("{version}")]
+    assert pk.fill({"widget_id": "a#1"}, "v2") == "v2#W#a$231"             # new keys: ordered
