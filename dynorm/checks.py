@@ -10,7 +10,7 @@ from .keys import KeyTemplate
 if TYPE_CHECKING:  # pragma: no cover
     from .tables import Table
 
-__all__ = ["check_table", "could_collide"]
+__all__ = ["check_table", "could_collide", "template_problems"]
 
 Segment = list[tuple[str, bool]]
 
@@ -49,8 +49,9 @@ def _segment_compatible(a: Segment, b: Segment) -> bool:
 def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, b_version: str) -> bool:
     """Return True when the two templates could render the same key text.
 
-    Values never contain the delimiter (it is percent-encoded), so templates are compared
-    segment by segment.
+    Values never contain the delimiter (it is escaped), so templates are compared segment
+    by segment; a template whose own segments are ambiguous is reported by
+    :func:`template_problems`.
     """
     if a is None or b is None:
         return a is None and b is None
@@ -58,9 +59,41 @@ def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, 
     return len(sa) == len(sb) and all(_segment_compatible(x, y) for x, y in zip(sa, sb))
 
 
-def check_table(table: type[Table]) -> list[str]:
-    """Return the problems found among ``table``'s entities (empty list when none)."""
+def template_problems(table: type[Table]) -> list[str]:
+    """Report key templates of ``table``'s entities that let two different items meet.
+
+    Every template is checked for placeholders sharing one delimiter-separated segment
+    (``{a}-{b}``, ``{a}{b}``, ``{org}:{user}`` on a ``#`` table: a partial key then matches
+    other values too, and on the primary key two items overwrite each other) and for the legacy
+    percent encoding with a multi-character delimiter; the primary key is also checked for
+    lossy or unordered format specs (``{x:.3}``, ``{day:%Y-%m-%d}``), which give different items
+    one key. Pure; no I/O.
+
+    Returns:
+        One message per problem, naming entity, access path and template.
+    """
     problems: list[str] = []
+    for entity_type, entity in table._entities.items():
+        m = entity._meta
+        for bound in m.all_indexes:
+            for what, tmpl in (("pk", bound.pk), ("sk", bound.sk)):
+                if tmpl is None or (bound.kind == "lsi" and what == "pk"):
+                    continue
+                for kind, issue in tmpl.ambiguities():
+                    if kind == "spec" and bound.kind != "table":
+                        continue  # an index may hold several items under one key
+                    problems.append(f"{m.entity}({entity_type}) {bound.name} {what} template "
+                                    f"{tmpl.template!r}: {issue}.")
+    return problems
+
+
+def check_table(table: type[Table]) -> list[str]:
+    """Return the problems found among ``table``'s entities (empty list when none).
+
+    Reports templates that can collide within one entity (:func:`template_problems`) and
+    pairs of entity types whose templates on one index could render the same key.
+    """
+    problems: list[str] = template_problems(table)
     by_index: dict[str | None, list[tuple[str, KeyTemplate, KeyTemplate | None, str]]] = {}
     for entity_type, entity in table._entities.items():
         m = entity._meta

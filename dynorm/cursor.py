@@ -1,4 +1,11 @@
-"""Opaque, signed pagination cursors wrapping LastEvaluatedKey (pure; no I/O)."""
+"""Opaque, signed pagination cursors wrapping LastEvaluatedKey (pure; no I/O).
+
+A cursor carries the LastEvaluatedKey and the context it was made for (table, entity type,
+index, key version and a fingerprint of the request: key condition, filter, projection,
+direction and their values), signed with HMAC-SHA256. Reading it checks the signature first,
+then that the context matches the queryset it is used with, so a cursor can only resume the
+query that produced it.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,42 @@ import binascii
 import hashlib
 import hmac
 import json
+import secrets
 from typing import Any
 
-from .exceptions import InvalidCursor
+from .exceptions import ConfigurationError, InvalidCursor
 
-__all__ = ["encode_cursor", "decode_cursor"]
+__all__ = ["encode_cursor", "decode_cursor", "signing_secret"]
 
 _VERSION = 1
+#: signs cursors of this process when no secret is configured and the endpoint is DynamoDB
+#: Local: random, so nobody can forge one (cursors then do not survive a restart)
+_PROCESS_SECRET = secrets.token_urlsafe(32)
+
+
+def signing_secret(configured: str | None, endpoint: str | None, is_local: bool) -> str:
+    """Return the key that signs and checks cursors.
+
+    Args:
+        configured: ``settings.cursor_secret`` (``None`` when not set).
+        endpoint: the DynamoDB endpoint (``None`` = AWS), named in the error.
+        is_local: True when the endpoint is on the loopback interface (DynamoDB Local).
+
+    Returns:
+        ``configured`` when set; for DynamoDB Local without one, a random key of this process.
+
+    Raises:
+        ConfigurationError: no secret is configured and the endpoint is not on the loopback
+            interface (a key anyone could derive would let them forge cursors).
+    """
+    if configured:
+        return configured
+    if is_local:
+        return _PROCESS_SECRET
+    raise ConfigurationError(
+        f"pagination cursors need a secret against {endpoint or 'AWS'}: set cursor_secret in dynorm.yaml "
+        "or call dynorm.configure(cursor_secret=...) with a long "
+        "random string shared by every process that serves the same cursors.")
 
 
 def _b64(data: bytes) -> str:

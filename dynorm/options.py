@@ -144,10 +144,10 @@ class Options:
         return key
 
 
-def _template(entity: str, what: str, value: Any, delimiter: str) -> KeyTemplate:
+def _template(entity: str, what: str, value: Any, delimiter: str, encoding: str = "ordered") -> KeyTemplate:
     if not isinstance(value, str) or not value:
         raise ModelError(f"{entity}.Meta.{what} must be a non-empty key template string, got {value!r}.")
-    return KeyTemplate(value, delimiter)
+    return KeyTemplate(value, delimiter, encoding)
 
 
 def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Options:
@@ -164,6 +164,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
         raise ModelError(f"{entity}.Meta.table must be a dynorm.Table subclass, got {table!r}.")
     tmeta = table._meta
     delim = tmeta.delimiter
+    enc = tmeta.key_encoding
     entity_type = getattr(meta, "entity_type", entity)
     if not isinstance(entity_type, str) or not entity_type:
         raise ModelError(f"{entity}.Meta.entity_type must be a non-empty string.")
@@ -178,14 +179,14 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     if unknown_meta:
         raise ModelError(f"{entity}.Meta has unknown option(s): {', '.join(unknown_meta)}.")
 
-    pk = _template(entity, "pk", getattr(meta, "pk", None), delim)
+    pk = _template(entity, "pk", getattr(meta, "pk", None), delim, enc)
     sk_raw = getattr(meta, "sk", None)
     if tmeta.sk_attribute is None:
         if sk_raw is not None:
             raise ModelError(f"{entity}.Meta.sk is set but table {table.__name__} has no sort key.")
         sk = None
     else:
-        sk = _template(entity, "sk", sk_raw, delim)
+        sk = _template(entity, "sk", sk_raw, delim, enc)
     primary = BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
 
     attr_to_field = {f.attr_name: n for n, f in fields.items()}
@@ -200,7 +201,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             raise ModelError(f"{entity}.Meta.indexes: {name!r} is not a usable access-path name.")
         if idx.name in tmeta.gsis:
             pk_attr, sk_attr = tmeta.gsis[idx.name]
-            ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim)
+            ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim, enc)
             if sk_attr is None:
                 isk = None
                 if idx.sk is not None:
@@ -212,7 +213,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                         f"{sk_attr}, so its sk must be the entity's sk ({sk.template if sk else None!r}).")
                 isk = sk
             else:
-                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim)
+                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
             indexes[name] = BoundIndex(name, idx.name, "gsi", ipk, pk_attr, isk, sk_attr, comment=idx.comment)
         elif idx.name in tmeta.lsis:
             if idx.pk is not None:
@@ -228,7 +229,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                 indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, None, sort_attr,
                                            sort_field=sort_field, comment=idx.comment)
             else:
-                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim)
+                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
                 indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr,
                                            comment=idx.comment)
         else:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidQuery, ScanRequired
 from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value
-from .keys import encode_value
+from .keys import key_range
 from .options import PRIMARY, BoundIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["QueryState", "Plan", "plan", "orderable"]
 
 _RANGE = ("lt", "lte", "gt", "gte", "between", "begins_with")
-_TOP = "\U0010ffff"  # sorts after every other character in DynamoDB's byte order
 
 
 @dataclass(frozen=True)
@@ -175,18 +174,6 @@ def _score(bound: BoundIndex, eq: dict[str, Any], ranged: set[str], meta: Any) -
     return score
 
 
-def _range_in_key(bound: BoundIndex, fieldname: str, meta: Any) -> bool:
-    """A range lookup on the sort key's last placeholder can go into the key condition."""
-    sk = bound.sk
-    if sk is None or not sk.tokens:
-        return False
-    last_literal, last_name, spec = sk.tokens[-1]
-    if last_name != fieldname:
-        return False
-    f = meta.fields[fieldname]
-    return bool(getattr(f, "sortable_text", False) or spec)
-
-
 def _describe_path(bound: BoundIndex, meta: Any) -> str:
     where = bound.index_name or "table"
     sort = (f", sort {bound.sk.template}" if bound.sk is not None
@@ -271,6 +258,8 @@ def _exact_key_get(state: QueryState) -> Plan | None:
     if q.negated or q.connector != Q.AND:
         return None
     meta = state.model._meta
+    if meta.primary.pk.lossy_fields or (meta.primary.sk is not None and meta.primary.sk.lossy_fields):
+        return None  # a lossy spec needs the exact value in a filter: the general planner adds it
     values: dict[str, Any] = {}
     for child in q.children:
         if not isinstance(child, tuple) or child[1] is None:
@@ -387,7 +376,8 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     if best.name == PRIMARY and best.sk is not None:
         pre = best.sk.prefix(eq, meta.key_version, entity=meta.entity)
         sk_full = pre.value if pre.complete else None
-    extra = [i for i, (f, lk, _) in enumerate(leaves) if not (lk == "exact" and f in best.fields)]
+    # an equality through a lossy spec ({day:%Y-%m-%d}) only narrows the read: it stays a filter
+    extra = [i for i, (f, lk, _) in enumerate(leaves) if not (lk == "exact" and f in best.fields and _exact(best, f))]
     if (best.name == PRIMARY and (best.sk is None or sk_full is not None) and not extra and not complex_
             and not state.collection and state.using is None):
         key: dict[str, Any] = {tmeta.pk_attribute: {"S": pk_value}}
@@ -401,7 +391,7 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
 
     conds = [f"{b.name(best.pk_attr)} = {b.value({'S': pk_value})}"]
     for i, (f, lk, _) in enumerate(leaves):
-        if lk == "exact" and f in best.pk.fields:
+        if lk == "exact" and f in best.pk.fields and best.pk.exact_for(f):
             used.add(i)
     sk_cond = _sort_condition(best, b, meta, eq, leaves, used, state)
     if sk_cond:
@@ -457,10 +447,9 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
             return f"{sk_name} = {b.value({'S': pre.value})}"
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})" if pre.value else None
     assert best.sk is not None
-    delim = best.sk.delimiter
     pre = best.sk.prefix(eq, meta.key_version, entity=meta.entity)
     for i, (f, lk, _) in enumerate(leaves):
-        if lk == "exact" and f in pre.used:
+        if lk == "exact" and f in pre.used and best.sk.exact_for(f):
             used.add(i)
     if pre.complete:
         return f"{sk_name} = {b.value({'S': pre.value})}"
@@ -473,15 +462,17 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
             spec = best.sk.spec_of(f)
             if lk == "begins_with" and isinstance(v, str) and fobj.attr_type == "S" and not spec:
                 used.add(i)
-                text = encode_value(v, "", delimiter=delim) if v else ""
+                text = best.sk.encode(f, v, entity=meta.entity) if v else ""
                 return f"begins_with({sk_name}, {b.value({'S': pre.value + text})})"
-            if lk != "begins_with" and _range_in_key(best, f, meta):
-                # Key range narrows the read; the same lookup stays in the filter so
-                # results are exact even where percent-encoding changes the order.
-                def enc(x: Any, fobj: Any = fobj, spec: str = spec, f: str = f) -> str:  # noqa: E306
-                    return pre.value + encode_value(fobj.validate(x, meta.entity), spec,
-                                                    delimiter=delim, entity=meta.entity, field=f)
-                return _prefixed_range(sk_name, lk, v, b, enc, pre.value)
+            if lk != "begins_with":
+                # The key range narrows the read (keys.key_range: exact bounds under the
+                # table's key encoding); the same lookup stays in the filter, so results
+                # are exact also through a lossy format spec.
+                val = (tuple(fobj.validate(x, meta.entity) for x in v) if lk == "between"
+                       else fobj.validate(v, meta.entity))
+                rng = key_range(best.sk, pre, f, lk, val, entity=meta.entity)
+                if rng is not None:
+                    return _key_range_expr(sk_name, rng, b)
     if pre.used or (pre.value and _partition_shared(meta, best)):
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})"
     return None
@@ -610,20 +601,17 @@ def _range_expr(name: str, lk: str, v: Any, b: ExpressionBuilder, ser: Any) -> s
     return f"begins_with({name}, {b.value({'S': v})})"
 
 
-def _prefixed_range(name: str, lk: str, v: Any, b: ExpressionBuilder, enc: Any, prefix: str) -> str:
-    if not prefix:
-        ops = {"lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
-        if lk in ops:
-            return f"{name} {ops[lk]} {b.value({'S': enc(v)})}"
-        lo, hi = v
-        return f"{name} BETWEEN {b.value({'S': enc(lo)})} AND {b.value({'S': enc(hi)})}"
-    if lk in ("gt", "gte"):
-        lo_s, hi_s = enc(v), prefix + _TOP
-    elif lk in ("lt", "lte"):
-        lo_s, hi_s = prefix, enc(v)
-    else:
-        lo_s, hi_s = enc(v[0]), enc(v[1])
-    return f"{name} BETWEEN {b.value({'S': lo_s})} AND {b.value({'S': hi_s})}"
+def _exact(bound: BoundIndex, f: str) -> bool:
+    """True when an equality on ``f`` is fully answered by ``bound``'s key text."""
+    return all(t.exact_for(f) for t in (bound.pk, bound.sk) if t is not None and f in t.fields)
+
+
+def _key_range_expr(name: str, rng: Any, b: ExpressionBuilder) -> str:
+    if rng.lo is not None and rng.hi is not None:
+        return f"{name} BETWEEN {b.value({'S': rng.lo})} AND {b.value({'S': rng.hi})}"
+    if rng.lo is not None:
+        return f"{name} >= {b.value({'S': rng.lo})}"
+    return f"{name} <= {b.value({'S': rng.hi})}"
 
 
 def _filter(b: ExpressionBuilder, meta: Any, leaves: list[Leaf], complex_: list[Q]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
-from .cursor import decode_cursor, encode_cursor
+from .cursor import decode_cursor, encode_cursor, signing_secret
 from .exceptions import InvalidCursor, InvalidQuery, ScanRequired
 from .expressions import Q
 from .plan import Plan, QueryState, plan
@@ -615,7 +615,8 @@ class QuerySet(Generic[T]):
         tmeta = meta.table._meta
         context = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
                    "q": p.fingerprint()}
-        secret = conf.get_settings().cursor_secret or f"dynorm-cursor:{p.table}"
+        settings = conf.get_settings()
+        secret = signing_secret(settings.cursor_secret, settings.endpoint, settings.is_local)
         key_attrs = {tmeta.pk_attribute}
         if tmeta.sk_attribute:
             key_attrs.add(tmeta.sk_attribute)

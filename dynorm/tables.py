@@ -16,6 +16,7 @@ from pynamodb.models import Model
 
 from . import conf
 from .exceptions import ModelError, TableDoesNotExist
+from .keys import check_delimiter
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -24,7 +25,7 @@ __all__ = ["Table", "TableOptions"]
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
-    "type_attribute", "delimiter", "billing_mode",
+    "type_attribute", "delimiter", "billing_mode", "key_encoding",
 }
 
 
@@ -39,7 +40,10 @@ class TableOptions:
         gsis: index name -> (partition attribute, sort attribute or ``None``), in order.
         lsis: index name -> sort attribute.
         ttl_attribute: the TTL attribute name, or ``None``.
-        delimiter: the key delimiter percent-encoded inside values.
+        delimiter: the key delimiter escaped inside values.
+        key_encoding: ``"ordered"`` (default: order-preserving escapes, canonical numbers, UTC
+            datetimes) or ``"percent"`` (the encoding of dynorm before 0.2, for existing tables);
+            see :mod:`dynorm.keys`.
     """
 
     table_name: str
@@ -51,6 +55,7 @@ class TableOptions:
     ttl_attribute: str | None = None
     delimiter: str = "#"
     billing_mode: str = "PAY_PER_REQUEST"
+    key_encoding: str = "ordered"
 
     @property
     def key_attributes(self) -> set[str]:
@@ -76,7 +81,7 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
     if not isinstance(table_name, str) or not table_name:
         raise ModelError(f"{name}.Meta.table_name must be a non-empty string.")
     opts = TableOptions(table_name=table_name)
-    for key in ("pk_attribute", "type_attribute", "delimiter", "billing_mode"):
+    for key in ("pk_attribute", "type_attribute", "delimiter", "billing_mode", "key_encoding"):
         if hasattr(meta, key):
             setattr(opts, key, getattr(meta, key))
     if hasattr(meta, "sk_attribute"):
@@ -107,6 +112,10 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
     opts.lsis = dict(lsis)
     if not isinstance(opts.delimiter, str) or not opts.delimiter or "%" in opts.delimiter:
         raise ModelError(f"{name}.Meta.delimiter must be a non-empty string without '%'.")
+    try:
+        check_delimiter(opts.delimiter, opts.key_encoding)
+    except ModelError as exc:
+        raise ModelError(f"{name}.Meta: {exc}") from None
     clash = set(opts.gsis) & set(opts.lsis)
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")

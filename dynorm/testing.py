@@ -55,12 +55,15 @@ def dynorm_tables(dynamodb_local: str) -> Iterator[list[type]]:
     previous = conf.get_settings().table_prefix
     conf.configure(table_prefix=prefix)
     tables = all_tables()
-    for table in tables:
+    # Several Table classes may name one physical table (tests declare throwaway tables
+    # under one name): create and delete each physical table once.
+    physical = list({t.table_name(): t for t in tables}.values())
+    for table in physical:
         table.create_table(wait=True)
     try:
         yield tables
     finally:
-        for table in tables:
+        for table in physical:
             try:
                 table.delete_table(wait=False)
             except Exception:  # noqa: BLE001 - best effort clean-up

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .operations import (
+    AlterKeyEncoding,
     CreateEntity,
     CreateTable,
     DeleteEntity,
@@ -36,6 +37,18 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             if getattr(before, attr) != getattr(table, attr):
                 raise MigrationError(f"table {name}: changing {attr} from {getattr(before, attr)!r} to "
                                      f"{getattr(table, attr)!r} is not supported in place; declare a new table.")
+        if before.key_encoding != table.key_encoding:
+            # every stored key changes: each entity type moves to a new key version, so that
+            # RekeyEntity can tell old items from new ones and rewrite them
+            stay = sorted(e.entity_type for k, e in new.entities.items() if k[0] == name and k in old.entities
+                          and old.entities[k].key_version == e.key_version)
+            if stay:
+                raise MigrationError(
+                    f"table {name}: key_encoding changes from {before.key_encoding!r} to {table.key_encoding!r}, "
+                    f"which rewrites every key; give {', '.join(stay)} a new Meta.key_version in the same change "
+                    f"(or keep key_encoding={before.key_encoding!r}; a table created before dynorm 0.2 declares "
+                    "key_encoding='percent' in its Table.Meta and in the CreateTable of its first migration).")
+            ops.append(AlterKeyEncoding(name, table.key_encoding))
         if before.lsis != table.lsis:
             raise MigrationError(f"table {name}: LSIs can only be declared when a table is created.")
         changed = {g: v for g, v in table.gsis.items() if before.gsis.get(g) != v}

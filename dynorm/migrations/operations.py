@@ -11,8 +11,8 @@ from typing import Any, Callable
 from ..exceptions import DynormError
 from .state import EntityState, ProjectState, TableState
 
-__all__ = ["Operation", "CreateTable", "SyncIndexes", "CreateEntity", "DeleteEntity", "RekeyEntity",
-           "RunPython", "DeleteVersion", "MigrationError"]
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
+           "RekeyEntity", "RunPython", "DeleteVersion", "MigrationError"]
 
 
 class MigrationError(DynormError):
@@ -77,6 +77,30 @@ class SyncIndexes(Operation):
 
     def deconstruct(self) -> dict[str, Any]:
         return {"table": self.table, "gsis": {k: list(v) for k, v in self.gsis.items()}}
+
+
+class AlterKeyEncoding(Operation):
+    """Record a table's new key encoding (state only: no request).
+
+    The stored keys are rewritten by the ``RekeyEntity`` operations that follow it in the same
+    migration (one per entity type, each to a new key version), which render the new keys
+    with the new encoding.
+    """
+
+    state_only = True
+
+    def __init__(self, table: str, key_encoding: str) -> None:
+        self.table = table
+        self.key_encoding = key_encoding
+
+    def state_forwards(self, state: ProjectState) -> None:
+        _table(state, self.table, "AlterKeyEncoding").key_encoding = self.key_encoding
+
+    def describe(self) -> str:
+        return f"record key_encoding={self.key_encoding!r} for table {self.table}"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "key_encoding": self.key_encoding}
 
 
 def _table(state: ProjectState, name: str, who: str) -> TableState:

@@ -92,7 +92,7 @@ class _Base:
 
     def _read_params(self, entity_type: str, pk_template: str, version: str, segment: int,
                      total: int) -> tuple[str, dict[str, Any]]:
-        tmpl = KeyTemplate(pk_template, self.table.delimiter)
+        tmpl = KeyTemplate(pk_template, self.table.delimiter, self.table.key_encoding)
         prefix = tmpl.prefix({}, version)
         names = {"#t": self.table.type_attribute, "#pk": self.table.pk_attribute}
         values: dict[str, Any] = {":t": {"S": entity_type}}
@@ -136,7 +136,7 @@ class Rekeyer(_Base):
         self.op = op
         self.mode = mode
         self.old_attrs = {a for attrs in op.old.keys.values() for a in attrs}
-        self.new_templates = op.new.templates(table.delimiter)
+        self.new_templates = op.new.templates(table.delimiter, table.key_encoding)
         self.version_attr = op.old.version_attribute
 
     def read_params(self, segment: int, total: int) -> tuple[str, dict[str, Any]]:

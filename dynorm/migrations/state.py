@@ -35,6 +35,9 @@ class TableState:
     ttl_attribute: str | None = None
     delimiter: str = "#"
     billing_mode: str = "PAY_PER_REQUEST"
+    #: how values are written into key text (:mod:`dynorm.keys`); tables created before
+    #: dynorm 0.2 record ``key_encoding="percent"`` in their CreateTable
+    key_encoding: str = "ordered"
     #: scalar types (``S``/``N``) of LSI sort attributes (CreateTable must declare them)
     attribute_types: dict[str, str] = field(default_factory=dict)
 
@@ -45,13 +48,14 @@ class TableState:
         return TableOptions(table_name=self.name, pk_attribute=self.pk_attribute, sk_attribute=self.sk_attribute,
                             type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
                             ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
-                            billing_mode=self.billing_mode)
+                            billing_mode=self.billing_mode, key_encoding=self.key_encoding)
 
     def definition(self) -> dict[str, Any]:
         """Keyword arguments for ``CreateTable(...)`` in a migration file."""
         out: dict[str, Any] = {"name": self.name}
         for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
-                             ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST")):
+                             ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST"),
+                             ("key_encoding", "ordered")):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
         if self.gsis:
@@ -88,9 +92,9 @@ class EntityState:
         """What makes stored keys stale when it changes (version and templates)."""
         return (self.key_version, sorted((k, sorted(v.items())) for k, v in self.keys.items()))
 
-    def templates(self, delimiter: str = "#") -> dict[str, dict[str, KeyTemplate]]:
-        """The key templates, parsed."""
-        return {path: {attr: KeyTemplate(t, delimiter) for attr, t in attrs.items()}
+    def templates(self, delimiter: str = "#", encoding: str = "ordered") -> dict[str, dict[str, KeyTemplate]]:
+        """The key templates, parsed (values encoded with the table's ``key_encoding``)."""
+        return {path: {attr: KeyTemplate(t, delimiter, encoding) for attr, t in attrs.items()}
                 for path, attrs in self.keys.items()}
 
     def definition(self) -> dict[str, Any]:
@@ -124,7 +128,7 @@ def table_state(table: type[Table]) -> TableState:
     return TableState(name=m.table_name, pk_attribute=m.pk_attribute, sk_attribute=m.sk_attribute,
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
                       ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
-                      attribute_types=lsi_types)
+                      key_encoding=m.key_encoding, attribute_types=lsi_types)
 
 
 def entity_state(entity: Any) -> EntityState:

@@ -32,9 +32,15 @@ def test_prefix_stops_at_first_missing_field_even_if_later_ones_given() -> None:
     assert t.prefix({"b": "2"}).value == "A#"
 
 
-def test_delimiter_and_percent_are_encoded_case_kept() -> None:
+def test_delimiter_and_escape_are_encoded_case_kept() -> None:
     t = KeyTemplate("{version}#P#{pid}")
+    assert t.fill({"pid": "Ab#C$d%e f"}, "v1") == "v1#P#Ab$23C$24d%e$20f"
+
+
+def test_legacy_percent_encoding_is_kept_byte_for_byte() -> None:
+    t = KeyTemplate("{version}#P#{pid}", encoding="percent")
     assert t.fill({"pid": "Ab#C%d"}, "v1") == "v1#P#Ab%23C%25d"
+    assert KeyTemplate("N#{n}", encoding="percent").fill({"n": 42}) == "N#42"
 
 
 def test_format_specs() -> None:
@@ -67,8 +73,10 @@ def test_bad_templates_raise_model_error(bad: str) -> None:
 def test_encode_value_types() -> None:
     import decimal
 
-    assert encode_value(5) == "5"
-    assert encode_value(decimal.Decimal("1.50")) == "1.50"
+    assert encode_value(5) == "P5005"
+    assert encode_value(decimal.Decimal("1.50")) == encode_value(1.5) == "P50015"
+    assert encode_value(5, encoding="percent") == "5"
+    assert encode_value(decimal.Decimal("1.50"), encoding="percent") == "1.50"
     assert encode_value(dt.date(2024, 1, 2)) == "2024-01-02"
 
 
