@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import backend, conf
+from ..batch import WRITE_CHUNK
 from ..exceptions import DynormError, ServiceError, TableDoesNotExist
 from ..schema import create_params, gsi_update_params, wait_active
-from .cost import Pacer
+from .cost import OperationCost, Pacer, estimate_scan_operation
 from .ledger import Ledger
 from .loader import Migration, build_state
 from .operations import (
@@ -37,7 +38,7 @@ from .operations import (
     RunPython,
     SyncIndexes,
 )
-from .rekey import Counts, Rekeyer, VersionDeleter
+from .rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted"]
@@ -258,6 +259,36 @@ class Executor:
                 break
         return out
 
+    # -- cost --------------------------------------------------------------------------
+    @staticmethod
+    def consistent_for(op: Operation, options: MigrateOptions) -> bool:
+        """Whether ``op``'s scan reads consistently under ``options`` (see :class:`MigrateOptions`)."""
+        if options.consistent_read is not None:
+            return options.consistent_read
+        return isinstance(op, RekeyEntity) and options.mode == "copy"
+
+    def estimate(self, op: Operation, options: MigrateOptions) -> OperationCost | None:
+        """Estimate the requests and capacity of a RekeyEntity/DeleteVersion (DescribeTable); else ``None``.
+
+        Returns:
+            An :class:`~dynorm.migrations.cost.OperationCost` (an upper bound: it assumes every item
+            of the table is of the operation's entity type), or ``None`` for other operations or a
+            table that does not exist yet.
+        """
+        if not isinstance(op, (RekeyEntity, DeleteVersion)):
+            return None
+        desc = _describe_table(_physical(op.table))
+        if desc is None:
+            return None
+        if isinstance(op, RekeyEntity):
+            kind = options.mode
+            gsis = sum(1 for path in op.new.keys if path != "primary")
+            group = MOVE_GROUP if kind == "move" else COPY_GROUP
+        else:
+            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
+        return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
+                                       options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options))
+
     # -- running -----------------------------------------------------------------------
     def migrate(self, options: MigrateOptions) -> MigrateReport:
         """Apply (or, with ``dry_run``, measure) the pending migrations, or reverse later ones.
@@ -425,9 +456,7 @@ class Executor:
             rep.status = "table missing: nothing to do"
             rep.counts = counts.as_dict()
             return "done"
-        consistent = options.consistent_read
-        if consistent is None:  # a copy's Put does not compare the old item: read it consistently
-            consistent = isinstance(op, RekeyEntity) and options.mode == "copy"
+        consistent = self.consistent_for(op, options)
         pacer = self._pacer
         worker: Any = Rekeyer(op, table, physical, options.mode, counts, options.dry_run, pacer, consistent) \
             if isinstance(op, RekeyEntity) else VersionDeleter(op, table, physical, counts, options.dry_run,

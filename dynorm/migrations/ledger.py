@@ -131,6 +131,9 @@ class Ledger:
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :p)",
             "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
             "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":p": {"S": prefix}}}
+        if not prefix:  # the whole partition (begins_with refuses an empty string)
+            params["KeyConditionExpression"] = "#pk = :pk"
+            del params["ExpressionAttributeNames"]["#sk"], params["ExpressionAttributeValues"][":p"]
         items: list[dict[str, Any]] = []
         while True:
             resp = backend.call("Query", params)

@@ -201,8 +201,11 @@ class Rekeyer(_Base):
             if any(v is None for v in rendered.values()):
                 if path == "primary":
                     missing = [a for a, v in rendered.items() if v is None]
-                    raise InvalidKeyValue(f"{self.op.entity_type} item {self._key_of(raw)} lacks the values for "
-                                          f"its new key attribute(s) {', '.join(missing)}.")
+                    fields = sorted({f for a in missing for f in attrs[a].fields if values.get(f) in (None, "")})
+                    raise InvalidKeyValue(
+                        f"{self.op.entity_type} item {self._key_of(raw)} lacks the value(s) of field(s) "
+                        f"{', '.join(fields) or '?'} for its new key attribute(s) {', '.join(missing)} "
+                        f"({', '.join(attrs[a].template for a in missing)}); set them, or add a transform.")
                 continue  # sparse index: not written
             for a, v in rendered.items():
                 new[a] = {"S": v}
