@@ -307,7 +307,7 @@ def showmigrations(state: State) -> None:
             mark = "[X]" if n in applied else "[ ]"
             extra = " (fake)" if applied.get(n, {}).get("fake") else ""
             p = progress.get(n)
-            if n not in applied and p and (p["failed"] or p["segments"]):
+            if n not in applied and p and p["started"]:
                 mark = "[~]"
                 extra = (f" (partial: {p['failed']} failed item(s); `dynorm migrate` retries them)" if p["failed"]
                          else f" (interrupted: {p['done']}/{p['segments']} scan segment(s) finished; "

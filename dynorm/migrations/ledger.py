@@ -166,7 +166,10 @@ class Ledger:
         backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
     def progress(self) -> dict[str, dict[str, int]]:
-        """Unfinished work per migration: ``{name: {"failed": n, "segments": started, "done": finished}}``.
+        """Work recorded per migration: ``{name: {"failed", "segments", "done", "started"}}``.
+
+        ``failed``: items recorded as failed; ``segments``/``done``: scan segments with a checkpoint /
+        finished; ``started``: 1 when anything was recorded (an operation begun).
 
         One Query over the ledger partition (failed items and scan checkpoints).
         """
@@ -176,7 +179,8 @@ class Ledger:
             if kind not in ("failed", "checkpoint"):
                 continue
             name, _, tail = rest.partition("#")
-            entry = out.setdefault(name, {"failed": 0, "segments": 0, "done": 0})
+            entry = out.setdefault(name, {"failed": 0, "segments": 0, "done": 0, "started": 0})
+            entry["started"] = 1
             if kind == "failed":
                 entry["failed"] += 1
             elif not tail.endswith(("#op", "#meta")):
