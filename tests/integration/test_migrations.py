@@ -436,3 +436,75 @@ def test_scans_are_eventually_consistent_by_default_and_consistent_on_request(pr
     with dynorm.capture() as c:
         project.executor().migrate(MigrateOptions(mode="copy", dry_run=True))
     assert all(r.params["ConsistentRead"] is True for r in c.requests if r.operation == "Scan")
+
+
+# -- issue 10 §5: a version bump that splits an item collection is refused -------------------------------------
+
+COLLECTION_SRC = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Issue(Entity):
+    issue_id = fields.String()
+    title = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "ISSUE"
+        key_version = "{issue}"
+        pk = "{{version}}#I#{{issue_id}}"
+        sk = "ISSUE"
+
+class Comment(Entity):
+    issue_id = fields.String()
+    comment_id = fields.String()
+    text = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "COMMENT"
+        key_version = "{comment}"
+        pk = "{{version}}#I#{{issue_id}}"
+        sk = "C#{{comment_id}}"
+'''
+
+
+def _collection_models(project: Project, issue: str, comment: str) -> Any:
+    import importlib
+    import sys
+
+    (project.dir / "models.py").write_text(COLLECTION_SRC.format(pkg=project.pkg, issue=issue, comment=comment))
+    name = f"{project.pkg}.models"
+    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+
+
+def test_bumping_one_member_of_an_item_collection_is_refused_by_check_and_makemigrations(project: Project) -> None:
+    from dynorm.cli import cli
+
+    models = _collection_models(project, "v1", "v1")
+    assert project.makemigrations().name == "0001_initial"
+    project.executor().migrate(MigrateOptions())
+    models.Issue.objects.create(issue_id="i1", title="t")
+    for c in range(180):
+        models.Comment.objects.create(issue_id="i1", comment_id=f"{c:03d}", text="x")
+    assert project.table.check() == []
+    cfg = str(project.config())
+    models = _collection_models(project, "v2", "v1")  # the bug: only Issue bumped
+    problems = project.table.check()
+    assert len(problems) == 1 and "item collection split" in problems[0]
+    assert "Issue(ISSUE) at v2" in problems[0] and "Comment(COMMENT) at v1" in problems[0]
+    assert "bump key_version of Comment(COMMENT) to 'v2'" in problems[0]
+    result = CliRunner().invoke(cli, ["--config", cfg, "check"])
+    assert result.exit_code == 1 and "item collection split" in result.output
+    with pytest.raises(MigrationError, match="splits an item collection.*COMMENT.*bump key_version of COMMENT"):
+        project.makemigrations()
+    made = CliRunner().invoke(cli, ["--config", cfg, "makemigrations", "--check"])
+    assert made.exit_code == 1 and "splits an item collection" in made.output
+    assert sorted(p.name for p in (project.dir / "migrations").glob("0*.py")) == ["0001_initial.py"]
+    # bumped together: accepted, and the collection stays whole
+    models = _collection_models(project, "v2", "v2")
+    assert project.table.check() == []
+    result = project.makemigrations()
+    assert [type(o).__name__ for o in result.operations] == ["RekeyEntity", "RekeyEntity"]
+    assert project.executor().migrate(MigrateOptions()).applied == [result.name]
+    assert len(list(models.Issue.objects.collection(issue_id="i1"))) == 181
