@@ -2,8 +2,9 @@
 
 Capacity assumptions (DynamoDB's published pricing rules, on-demand and provisioned alike):
 
-* reads: a Scan consumes 1 RCU per 4 KB read *before* filtering (strongly consistent), half
-  that eventually consistent; a migration scans the whole table, so every item is read.
+* reads: a Scan consumes 1 RCU per 4 KB read *before* filtering, rounded up per page (strongly
+  consistent), half that eventually consistent; a migration scans the whole table, so every item
+  is read.
 * writes: a transactional write of an item costs 2 WCU per started 1 KB (the Put of the new
   item and, in move mode, the Delete of the old one: 2 x 2 WCU for an item up to 1 KB); each
   GSI entry written or removed costs 1 WCU per started KB (not doubled by the transaction).
@@ -122,7 +123,10 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     """
     avg = table_bytes / items if items else 0.0
     read_requests = math.ceil(items / page_size) + segments if items else segments
-    rcu = read_units(table_bytes, consistent) if items else 0.0
+    # each Scan page is rounded up to 4 KB on its own; each segment ends with a (nearly) empty page
+    full, rest = divmod(items, page_size)
+    rcu = full * read_units(page_size * avg, consistent) + (read_units(rest * avg, consistent) if rest else 0.0) \
+        + segments * read_units(0, consistent)
     if kind == "delete":
         per_item = write_units(avg) * (1 + gsis)
     elif kind == "copy":

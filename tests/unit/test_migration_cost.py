@@ -70,8 +70,15 @@ def test_estimate_matches_a_brute_force_sum(items: int, avg: int, segments: int,
     assert cost.wcu == items * (2 * kb + 2 * kb + 2 * gsis * kb)
     pages = -(-items // 200) + segments
     assert cost.read_requests == pages and cost.write_requests == -(-items // 50)
-    four_kb = max(1, -(-(items * avg) // 4096)) if items else 0
-    assert cost.rcu == (four_kb if consistent else four_kb / 2)
+    # oracle: page by page, each rounded up to 4 KB, plus one empty page per segment
+    units = 0
+    left = items
+    while left:
+        page = min(200, left)
+        units += max(1, -(-(page * avg) // 4096))
+        left -= page
+    units += segments
+    assert cost.rcu == (units if consistent else units / 2)
 
 
 def test_collection_splits_by_version_or_by_template() -> None:
