@@ -71,23 +71,25 @@ class _JsonProgress:
 
 
 @contextmanager
-def _stop_on_signals() -> Iterator[tuple[threading.Event, list[int]]]:
+def _stop_on_signals() -> Iterator[tuple[threading.Event, list[int], list[float]]]:
     """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards)."""
     stop = threading.Event()
     caught: list[int] = []
+    received: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
         if not caught:
+            received.append(time.monotonic())
             click.echo(f"\n{signal.Signals(signum).name}: stopping at the next checkpoint...", err=True)
         caught.append(signum)
         stop.set()
 
     if threading.current_thread() is not threading.main_thread():  # signals can only be handled there
-        yield stop, caught
+        yield stop, caught, received
         return
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield stop, caught
+        yield stop, caught, received
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
@@ -209,15 +211,17 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
                                              "--consistent-read": consistent_read})
     started = time.monotonic()
-    with _stop_on_signals() as (stop, caught):
+    with _stop_on_signals() as (stop, caught, received):
         options.stop = stop
         try:
             report = executor.migrate(options)
         except MigrationInterrupted as exc:
             _print_report(exc.report, as_json, dry_run)
             signum = caught[0] if caught else signal.SIGINT
+            lag = time.monotonic() - received[0] if received else 0.0
             click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
-                       f"({exc}); progress is saved and the lock released. Resume with:\n  {resume}", err=True)
+                       f"({exc}; stopped {lag:.2f} s after the signal); progress is saved and the lock released. "
+                       f"Resume with:\n  {resume}", err=True)
             sys.exit(128 + signum)
     _print_report(report, as_json, dry_run)
     if report.partial:
