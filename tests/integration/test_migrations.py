@@ -508,3 +508,48 @@ def test_bumping_one_member_of_an_item_collection_is_refused_by_check_and_makemi
     assert [type(o).__name__ for o in result.operations] == ["RekeyEntity", "RekeyEntity"]
     assert project.executor().migrate(MigrateOptions()).applied == [result.name]
     assert len(list(models.Issue.objects.collection(issue_id="i1"))) == 181
+
+
+def test_a_stop_ends_every_segment_at_a_checkpoint_and_the_next_run_finishes(project: Project) -> None:
+    from dynorm.migrations.executor import MigrationInterrupted
+
+    load_v1(project, 1000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    stop = threading.Event()
+    sent = {"n": 0}
+
+    def stop_after_three(**kwargs: Any) -> None:  # as if Ctrl-C came after the third transaction
+        sent["n"] += 1
+        if sent["n"] == 3:
+            stop.set()
+
+    with Hook("after-call.dynamodb.TransactWriteItems", stop_after_three):
+        with pytest.raises(MigrationInterrupted) as info:
+            project.executor().migrate(MigrateOptions(segments=4, stop=stop))
+    assert info.value.report.operations[-1].status == "interrupted"
+    assert sent["n"] <= 3 + 4  # at most the transaction in flight in each segment after the stop
+    items = widgets(project.table)
+    assert len(items) == 1000 and 0 < sum(i["PK"]["S"].startswith("v2#") for i in items) <= 50 * 7
+    ledger = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"]
+    assert not any(i["SK"]["S"].startswith(("lock#", "applied#0002")) for i in ledger)
+    report = project.executor().migrate(MigrateOptions(segments=4))
+    assert report.applied == ["0002_widget_v2"]
+    after = widgets(project.table)
+    assert len(after) == 1000 and {i["widget_id"]["S"]: body(i) for i in after} == before
+
+
+def test_a_failed_item_deleted_meanwhile_is_not_retried(project: Project) -> None:
+    load_v1(project, 100)
+    project.write_models(**V2)
+    project.makemigrations()
+    hot = {"v1#W#w00011"}
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting(hot)):
+        assert project.executor().migrate(MigrateOptions()).partial == {"0002_widget_v2": 1}
+    backend.call("DeleteItem", {"TableName": project.table.table_name(),
+                                "Key": {"PK": {"S": "v1#W#w00011"}, "SK": {"S": "METADATA"}}})  # the app deleted it
+    with dynorm.capture() as c:
+        report = project.executor().migrate(MigrateOptions())
+    assert report.applied == ["0002_widget_v2"] and "TransactWriteItems" not in c.operations
+    assert len(widgets(project.table)) == 99
