@@ -56,7 +56,7 @@ class _Bar:
         line = (f"\r{label}: {share}read {counts.get('evaluated', 0)}  scanned {counts['scanned']}  rewritten "
                 f"{counts['rewritten']}  skipped {counts['skipped']}  conflicts {counts['conflicts']}  failed "
                 f"{counts['failed']}  ({rate:.0f} items/s{left})")
-        click.echo(line + ("\n" if final else ""), err=True, nl=False)
+        click.echo(line + "\x1b[K" + ("\n" if final else ""), err=True, nl=False)  # clear what a longer line left
 
 
 class _JsonProgress:

@@ -64,7 +64,8 @@ class MigrateOptions:
         max_rcu, max_wcu: capacity units per second for the whole migration, split evenly
             between the ``worker`` processes and shared by this process's segments.
         stop: when set (SIGINT/SIGTERM), every segment stops at its next checkpoint and
-            :meth:`Executor.migrate` raises :class:`MigrationInterrupted`.
+            :meth:`Executor.migrate` raises :class:`MigrationInterrupted`. The executor sets it
+            too when one segment fails with an error, to end the others before re-raising.
     """
 
     target: str | None = None
