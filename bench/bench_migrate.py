@@ -10,7 +10,12 @@ For N items of an entity at key version v1 (with a GSI), measures items/s of:
 Peak RSS of the migrate process is its ``VmHWM`` (sampled from ``/proc``) for each run, and for a second,
 larger table (``--big``) to show that memory does not grow with the table.
 
-    python bench/bench_migrate.py [--items 20000] [--big 100000]
+Also: ``--consistent-read`` against the default eventually consistent scans (items/s and the RCU
+the scans reported), and with ``--baseline DIR`` (a checkout of an earlier dynorm, e.g. made with
+``git archive``) the same ``migrate --segments 4`` run by that code, for a before/after figure.
+On a shared machine figures move by 2x from run to run: compare ratios within one run.
+
+    python bench/bench_migrate.py [--items 20000] [--big 100000] [--baseline DIR]
 
 Results: ``bench/results/bench_migrate.json``.
 """
@@ -116,14 +121,16 @@ def count_at(models: Any, prefix: str) -> int:
         params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
-def run_migrate(root: Path, segments: int, endpoint: str, prefix: str) -> tuple[float, int]:
+def run_migrate(root: Path, segments: int, endpoint: str, prefix: str, extra: tuple[str, ...] = (),
+                code: Path = REPO, summary: dict[str, Any] | None = None) -> tuple[float, int]:
     cfg = root / "dynorm.yaml"
     cfg.write_text(f"models: [benchproj.models]\nmigrations: benchproj.migrations\ntable_prefix: '{prefix}'\n"
                    f"connection: {{region: us-east-1, endpoint: '{endpoint}'}}\n")
-    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{REPO}"}
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{code}"}
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "dynorm", "--config", str(cfg), "migrate", "--segments",
-                             str(segments)], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                             str(segments), "--json", *extra], cwd=root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
     # Peak RSS of the migrate process itself: VmHWM belongs to the address space created by
     # exec (ru_maxrss from wait4 would include the forked copy of this benchmark process).
     peak = 0
@@ -137,8 +144,11 @@ def run_migrate(root: Path, segments: int, endpoint: str, prefix: str) -> tuple[
             pass
         time.sleep(0.05)
     elapsed = time.perf_counter() - start
+    out = proc.stdout.read().decode() if proc.stdout else ""
     if proc.returncode != 0:
-        raise SystemExit(f"migrate failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+        raise SystemExit(f"migrate failed: {out}")
+    if summary is not None:
+        summary.update(json.loads(out))
     return elapsed, peak  # KiB
 
 
@@ -207,6 +217,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--items", type=int, default=20000)
     ap.add_argument("--big", type=int, default=100000, help="items for the memory run (0 to skip)")
+    ap.add_argument("--baseline", type=Path, default=None, help="an earlier dynorm checkout to compare with")
     args = ap.parse_args()
     prefix = "benchmig-"
     endpoint, server = connect(prefix, heap_mb=1536)
@@ -223,6 +234,21 @@ def main() -> int:
                                                            "peak_rss_mib": rss / 1024}
         print(f"  dynorm migrate --segments {segments}: {n / elapsed:7.0f} items/s  ({elapsed:.1f} s, "
               f"peak RSS {rss / 1024:.0f} MiB)")
+    for label, extra in (("eventually consistent (default)", ()), ("--consistent-read", ("--consistent-read",))):
+        reset_and_load(models, n)
+        summary: dict[str, Any] = {}
+        elapsed, _ = run_migrate(root, 4, endpoint, prefix, extra, summary=summary)
+        assert count_at(models, "v2#") == n
+        key = "migrate_4_consistent" if extra else "migrate_4_eventual"
+        results["runs"][key] = {"items_per_s": n / elapsed, "seconds": elapsed, "rcu": summary.get("read_units")}
+        print(f"  migrate --segments 4, {label}: {n / elapsed:7.0f} items/s, scans reported "
+              f"{summary.get('read_units')} RCU")
+    if args.baseline:
+        reset_and_load(models, n)
+        elapsed, _ = run_migrate(root, 4, endpoint, prefix, code=args.baseline.resolve())
+        assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+        results["runs"]["baseline_migrate_segments_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
+        print(f"  baseline ({args.baseline}) migrate --segments 4: {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
     reset_and_load(models, n)
     elapsed = hand_transact_move(models)
     assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0

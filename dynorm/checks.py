@@ -10,7 +10,8 @@ from .keys import KeyTemplate
 if TYPE_CHECKING:  # pragma: no cover
     from .tables import Table
 
-__all__ = ["check_table", "could_collide", "template_problems"]
+__all__ = ["check_table", "could_collide", "template_problems", "check_collections", "collection_splits",
+           "collection_members", "CollectionMember"]
 
 Segment = list[tuple[str, bool]]
 
@@ -110,4 +111,83 @@ def check_table(table: type[Table]) -> list[str]:
                     f"{ea} and {eb} on {where}: templates {pka.template!r}/{ska.template if ska else None!r} "
                     f"and {pkb.template!r}/{skb.template if skb else None!r} could produce the same key; "
                     "give one of them a distinct literal prefix.")
+    return problems
+
+
+# -- item collections split by a key-version change (issue 10 §5) ---------------------------------------------
+
+#: One entity's partition on one physical index: (entity label, index name or "" for the table,
+#: partition-key template text, key version).
+CollectionMember = tuple[str, str, str, str]
+
+
+def _bump_advice(groups: dict[str, str]) -> str:
+    newest = max(groups.values())
+    behind = sorted(e for e, v in groups.items() if v != newest)
+    return (f"bump key_version of {', '.join(behind)} to {newest!r} as well, so that one migration rekeys the "
+            f"collection's entities together (`dynorm makemigrations` then writes a RekeyEntity for each)")
+
+
+def collection_members(table: type[Table]) -> list[CollectionMember]:
+    """Every entity's partition-key template on the table and on each GSI of ``table`` (live models)."""
+    out: list[CollectionMember] = []
+    for entity_type, entity in table._entities.items():
+        m = entity._meta
+        for bound in m.all_indexes:
+            if bound.kind == "lsi" or not isinstance(bound.pk, KeyTemplate):
+                continue  # an LSI shares the table's partition; multi-attribute keys have no template
+            out.append((f"{m.entity}({entity_type})", bound.index_name or "", bound.pk.template, m.key_version))
+    return out
+
+
+def check_collections(table: type[Table]) -> list[str]:
+    """Report item collections split by different key versions (pure, no I/O).
+
+    Entities whose partition-key templates on one index are the same text live in the same
+    partitions (an item collection, e.g. an issue and its comments under ``{version}#I#{issue_id}``),
+    as long as they fill ``{version}`` with the same key version. After bumping the version of one
+    of them, ``collection()`` finds only that entity's items.
+
+    Returns:
+        One message per split collection (empty when none).
+    """
+    by_template: dict[tuple[str, str], dict[str, str]] = {}
+    for label, index, template, version in collection_members(table):
+        if "{version" in template:
+            by_template.setdefault((index, template), {})[label] = version
+    problems = []
+    for (index, template), members in sorted(by_template.items()):
+        if len(set(members.values())) > 1:
+            where = f"index {index}" if index else "the table's primary key"
+            listed = ", ".join(f"{e} at {v}" for e, v in sorted(members.items()))
+            problems.append(f"item collection split on {where}: {listed} share the partition-key template "
+                            f"{template!r} but not the key version, so their items no longer share partitions "
+                            f"and collection() misses some of them; {_bump_advice(members)}.")
+    return problems
+
+
+def collection_splits(before: list[CollectionMember], after: list[CollectionMember]) -> list[str]:
+    """Report item collections whose members shared partitions ``before`` and no longer do ``after``.
+
+    Args:
+        before, after: the members as the migration files record them and as the models declare them.
+
+    Returns:
+        One message per collection split (empty when none).
+    """
+    now = {(entity, index): (template, version) for entity, index, template, version in after}
+    shared: dict[tuple[str, str, str], list[str]] = {}
+    for entity, index, template, version in before:
+        shared.setdefault((index, template, version), []).append(entity)
+    problems = []
+    for (index, template, version), entities in sorted(shared.items()):
+        present = {e: now[(e, index)] for e in sorted(entities) if (e, index) in now}
+        if len(present) < 2 or len(set(present.values())) < 2:
+            continue
+        where = f"index {index}" if index else "the table's primary key"
+        listed = ", ".join(f"{e} -> {t!r} at {v}" for e, (t, v) in present.items())
+        advice = _bump_advice({e: v for e, (_, v) in present.items()}) \
+            if len({t for t, _ in present.values()}) == 1 else "change their partition-key templates together"
+        problems.append(f"item collection split on {where}: {', '.join(present)} shared the partitions "
+                        f"{template!r} at {version}, but now {listed}; {advice}.")
     return problems

@@ -287,9 +287,9 @@ class Table(metaclass=TableMeta):
             A list of problems (empty when all is well): entity types whose key templates
             on one index could produce the same key, duplicate entity types.
         """
-        from .checks import check_table
+        from .checks import check_collections, check_table
 
-        return check_table(cls)
+        return check_table(cls) + check_collections(cls)
 
 
 def _apply_settings_to(table: type[Table], settings: conf.Settings | None) -> None:

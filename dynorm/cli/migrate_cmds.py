@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
+import signal
 import sys
-from typing import Any
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import click
 
@@ -21,8 +26,23 @@ def _worker(value: str | None) -> tuple[int, int]:
     return i, n
 
 
+def _rate_eta(counts: dict[str, int], seconds: float) -> tuple[float, float | None, float | None]:
+    """Items read per second, percent of the table read, and seconds left (from DescribeTable's ItemCount)."""
+    evaluated, total = counts.get("evaluated", 0), counts.get("total", 0)
+    rate = evaluated / seconds if seconds > 0 else 0.0
+    if not total:
+        return rate, None, None
+    percent = min(100.0, 100.0 * evaluated / total)
+    eta = max(0.0, total - evaluated) / rate if rate > 0 else None
+    return rate, percent, eta
+
+
 class _Bar:
-    """One self-rewriting progress line on stderr (only when stderr is a terminal)."""
+    """One self-rewriting progress line on stderr (only when stderr is a terminal).
+
+    Shows the percentage of the table read (of DescribeTable's ItemCount, refreshed by DynamoDB
+    about every 6 hours, so an estimate), the rate and the time left.
+    """
 
     def __init__(self) -> None:
         self.enabled = sys.stderr.isatty()
@@ -30,11 +50,49 @@ class _Bar:
     def __call__(self, label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
         if not self.enabled:
             return
-        rate = counts.get("scanned", 0) / seconds if seconds > 0 else 0.0
-        line = (f"\r{label}: scanned {counts['scanned']}  rewritten {counts['rewritten']}  skipped "
-                f"{counts['skipped']}  conflicts {counts['conflicts']}  failed {counts['failed']}  "
-                f"({rate:.0f} items/s)")
-        click.echo(line + ("\n" if final else ""), err=True, nl=False)
+        rate, percent, eta = _rate_eta(counts, seconds)
+        share = f"{percent:5.1f}% of ~{counts['total']} " if percent is not None else ""
+        left = f", ETA {eta:.0f} s" if eta is not None and not final else ""
+        line = (f"\r{label}: {share}read {counts.get('evaluated', 0)}  scanned {counts['scanned']}  rewritten "
+                f"{counts['rewritten']}  skipped {counts['skipped']}  conflicts {counts['conflicts']}  failed "
+                f"{counts['failed']}  ({rate:.0f} items/s{left})")
+        click.echo(line + "\x1b[K" + ("\n" if final else ""), err=True, nl=False)  # clear what a longer line left
+
+
+class _JsonProgress:
+    """``--json``: one JSON object per line on stderr every 0.5 s per running operation (stdout keeps the summary)."""
+
+    def __call__(self, label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
+        rate, percent, eta = _rate_eta(counts, seconds)
+        click.echo(json.dumps({"event": "done" if final else "progress", "operation": label, **counts,
+                               "seconds": round(seconds, 3), "items_per_s": round(rate, 1),
+                               "percent": None if percent is None else round(percent, 2),
+                               "eta_s": None if eta is None else round(eta, 1)}), err=True)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[tuple[threading.Event, list[int], list[float]]]:
+    """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards)."""
+    stop = threading.Event()
+    caught: list[int] = []
+    received: list[float] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if not caught:
+            received.append(time.monotonic())
+            click.echo(f"\n{signal.Signals(signum).name}: stopping at the next checkpoint...", err=True)
+        caught.append(signum)
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():  # signals can only be handled there
+        yield stop, caught, received
+        return
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop, caught, received
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 def _sync_models(state: State, plan_only: bool) -> None:
@@ -50,9 +108,51 @@ def _sync_models(state: State, plan_only: bool) -> None:
     click.echo(f"{total} action(s) {'planned; nothing was changed' if plan_only else 'applied'}.")
 
 
+def _resume_command(state: State, target: str | None, args: dict[str, Any]) -> str:
+    """The command line that resumes an interrupted run with the same options."""
+    words = ["dynorm"] + (["--config", state.config] if state.config else []) + ["migrate"]
+    if target:
+        words.append(target)
+    for flag, value in args.items():
+        if value is True:
+            words.append(flag)
+        elif value not in (None, False):
+            words += [flag, str(value)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options: Any) -> None:
+    if not pending and not backwards:
+        click.echo("No migrations to apply.")
+    for m, reverse in [(b, True) for b in backwards] + [(p, False) for p in pending]:
+        click.echo(f"{m.name}{' (reverse)' if reverse else ''}:")
+        for op in (reversed(m.operations) if reverse else m.operations):
+            step = op.inverse() if reverse else op
+            if step is None:
+                continue
+            click.echo(f"  {'(state) ' if step.state_only else ''}{step.describe()}")
+            cost = executor.estimate(step, options)
+            if cost is None:
+                continue
+            reads = "consistent" if executor.consistent_for(step, options) else "eventually consistent"
+            click.echo(f"    table: ~{cost.items} item(s), ~{cost.avg_size:.0f} B each (DescribeTable)")
+            click.echo(f"    reads:  ~{cost.read_requests} Scan/Query request(s), ~{cost.rcu:.1f} RCU ({reads})")
+            click.echo(f"    writes: <= {cost.write_requests} write request(s), <= {cost.wcu:.0f} WCU "
+                       f"(if every item is a {getattr(step, 'entity_type', '?')})")
+            if options.max_wcu or options.max_rcu:
+                secs = max(cost.wcu / options.max_wcu if options.max_wcu else 0.0,
+                           cost.rcu / options.max_rcu if options.max_rcu else 0.0)
+                click.echo(f"    at the limits given: >= {secs:.0f} s")
+    if pending or backwards:
+        click.echo("Assumed: a Scan reads every item of the table (1 RCU per 4 KB, half when eventually "
+                   "consistent); a transactional write costs 2 WCU per KB of each item written (Put, and in move "
+                   "mode the Delete), each GSI entry 1 WCU per KB. `--dry-run` counts the entity's items exactly.")
+
+
 @click.command()
 @click.argument("target", required=False)
-@click.option("--plan", "plan_only", is_flag=True, help="List the operations that would run; change nothing.")
+@click.option("--plan", "plan_only", is_flag=True,
+              help="List the operations that would run with their estimated requests and RCU/WCU; change nothing.")
 @click.option("--dry-run", is_flag=True, help="Scan and count what each operation would rewrite; write nothing.")
 @click.option("--fake", is_flag=True, help="Record pending migrations as applied without running them.")
 @click.option("--segments", type=click.IntRange(1, 64), default=4, show_default=True,
@@ -60,42 +160,79 @@ def _sync_models(state: State, plan_only: bool) -> None:
 @click.option("--mode", type=click.Choice(["move", "copy"]), default="move", show_default=True,
               help="move: delete old items in the same transaction; copy: keep them (expand/contract).")
 @click.option("--worker", default=None, metavar="i/N", help="Run only share i of N of the scan segments.")
+@click.option("--max-wcu", type=click.FloatRange(min=0, min_open=True), default=None, metavar="N",
+              help="At most N write capacity units per second, for all segments and all --worker processes.")
+@click.option("--max-rcu", type=click.FloatRange(min=0, min_open=True), default=None, metavar="N",
+              help="At most N read capacity units per second, for all segments and all --worker processes.")
+@click.option("--consistent-read", is_flag=True,
+              help="Strongly consistent scans (twice the RCU); default: eventually consistent (copy mode: consistent).")
 @click.option("--force-unlock", is_flag=True, help="Remove a lock left by a dead run (with a warning) first.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress as JSON lines on stderr).")
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int, mode: str,
-            worker: str | None, force_unlock: bool, as_json: bool) -> None:
-    """Apply pending migrations (or, with no migrations package configured, create missing tables and GSIs)."""
+            worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
+            force_unlock: bool, as_json: bool) -> None:
+    """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
+    configured, create missing tables and GSIs).
+
+    SIGINT (Ctrl-C) and SIGTERM stop every segment at its next checkpoint, release the lock and exit
+    130 / 143; the same command resumes. Items that fail leave the migration partial (exit 1); a
+    re-run retries exactly those.
+    """
     settings = state.settings()
     if not settings.migrations:
         click.echo(f"Endpoint: {settings.endpoint or 'AWS ' + settings.region}")
         _sync_models(state, plan_only)
         return
-    from dynorm.migrations.executor import Executor, MigrateOptions
+    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
     from dynorm.migrations.loader import load_migrations
 
     state.load_models()
-    executor = Executor(load_migrations(settings.migrations), reporter=None if as_json else _Bar())
+    reporter = _JsonProgress() if as_json else _Bar()
+    executor = Executor(load_migrations(settings.migrations), reporter=reporter)
     if force_unlock:
         ledger = executor.ledger()
         if ledger.exists():
             n = ledger.force_unlock()
             click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.",
                        err=True)
-    pending = executor.plan(target)
+    options = MigrateOptions(target=target, mode=mode, segments=segments, worker=_worker(worker), dry_run=dry_run,
+                             fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
+                             max_wcu=max_wcu)
+    backwards = executor.backwards_plan(target)
+    pending = [] if backwards else executor.plan(target)
     if plan_only:
-        if not pending:
-            click.echo("No migrations to apply.")
-        for m in pending:
-            click.echo(f"{m.name}:")
-            for op in m.operations:
-                click.echo(f"  {'(state) ' if op.state_only else ''}{op.describe()}")
+        _print_plan(executor, backwards, pending, options)
         return
-    if not pending:
+    if not pending and not backwards:
         click.echo(json.dumps({"applied": [], "totals": {}}) if as_json else "No migrations to apply.")
         return
-    report = executor.migrate(MigrateOptions(target=target, mode=mode, segments=segments, worker=_worker(worker),
-                                             dry_run=dry_run, fake=fake))
+    resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
+                                             "--max-wcu": max_wcu, "--max-rcu": max_rcu,
+                                             "--consistent-read": consistent_read})
+    started = time.monotonic()
+    with _stop_on_signals() as (stop, caught, received):
+        options.stop = stop
+        try:
+            report = executor.migrate(options)
+        except MigrationInterrupted as exc:
+            _print_report(exc.report, as_json, dry_run)
+            signum = caught[0] if caught else signal.SIGINT
+            lag = time.monotonic() - received[0] if received else 0.0
+            click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
+                       f"({exc}; stopped {lag:.2f} s after the signal); progress is saved and the lock released. "
+                       f"Resume with:\n  {resume}", err=True)
+            sys.exit(128 + signum)
+    _print_report(report, as_json, dry_run)
+    if report.partial:
+        names = ", ".join(f"{n} ({c} failed)" for n, c in report.partial.items())
+        first = "; ".join(report.failed_items[:5])
+        raise click.ClickException(
+            f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
+            f"Fix the cause and run `{resume}` again: it retries exactly the failed items.")
+
+
+def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
@@ -108,13 +245,14 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if dry_run:
         click.echo(f"Dry run: nothing was written. Would rewrite {totals.get('rewritten', 0)} item(s) "
                    f"of {totals.get('scanned', 0)} scanned.")
-    else:
-        click.echo(f"Applied {len(report.applied)} migration(s) in {report.seconds:.1f} s: "
-                   + (", ".join(report.applied) or "none"))
-        if totals:
-            click.echo("Items: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
-    if totals.get("failed"):
-        raise click.ClickException(f"{totals['failed']} item(s) failed; see above. Run migrate again to retry them.")
+        return
+    if report.unapplied:
+        click.echo(f"Reversed {len(report.unapplied)} migration(s): {', '.join(report.unapplied)}")
+    click.echo(f"Applied {len(report.applied)} migration(s) in {report.seconds:.1f} s: "
+               + (", ".join(report.applied) or "none"))
+    if totals:
+        click.echo("Items: " + ", ".join(f"{k} {v}" for k, v in totals.items())
+                   + f"; read {report.read_units:.1f} RCU")
 
 
 @click.command()
@@ -146,7 +284,7 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
 @click.command()
 @pass_state
 def showmigrations(state: State) -> None:
-    """List migrations per table: [X] applied, [ ] pending."""
+    """List migrations per table: [X] applied, [~] partial (failed items or an interrupted run), [ ] pending."""
     from dynorm.exceptions import ConfigurationError
     from dynorm.migrations.executor import Executor
     from dynorm.migrations.loader import load_migrations
@@ -159,7 +297,10 @@ def showmigrations(state: State) -> None:
     if not migrations:
         click.echo("No migrations.")
         return
-    applied = Executor(migrations).applied()
+    executor = Executor(migrations)
+    applied = executor.applied()
+    ledger = executor.ledger()
+    progress = ledger.progress() if ledger.exists() else {}
     tables: dict[str, list[str]] = {}
     for m in migrations:
         for t in m.tables or ["(no table)"]:
@@ -169,4 +310,10 @@ def showmigrations(state: State) -> None:
         for n in names:
             mark = "[X]" if n in applied else "[ ]"
             extra = " (fake)" if applied.get(n, {}).get("fake") else ""
+            p = progress.get(n)
+            if n not in applied and p and p["started"]:
+                mark = "[~]"
+                extra = (f" (partial: {p['failed']} failed item(s); `dynorm migrate` retries them)" if p["failed"]
+                         else f" (interrupted: {p['done']}/{p['segments']} scan segment(s) finished; "
+                              "`dynorm migrate` resumes)")
             click.echo(f"  {mark} {n}{extra}")

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..checks import CollectionMember, collection_splits
 from .autodetector import detect_changes, suggest_name
 from .loader import NAME_RE, Migration, build_state, load_migrations, package_path
 from .operations import MigrationError, Operation
-from .state import state_from_models
+from .state import ProjectState, state_from_models
 from .writer import render_migration
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,11 +49,15 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
         :class:`MakeResult` (``operations`` empty when the models match the files).
 
     Raises:
-        MigrationError: invalid migration files, or a change DynamoDB cannot make in place.
+        MigrationError: invalid migration files, a change DynamoDB cannot make in place, or a key
+            version bump that splits an item collection (its entities must be bumped together).
     """
     migrations = load_migrations(package)
     old = build_state(migrations)
     new = state_from_models(tables)
+    splits = collection_splits(_members(old), _members(new))
+    if splits and not empty:
+        raise MigrationError("refusing to write a migration that splits an item collection: " + " ".join(splits))
     ops = [] if empty else detect_changes(old, new)
     if not ops and not empty:
         return MakeResult(None, [], None, None)
@@ -72,6 +77,21 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
     path = folder / f"{full}.py"
     path.write_text(source)
     return MakeResult(full, ops, path, source)
+
+
+def _members(state: ProjectState) -> list[CollectionMember]:
+    """Each entity's partition-key template on the table and on each GSI, from a frozen state."""
+    out: list[CollectionMember] = []
+    for (table_name, entity_type), entity in state.entities.items():
+        table = state.tables.get(table_name)
+        if table is None:
+            continue
+        for path, attrs in entity.keys.items():
+            index = "" if path == "primary" else path
+            pk_attr = table.pk_attribute if path == "primary" else (table.gsis.get(path) or (None, None))[0]
+            if pk_attr in attrs:
+                out.append((entity_type, index, attrs[pk_attr], entity.key_version))
+    return out
 
 
 def _leaves(migrations: list[Migration]) -> list[str]:

@@ -4,19 +4,29 @@ The ledger lives in the first table the migrations create. A run takes the lock,
 each pending migration's operations in order, checkpoints every scanned page, and records
 the migration as applied; an interrupted run (Ctrl-C, crash, kill -9) resumes where it
 stopped, and a finished one is a no-op.
+
+A migration is recorded as applied only when every item was rewritten: items that failed are
+recorded in the ledger and the migration stays *partial*; the next run retries exactly those
+items (and any unfinished scan segment). A stop event (set by the CLI on SIGINT/SIGTERM) ends
+every segment at its next checkpoint (between transactions, within ~0.1 s on DynamoDB Local)
+and :class:`MigrationInterrupted` is raised after the lock is released. Migrating to an earlier
+target runs the inverse of each operation of the applied migrations after it, newest first.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import backend, conf
-from ..exceptions import ServiceError, TableDoesNotExist
+from ..batch import WRITE_CHUNK
+from ..exceptions import DynormError, ServiceError, TableDoesNotExist
 from ..schema import create_params, gsi_update_params, wait_active
+from .cost import OperationCost, Pacer, estimate_scan_operation
 from .ledger import Ledger
 from .loader import Migration, build_state
 from .operations import (
@@ -28,10 +38,10 @@ from .operations import (
     RunPython,
     SyncIndexes,
 )
-from .rekey import Counts, Rekeyer, VersionDeleter
+from .rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
-__all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext"]
+__all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted"]
 
 Reporter = Callable[[str, dict[str, int], float, bool], None]
 
@@ -48,6 +58,14 @@ class MigrateOptions:
         dry_run: scan and count, write nothing (not even the ledger or the lock).
         fake: record migrations as applied without running them.
         lock_ttl: seconds a lock lives without a heartbeat.
+        consistent_read: strongly consistent scans; ``None`` (default): eventually consistent
+            (half the RCU; the conditional writes catch a stale read), except copy-mode rekeys,
+            whose Put does not compare the old item and so reads consistently.
+        max_rcu, max_wcu: capacity units per second for the whole migration, split evenly
+            between the ``worker`` processes and shared by this process's segments.
+        stop: when set (SIGINT/SIGTERM), every segment stops at its next checkpoint and
+            :meth:`Executor.migrate` raises :class:`MigrationInterrupted`. The executor sets it
+            too when one segment fails with an error, to end the others before re-raising.
     """
 
     target: str | None = None
@@ -57,6 +75,22 @@ class MigrateOptions:
     dry_run: bool = False
     fake: bool = False
     lock_ttl: float = 60.0
+    consistent_read: bool | None = None
+    max_rcu: float | None = None
+    max_wcu: float | None = None
+    stop: threading.Event | None = field(default=None, repr=False)
+
+
+class MigrationInterrupted(DynormError):
+    """A stop (SIGINT/SIGTERM) ended the run at a checkpoint; the lock is released and progress saved.
+
+    Attributes:
+        report: the :class:`MigrateReport` of what was done before the stop.
+    """
+
+    def __init__(self, message: str, report: MigrateReport) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass
@@ -80,6 +114,15 @@ class MigrateReport:
     operations: list[OpReport] = field(default_factory=list)
     dry_run: bool = False
     seconds: float = 0.0
+    #: migrations reversed (migrating backwards), newest first
+    unapplied: list[str] = field(default_factory=list)
+    #: migrations left partial: name -> items that failed (recorded in the ledger)
+    partial: dict[str, int] = field(default_factory=dict)
+    #: the first failed items, ``"<key>: <reason>"``
+    failed_items: list[str] = field(default_factory=list)
+    #: RCU DynamoDB reported for the scans; estimated WCU of the writes (when paced)
+    read_units: float = 0.0
+    write_units: float = 0.0
 
     def totals(self) -> dict[str, int]:
         """Counters summed over operations."""
@@ -91,8 +134,9 @@ class MigrateReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``dynorm migrate --json``)."""
-        return {"applied": self.applied, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
-                "totals": self.totals(),
+        return {"applied": self.applied, "unapplied": self.unapplied, "partial": self.partial,
+                "failed_items": self.failed_items, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
+                "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
                                 "errors": o.errors} for o in self.operations]}
@@ -143,6 +187,8 @@ class Executor:
         self.reporter = reporter
         self.final_state = build_state(migrations)  # validates every operation against the state
         self._created: set[str] = set()
+        self._stop = threading.Event()
+        self._pacer = Pacer()
 
     # -- ledger ------------------------------------------------------------------------
     def ledger_table(self) -> TableState:
@@ -165,18 +211,46 @@ class Executor:
         ledger = self.ledger()
         return ledger.applied() if ledger.exists() else {}
 
-    def plan(self, target: str | None = None) -> list[Migration]:
-        """The pending migrations up to and including ``target``, in order.
-
-        Raises:
-            MigrationError: ``target`` names no migration.
-        """
+    def _resolve(self, target: str | None) -> str | None:
         names = [m.name for m in self.migrations]
         if target is not None and target not in names:
             matches = [n for n in names if n.startswith(target)]
             if len(matches) != 1:
                 raise MigrationError(f"no migration {target!r}; migrations: {', '.join(names) or 'none'}.")
             target = matches[0]
+        return target
+
+    def backwards_plan(self, target: str | None) -> list[Migration]:
+        """The applied migrations after ``target`` that migrating to it reverses, newest first.
+
+        Raises:
+            MigrationError: ``target`` names no migration, or one of those migrations has an
+                operation without an inverse (nothing is changed then).
+        """
+        target = self._resolve(target)
+        if target is None:
+            return []
+        applied = self.applied()
+        names = [m.name for m in self.migrations]
+        later = [m for m in self.migrations[names.index(target) + 1:] if m.name in applied]
+        if later and target not in applied:
+            raise MigrationError(f"cannot migrate to {target}: it is not applied, but later migrations are "
+                                 f"({', '.join(m.name for m in later)}).")
+        for m in later:
+            for op in m.operations:
+                try:
+                    op.inverse()
+                except MigrationError as exc:
+                    raise MigrationError(f"cannot migrate back to {target}: migration {m.name}: {exc}") from exc
+        return list(reversed(later))
+
+    def plan(self, target: str | None = None) -> list[Migration]:
+        """The pending migrations up to and including ``target``, in order.
+
+        Raises:
+            MigrationError: ``target`` names no migration.
+        """
+        target = self._resolve(target)
         applied = self.applied()
         out = []
         for m in self.migrations:
@@ -186,13 +260,48 @@ class Executor:
                 break
         return out
 
+    # -- cost --------------------------------------------------------------------------
+    @staticmethod
+    def consistent_for(op: Operation, options: MigrateOptions) -> bool:
+        """Whether ``op``'s scan reads consistently under ``options`` (see :class:`MigrateOptions`)."""
+        if options.consistent_read is not None:
+            return options.consistent_read
+        return isinstance(op, RekeyEntity) and options.mode == "copy"
+
+    def estimate(self, op: Operation, options: MigrateOptions) -> OperationCost | None:
+        """Estimate the requests and capacity of a RekeyEntity/DeleteVersion (DescribeTable); else ``None``.
+
+        Returns:
+            An :class:`~dynorm.migrations.cost.OperationCost` (an upper bound: it assumes every item
+            of the table is of the operation's entity type), or ``None`` for other operations or a
+            table that does not exist yet.
+        """
+        if not isinstance(op, (RekeyEntity, DeleteVersion)):
+            return None
+        desc = _describe_table(_physical(op.table))
+        if desc is None:
+            return None
+        if isinstance(op, RekeyEntity):
+            kind = options.mode
+            gsis = sum(1 for path in op.new.keys if path != "primary")
+            group = MOVE_GROUP if kind == "move" else COPY_GROUP
+        else:
+            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
+        return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
+                                       options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options))
+
     # -- running -----------------------------------------------------------------------
     def migrate(self, options: MigrateOptions) -> MigrateReport:
-        """Apply (or, with ``dry_run``, measure) the pending migrations.
+        """Apply (or, with ``dry_run``, measure) the pending migrations, or reverse later ones.
+
+        When ``options.target`` is applied and later migrations are too, those are reversed
+        (newest first) instead. A migration with failed items is left partial (not applied) and
+        the run stops there.
 
         Raises:
             MigrationLocked: another run holds the lock.
-            MigrationError: bad migrations or options.
+            MigrationError: bad migrations or options, or a reversal without an inverse.
+            MigrationInterrupted: ``options.stop`` was set; progress is saved, the lock released.
         """
         started = time.monotonic()
         report = MigrateReport(dry_run=options.dry_run)
@@ -202,30 +311,50 @@ class Executor:
             raise MigrationError(f"--mode must be move or copy, not {options.mode!r}.")
         if options.segments < 1 or not 0 <= options.worker[0] < options.worker[1]:
             raise MigrationError("--segments must be >= 1 and --worker i/N needs 0 <= i < N.")
-        pending = self.plan(options.target)
-        if options.dry_run:
-            for m in pending:
-                self._run(m, options, report, None)
-            report.seconds = time.monotonic() - started
-            return report
-        ledger = self.ledger()
-        if not ledger.exists():
-            self._create_table(self.ledger_table())
-        worker = "all" if options.worker[1] == 1 else f"w{options.worker[0]}of{options.worker[1]}"
-        ledger.acquire(worker, ttl=options.lock_ttl)
+        for name, value in (("--max-rcu", options.max_rcu), ("--max-wcu", options.max_wcu)):
+            if value is not None and value <= 0:
+                raise MigrationError(f"{name} must be > 0, not {value}.")
+        self._stop = options.stop or threading.Event()
+        self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
+        backwards = self.backwards_plan(options.target)
+        pending = [] if backwards else self.plan(options.target)
         try:
-            for m in self.plan(options.target):
-                if options.fake:
-                    ledger.record_applied(m.name, {}, fake=True)
+            if options.dry_run:
+                for m in backwards:
+                    self._run(m, options, report, None, reverse=True)
+                for m in pending:
+                    self._run(m, options, report, None)
+                return report
+            ledger = self.ledger()
+            if not ledger.exists():
+                self._create_table(self.ledger_table())
+            worker = "all" if options.worker[1] == 1 else f"w{options.worker[0]}of{options.worker[1]}"
+            ledger.acquire(worker, ttl=options.lock_ttl)
+            try:
+                for m in backwards:
+                    if self._run(m, options, report, ledger, reverse=True) != "done":
+                        break
+                    ledger.forget(m.name)
+                    report.unapplied.append(m.name)
+                for m in pending:
+                    if options.fake:
+                        ledger.record_applied(m.name, {}, fake=True)
+                        report.applied.append(m.name)
+                        continue
+                    status = self._run(m, options, report, ledger)
+                    if status == "waiting":
+                        break  # other workers still own segments of this migration
+                    if status == "partial":
+                        report.partial[m.name] = self._totals(report, m.name).get("failed", 0)
+                        break  # later migrations may rely on this one: stop here
+                    ledger.record_applied(m.name, self._totals(report, m.name))
                     report.applied.append(m.name)
-                    continue
-                if not self._run(m, options, report, ledger):
-                    break  # other workers still own segments of this migration
-                ledger.record_applied(m.name, self._totals(report, m.name))
-                report.applied.append(m.name)
+            finally:
+                ledger.release()
         finally:
-            ledger.release()
-        report.seconds = time.monotonic() - started
+            report.seconds = time.monotonic() - started
+            report.read_units = self._pacer.read_units
+            report.write_units = self._pacer.write_units
         return report
 
     @staticmethod
@@ -237,29 +366,46 @@ class Executor:
                     out[k] = out.get(k, 0) + v
         return out
 
-    def _run(self, m: Migration, options: MigrateOptions, report: MigrateReport, ledger: Ledger | None) -> bool:
-        """Run one migration's operations; return False when other workers still have work in it."""
-        state_before = build_state(self.migrations[: [x.name for x in self.migrations].index(m.name)])
-        complete = True
-        for i, op in enumerate(m.operations):
-            if op.state_only:
+    def _run(self, m: Migration, options: MigrateOptions, report: MigrateReport, ledger: Ledger | None,
+             reverse: bool = False) -> str:
+        """Run one migration's operations (or their inverses); return ``done``, ``waiting`` or ``partial``.
+
+        Raises:
+            MigrationInterrupted: the stop event was set.
+        """
+        position = [x.name for x in self.migrations].index(m.name)
+        state = build_state(self.migrations[: position + 1 if reverse else position])
+        label = f"{m.name}~reverse" if reverse else m.name
+        steps: list[tuple[int, Operation | None]] = list(enumerate(m.operations))
+        if reverse:
+            steps = [(i, op.inverse()) for i, op in reversed(list(enumerate(m.operations)))]
+        outcome = "done"
+        for i, step in steps:
+            if step is None or step.state_only:
                 continue
+            if self._stop.is_set():
+                raise MigrationInterrupted(f"stopped before {m.name} [{i}] {step.describe()}", report)
             if ledger is not None:
-                marker = ledger.checkpoint(m.name, i, "op")
+                marker = ledger.checkpoint(label, i, "op")
                 if marker and marker["done"]:
                     continue
-            rep = OpReport(m.name, i, op.describe())
+            rep = OpReport(label, i, step.describe())
             t0 = time.monotonic()
-            done = self._apply(m, i, op, options, ledger, rep, state_before)
+            status = self._apply(m, label, i, step, options, ledger, rep, state)
             rep.seconds = time.monotonic() - t0
             report.operations.append(rep)
-            if ledger is not None and done:
-                ledger.save_checkpoint(m.name, i, "op", None, True, rep.counts)
-            complete = complete and done
-        return complete
+            if status == "interrupted":
+                raise MigrationInterrupted(f"stopped during {m.name} [{i}] {step.describe()}", report)
+            if status == "partial":
+                report.failed_items += rep.errors[: max(0, 10 - len(report.failed_items))]
+            if ledger is not None and status == "done":
+                ledger.save_checkpoint(label, i, "op", None, True, rep.counts)
+            if status != "done" and outcome != "partial":
+                outcome = status
+        return outcome
 
-    def _apply(self, m: Migration, i: int, op: Operation, options: MigrateOptions, ledger: Ledger | None,
-               rep: OpReport, state: ProjectState) -> bool:
+    def _apply(self, m: Migration, label: str, i: int, op: Operation, options: MigrateOptions,
+               ledger: Ledger | None, rep: OpReport, state: ProjectState) -> str:
         if isinstance(op, CreateTable):
             exists = _describe_table(_physical(op.table.name)) is not None
             rep.status = "exists" if exists else ("would create" if options.dry_run else "created")
@@ -267,7 +413,7 @@ class Executor:
                 rep.status = "created"  # just now, to hold the ledger
             if not exists and not options.dry_run:
                 self._create_table(self.final_state.tables.get(op.table.name, op.table))
-            return True
+            return "done"
         if isinstance(op, SyncIndexes):
             desc = _describe_table(_physical(op.table))
             present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
@@ -277,14 +423,14 @@ class Executor:
                 for gname, (pk, sk) in missing.items():
                     backend.call("UpdateTable", gsi_update_params(_physical(op.table), gname, pk, sk))
                     wait_active(_physical(op.table))
-            return True
+            return "done"
         if isinstance(op, RunPython):
             rep.status = "would run" if options.dry_run else "ran"
             if not options.dry_run:
                 op.fn(MigrationContext(state, m.name))
-            return True
+            return "done"
         if isinstance(op, (RekeyEntity, DeleteVersion)):
-            return self._scan_op(m, i, op, options, ledger, rep)
+            return self._scan_op(label, i, op, options, ledger, rep)
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
 
     def _create_table(self, table: TableState) -> None:
@@ -301,73 +447,136 @@ class Executor:
             backend.call("UpdateTimeToLive", {"TableName": name, "TimeToLiveSpecification": {
                 "Enabled": True, "AttributeName": table.ttl_attribute}})
 
-    def _scan_op(self, m: Migration, i: int, op: RekeyEntity | DeleteVersion, options: MigrateOptions,
-                 ledger: Ledger | None, rep: OpReport) -> bool:
+    def _scan_op(self, name: str, i: int, op: RekeyEntity | DeleteVersion, options: MigrateOptions,
+                 ledger: Ledger | None, rep: OpReport) -> str:
         table = self.final_state.tables[op.table]
         physical = _physical(op.table)
         counts = Counts()
-        if _describe_table(physical) is None:
+        desc = _describe_table(physical)
+        if desc is None:
             rep.status = "table missing: nothing to do"
             rep.counts = counts.as_dict()
-            return True
-        worker: Any = Rekeyer(op, table, physical, options.mode, counts, options.dry_run) \
-            if isinstance(op, RekeyEntity) else VersionDeleter(op, table, physical, counts, options.dry_run)
+            return "done"
+        consistent = self.consistent_for(op, options)
+        pacer = self._pacer
+        worker: Any = Rekeyer(op, table, physical, options.mode, counts, options.dry_run, pacer, consistent) \
+            if isinstance(op, RekeyEntity) else VersionDeleter(op, table, physical, counts, options.dry_run,
+                                                               pacer=pacer, consistent=consistent)
         operation, _ = worker.read_params(0, 1)
         total = options.segments if operation == "Scan" else 1
         if ledger is not None:
-            meta = ledger.checkpoint(m.name, i, "meta")
+            meta = ledger.checkpoint(name, i, "meta")
             if meta is not None:
                 total = int(meta["counts"].get("segments", total))  # resume with the same segmentation
             else:
-                ledger.save_checkpoint(m.name, i, "meta", None, False, {"segments": total})
+                ledger.save_checkpoint(name, i, "meta", None, False, {"segments": total})
         mine = [s for s in range(total) if s % options.worker[1] == options.worker[0]]
-        label = f"{m.name} {op.describe()}"
+        label = f"{name} {op.describe()}"
+        table_items = int(desc.get("ItemCount", 0)) if operation == "Scan" else 0
+        stop = self._stop
 
         def run_segment(seg: int) -> None:
             start = None
             if ledger is not None:
-                cp = ledger.checkpoint(m.name, i, seg)
+                cp = ledger.checkpoint(name, i, seg)
                 if cp is not None:
                     if cp["done"]:
                         return
                     start = cp["lek"]
             op_name, params = worker.read_params(seg, total)
             for items, lek in worker.pages(op_name, params, start):
-                worker.process(items)
+                result = worker.process(items)
+                if ledger is not None and result.failed:
+                    ledger.record_failures(name, i, result.failed)  # before the checkpoint moves past them
+                if not result.complete:
+                    return  # stopped mid-page: the next run re-reads this page
                 if ledger is not None:
-                    ledger.save_checkpoint(m.name, i, seg, lek, lek is None, counts.as_dict())
+                    ledger.save_checkpoint(name, i, seg, lek, lek is None, counts.as_dict())
 
-        stop = threading.Event()
+        def progress() -> dict[str, int]:
+            return {**counts.as_dict(), "evaluated": counts.evaluated, "total": table_items}
+
+        ticking = threading.Event()
         t0 = time.monotonic()
         ticker = None
         if self.reporter is not None:
             reporter = self.reporter
 
             def tick() -> None:
-                while not stop.wait(0.5):
-                    reporter(label, counts.as_dict(), time.monotonic() - t0, False)
+                while not ticking.wait(0.5):
+                    reporter(label, progress(), time.monotonic() - t0, False)
 
             ticker = threading.Thread(target=tick, daemon=True)
             ticker.start()
         try:
             with ThreadPoolExecutor(max_workers=max(1, len(mine))) as pool:
-                for future in [pool.submit(run_segment, s) for s in mine]:
-                    future.result()
+                futures = [pool.submit(run_segment, s) for s in mine]
+                # wait in short slices so the main thread stays free to run signal handlers
+                while True:
+                    finished, left = wait_futures(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
+                    if not left or any(f.exception() is not None for f in finished):
+                        break
+                for future in futures:
+                    if future.done() and future.exception() is not None:
+                        stop.set()  # end the other segments at their next checkpoint, then re-raise
+                        wait_futures(futures)
+                        future.result()
+            remaining = self._retry_failures(name, i, worker, ledger, options, total, stop)
         finally:
-            stop.set()
+            ticking.set()
             if ticker is not None:
                 ticker.join()
         rep.counts = counts.as_dict()
         rep.errors = list(counts.errors)
         if self.reporter is not None:
-            self.reporter(label, rep.counts, time.monotonic() - t0, True)
+            self.reporter(label, progress(), time.monotonic() - t0, True)
+        if stop.is_set():
+            rep.status = "interrupted"
+            return "interrupted"
         if options.dry_run:
             rep.status = "dry run"
-            return True
-        if options.worker[1] > 1 and ledger is not None:
-            done = {c["segment"] for c in ledger.checkpoints(m.name, i) if c["done"]}
-            if not all(str(s) in done for s in range(total)):
-                rep.status = "waiting for other workers"
-                return False
-        rep.status = "done" if not counts.failed else f"done with {counts.failed} failure(s)"
-        return True
+            return "done"
+        if remaining is None:
+            rep.status = "waiting for other workers"
+            return "waiting"
+        if remaining:
+            counts.failed = len(remaining)
+            rep.counts = counts.as_dict()
+            rep.errors = [f"{f['key']}: {f['reason']}" for f in remaining[:20]]
+            rep.status = f"partial: {len(remaining)} item(s) failed"
+            return "partial"
+        counts.failed = 0
+        rep.counts = counts.as_dict()
+        rep.errors = []
+        rep.status = "done"
+        return "done"
+
+    def _retry_failures(self, name: str, i: int, worker: Any, ledger: Ledger | None, options: MigrateOptions,
+                        total: int, stop: threading.Event) -> list[dict[str, Any]] | None:
+        """Retry the failed items recorded for one operation once every segment is done.
+
+        Returns:
+            The failures still left, or ``None`` when some segment is not finished yet (another
+            worker's, or this one's after a stop).
+        """
+        if stop.is_set():
+            return None
+        if ledger is None:  # dry run: nothing is recorded
+            return [{"key": e, "reason": ""} for e in worker.counts.errors]
+        done = {c["segment"] for c in ledger.checkpoints(name, i) if c["done"]}
+        if not all(str(s) in done for s in range(total)):
+            return None
+        left: list[dict[str, Any]] = []
+        for failure in ledger.failures(name, i):
+            if stop.is_set():
+                return None
+            status, reason = worker.retry(failure["key"])
+            if status == "ok":
+                ledger.clear_failure(failure["sk"])
+            elif status == "stopped":
+                return None
+            else:
+                left.append({**failure, "reason": reason})
+        if left:
+            ledger.record_failures(name, i, [(f["key"], f["reason"]) for f in left])
+        return left

@@ -1,11 +1,15 @@
 """The migration ledger, kept in the table itself under the reserved partition ``dynorm#migrations``.
 
 Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migration>#<op>#<segment>``
-(LastEvaluatedKey of the scan so far, counts, done) and ``lock#<worker>`` (owner, expiry).
+(LastEvaluatedKey of the scan so far, counts, done), ``failed#<migration>#<op>#<key hash>`` (the
+raw key of an item that could not be rewritten, and why; retried by the next run) and
+``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
+checkpoints and failures under ``<migration>~reverse``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -120,6 +124,78 @@ class Ledger:
                                           ":p": {"S": f"checkpoint#{migration}#{op_index}#"}}})
         return [{"segment": i[str(self.table.sk_attribute)]["S"].rsplit("#", 1)[1],
                  "done": i.get("done", {}).get("BOOL", False)} for i in resp.get("Items", [])]
+
+    def _query_prefix(self, prefix: str) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {
+            "TableName": self.name, "ConsistentRead": True,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :p)",
+            "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
+            "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":p": {"S": prefix}}}
+        if not prefix:  # the whole partition (begins_with refuses an empty string)
+            params["KeyConditionExpression"] = "#pk = :pk"
+            del params["ExpressionAttributeNames"]["#sk"], params["ExpressionAttributeValues"][":p"]
+        items: list[dict[str, Any]] = []
+        while True:
+            resp = backend.call("Query", params)
+            items += resp.get("Items", [])
+            if "LastEvaluatedKey" not in resp:
+                return items
+            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    # -- failed items ------------------------------------------------------------------
+    def record_failures(self, migration: str, op_index: int, failed: list[tuple[dict[str, Any], str]]) -> None:
+        """Record items that could not be rewritten (one PutItem each; recording one twice is harmless).
+
+        Called before the page's checkpoint is advanced, so a failure is never skipped silently.
+        """
+        for key, reason in failed:
+            text = json.dumps(key, sort_keys=True)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+            backend.call("PutItem", {"TableName": self.name, "Item": {
+                **self._key(f"failed#{migration}#{op_index}#{digest}"), "key": {"S": text},
+                "reason": {"S": reason[:500]}}})
+
+    def failures(self, migration: str, op_index: int | None = None) -> list[dict[str, Any]]:
+        """The failed items recorded for a migration (or one of its operations): ``{"sk", "key", "reason"}``."""
+        prefix = f"failed#{migration}#" + ("" if op_index is None else f"{op_index}#")
+        return [{"sk": i[str(self.table.sk_attribute)]["S"], "key": json.loads(i["key"]["S"]),
+                 "reason": i.get("reason", {}).get("S", "")} for i in self._query_prefix(prefix)]
+
+    def clear_failure(self, sk: str) -> None:
+        """Forget one failed item (it was rewritten, or is gone)."""
+        backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
+
+    def progress(self) -> dict[str, dict[str, int]]:
+        """Work recorded per migration: ``{name: {"failed", "segments", "done", "started"}}``.
+
+        ``failed``: items recorded as failed; ``segments``/``done``: scan segments with a checkpoint /
+        finished; ``started``: 1 when anything was recorded (an operation begun).
+
+        One Query over the ledger partition (failed items and scan checkpoints).
+        """
+        out: dict[str, dict[str, int]] = {}
+        for item in self._query_prefix(""):
+            kind, _, rest = item[str(self.table.sk_attribute)]["S"].partition("#")
+            if kind not in ("failed", "checkpoint"):
+                continue
+            name, _, tail = rest.partition("#")
+            entry = out.setdefault(name, {"failed": 0, "segments": 0, "done": 0, "started": 0})
+            entry["started"] = 1
+            if kind == "failed":
+                entry["failed"] += 1
+            elif not tail.endswith(("#op", "#meta")):
+                entry["segments"] += 1
+                entry["done"] += int(item.get("done", {}).get("BOOL", False))
+        return out
+
+    def forget(self, migration: str) -> None:
+        """Remove a migration's applied record, checkpoints and failures (after it was reversed)."""
+        sks = [f"applied#{migration}"]
+        for name in (migration, f"{migration}~reverse"):
+            for prefix in (f"checkpoint#{name}#", f"failed#{name}#"):
+                sks += [i[str(self.table.sk_attribute)]["S"] for i in self._query_prefix(prefix)]
+        for sk in sks:
+            backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
     # -- lock --------------------------------------------------------------------------
     def acquire(self, worker: str = "all", ttl: float = 60.0) -> None:

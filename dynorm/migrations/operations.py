@@ -36,6 +36,14 @@ class Operation:
         """Keyword arguments that rebuild this operation (for the migration writer)."""
         raise NotImplementedError
 
+    def inverse(self) -> Operation | None:
+        """The operation that undoes this one when migrating backwards (``None``: nothing to undo).
+
+        Raises:
+            MigrationError: the operation cannot be undone without losing data.
+        """
+        raise MigrationError(f"{self.describe()} cannot be reversed.")
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.describe()}>"
 
@@ -60,6 +68,10 @@ class CreateTable(Operation):
     def deconstruct(self) -> dict[str, Any]:
         return self.table.definition()
 
+    def inverse(self) -> Operation | None:
+        raise MigrationError(f"{self.describe()} cannot be reversed: it would drop the table and every item in it "
+                             "(delete the table yourself if that is what you want).")
+
 
 class SyncIndexes(Operation):
     """Add GSIs to an existing table (UpdateTable per index, waiting until ACTIVE); never drops any."""
@@ -77,6 +89,9 @@ class SyncIndexes(Operation):
 
     def deconstruct(self) -> dict[str, Any]:
         return {"table": self.table, "gsis": {k: list(v) for k, v in self.gsis.items()}}
+
+    def inverse(self) -> Operation | None:
+        return None  # the index stays: an unused GSI loses nothing (drop it by hand to save its cost)
 
 
 class AlterKeyEncoding(Operation):
@@ -128,6 +143,9 @@ class CreateEntity(Operation):
     def deconstruct(self) -> dict[str, Any]:
         return self.entity.definition()
 
+    def inverse(self) -> Operation | None:
+        return None  # state only
+
 
 class DeleteEntity(Operation):
     """Forget an entity type (state only; its items stay until a DeleteVersion removes them)."""
@@ -147,6 +165,9 @@ class DeleteEntity(Operation):
 
     def deconstruct(self) -> dict[str, Any]:
         return {"table": self.table, "entity_type": self.entity_type}
+
+    def inverse(self) -> Operation | None:
+        return None  # state only (its items were never removed)
 
 
 class RekeyEntity(Operation):
@@ -198,11 +219,28 @@ class RekeyEntity(Operation):
         return {"table": self.table, "entity_type": self.entity_type, "from_version": self.from_version,
                 "to_version": self.to_version, "old": part(self.old), "new": part(self.new)}
 
+    def inverse(self) -> Operation | None:
+        """A RekeyEntity from the new layout back to the old one.
+
+        Raises:
+            MigrationError: the rekey has a ``transform`` (a function has no known inverse).
+        """
+        if self.transform is not None:
+            raise MigrationError(f"{self.describe()} cannot be reversed: its transform has no inverse; "
+                                 "write a new migration that rekeys forward to the layout you want.")
+
+        def part(e: EntityState) -> dict[str, Any]:
+            return {"keys": e.keys, "fields": e.fields, "version_attribute": e.version_attribute}
+
+        return RekeyEntity(self.table, self.entity_type, self.to_version, self.from_version,
+                           old=part(self.new), new=part(self.old))
+
 
 class RunPython(Operation):
     """Run ``fn(context)`` with a :class:`~dynorm.migrations.executor.MigrationContext`.
 
-    ``reverse`` is kept for rollbacks.
+    ``reverse(context)`` undoes it when migrating backwards; without it the migration cannot be
+    reversed.
     """
 
     def __init__(self, fn: Callable[[Any], Any], reverse: Callable[[Any], Any] | None = None) -> None:
@@ -216,6 +254,12 @@ class RunPython(Operation):
 
     def deconstruct(self) -> dict[str, Any]:
         raise MigrationError("RunPython operations are written by hand (makemigrations --empty).")
+
+    def inverse(self) -> Operation | None:
+        if self.reverse is None:
+            raise MigrationError(f"{self.describe()} cannot be reversed: give RunPython a reverse= function "
+                                 "(RunPython(forward, reverse=backward)).")
+        return RunPython(self.reverse, self.fn)
 
 
 class DeleteVersion(Operation):
@@ -244,3 +288,6 @@ class DeleteVersion(Operation):
 
     def deconstruct(self) -> dict[str, Any]:
         return {"table": self.table, "entity_type": self.entity_type, "version": self.version, "pk": self.pk}
+
+    def inverse(self) -> Operation | None:
+        raise MigrationError(f"{self.describe()} cannot be reversed: the deleted items are gone.")

@@ -124,10 +124,10 @@ def test_migrate_plan_json_and_showmigrations(migrating_config: Path) -> None:
     assert code == 0 and "0001_initial:" in out and "rekey PRODUCT in fromatoz from v1 to v2" in out
     code, out = run("--config", str(migrating_config), "showmigrations")
     assert code == 0 and "[ ] 0001_initial" in out and "[ ] 0002_catalog_v2" in out
-    code, out = run("--config", str(migrating_config), "migrate", "--json")
     import json
 
-    summary = json.loads(out)
+    result = CliRunner().invoke(cli, ["--config", str(migrating_config), "migrate", "--json"], catch_exceptions=False)
+    code, summary = result.exit_code, json.loads(result.stdout)  # stderr: JSON progress lines
     assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2", "0003_seed_models"]
     code, out = run("--config", str(migrating_config), "showmigrations")
     assert "[X] 0001_initial" in out and "[X] 0002_catalog_v2" in out

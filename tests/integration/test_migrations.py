@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 import textwrap
 import threading
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +17,7 @@ from dynorm.migrations import MigrationError
 from dynorm.migrations.executor import Executor, MigrateOptions
 from dynorm.migrations.ledger import Ledger, MigrationLocked
 from dynorm.migrations.loader import load_migrations
+from tests.faults import Hook, fake_response
 from tests.migproject import V1, V2, Project, body, load_v1, scan_all, widgets
 
 
@@ -211,3 +214,342 @@ def test_workers_split_the_segments_and_the_last_one_records_the_migration(proje
     second = project.executor().migrate(MigrateOptions(segments=4, worker=(1, 2)))
     assert second.applied == ["0002_widget_v2"]
     assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+# -- issue 10 §1: failed items are never stranded behind an "applied" record ---------------------------------
+
+
+def _conflicting(hot: set[str]) -> Any:
+    """A before-send hook cancelling every transaction that moves one of the ``hot`` v1 partition keys."""
+
+    def hook(request: Any, **kwargs: Any) -> Any:
+        actions = json.loads(request.body)["TransactItems"]
+        pks = [next(iter(a.values()))["Key"]["PK"]["S"] if "Delete" in a else "" for a in actions]
+        if not hot & set(pks):
+            return None
+        reasons = [{"Code": "TransactionConflict" if pk in hot else "None"} for pk in pks]
+        return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                                   "Message": "Transaction cancelled", "CancellationReasons": reasons})
+
+    return hook
+
+
+def test_items_that_keep_failing_leave_the_migration_partial_and_a_rerun_retries_exactly_them(
+        project: Project) -> None:
+    load_v1(project, 600)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    hot = {"v1#W#w00007", "v1#W#w00423"}
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting(hot)):
+        report = project.executor().migrate(MigrateOptions(segments=3))
+    # not applied, and it says which items and how many
+    assert report.applied == [] and report.partial == {"0002_widget_v2": 2}
+    assert len(report.failed_items) == 2 and all("TransactionConflict" in f for f in report.failed_items)
+    assert "0002_widget_v2" not in project.executor().applied()
+    left = {i["PK"]["S"] for i in widgets(project.table) if i["PK"]["S"].startswith("v1#")}
+    assert left == hot
+    ledger = project.executor().ledger()
+    assert sorted(f["key"]["PK"]["S"] for f in ledger.failures("0002_widget_v2")) == sorted(hot)
+    assert ledger.progress()["0002_widget_v2"]["failed"] == 2
+    assert not any(i["SK"]["S"].startswith("lock#") for i in scan_all(project.table)
+                   if i["PK"]["S"] == "dynorm#migrations")
+    # the re-run retries the two items only: no Scan, one GetItem and one transaction per item
+    with dynorm.capture() as c:
+        again = project.executor().migrate(MigrateOptions(segments=3))
+    assert again.applied == ["0002_widget_v2"] and again.partial == {}
+    assert "Scan" not in c.operations
+    assert c.operations.count("TransactWriteItems") == 2 and c.operations.count("GetItem") >= 2
+    after = widgets(project.table)
+    assert len(after) == 600 and all(i["PK"]["S"].startswith("v2#") for i in after)
+    assert {i["widget_id"]["S"]: body(i) for i in after} == before
+    assert project.executor().ledger().failures("0002_widget_v2") == []
+
+
+def test_cli_exits_non_zero_with_the_failed_keys_and_showmigrations_says_partial(project: Project) -> None:
+    from dynorm.cli import cli
+
+    load_v1(project, 50)
+    name = project.table.table_name()
+    # an item of the entity type that lacks the value of its new partition key
+    backend.call("PutItem", {"TableName": name, "Item": {"PK": {"S": "v1#W#broken"}, "SK": {"S": "METADATA"},
+                                                         "entityType": {"S": "WIDGET"}, "maker": {"S": "m1"}}})
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = str(project.config())
+    result = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    assert result.exit_code == 1, result.output
+    assert "1 item(s) failed" in result.output and "NOT applied" in result.output
+    assert "v1#W#broken" in result.output and "widget_id" in result.output
+    shown = CliRunner().invoke(cli, ["--config", cfg, "showmigrations"])
+    assert "[~] 0002_widget_v2 (partial: 1 failed item(s)" in shown.output, shown.output
+    again = CliRunner().invoke(cli, ["--config", cfg, "migrate"])  # still broken: still partial, not "No migrations"
+    assert again.exit_code == 1 and "1 item(s) failed" in again.output
+    backend.call("UpdateItem", {"TableName": name, "Key": {"PK": {"S": "v1#W#broken"}, "SK": {"S": "METADATA"}},
+                                "UpdateExpression": "SET widget_id = :w", "ExpressionAttributeValues": {
+                                    ":w": {"S": "fixed"}}})
+    with dynorm.capture() as c:
+        fixed = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "Applied 1 migration(s)" in fixed.output and "Scan" not in c.operations
+    assert backend.call("GetItem", {"TableName": name, "Key": {"PK": {"S": "v2#W#fixed"},
+                                                               "SK": {"S": "METADATA"}}}).get("Item")
+    shown = CliRunner().invoke(cli, ["--config", cfg, "showmigrations"])
+    assert "[X] 0002_widget_v2" in shown.output
+
+
+# -- issue 10 §6: backwards migrations -----------------------------------------------------------------------
+
+
+def test_migrating_back_to_an_earlier_target_reverses_a_rekey(project: Project) -> None:
+    load_v1(project, 300)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]
+    assert project.executor().plan("0001") == []  # nothing to apply forwards
+    report = project.executor().migrate(MigrateOptions(target="0001"))
+    assert report.unapplied == ["0002_widget_v2"] and report.applied == []
+    back = widgets(project.table)
+    assert len(back) == 300 and all(i["PK"]["S"].startswith("v1#W#") for i in back)
+    assert all(i["GSI1SK"]["S"].startswith("W#") for i in back)  # the v1 GSI template again
+    assert {i["widget_id"]["S"]: body(i) for i in back} == before
+    assert set(project.executor().applied()) == {"0001_initial"}
+    # and forwards again: the ledger forgot the reversed migration's checkpoints
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]
+    assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+def test_reversing_an_operation_without_inverse_is_refused_before_any_write(project: Project) -> None:
+    from dynorm.cli import cli
+
+    load_v1(project, 10)
+    (project.dir / "migrations" / "0002_seed.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def seed(ctx):
+            pass
+        dependencies = ["0001_initial"]
+        operations = [ops.RunPython(seed)]
+    '''))
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_seed"]
+    with dynorm.capture() as c:
+        with pytest.raises(MigrationError, match="RunPython.*reverse="):
+            project.executor().migrate(MigrateOptions(target="0001_initial"))
+    assert not any(op in ("PutItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem", "UpdateItem")
+                   for op in c.operations)
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate", "0001"])
+    assert result.exit_code == 1 and "cannot be reversed" in result.output
+    with pytest.raises(MigrationError, match="drop the table"):
+        load_migrations(project.migrations)[0].operations[0].inverse()
+
+
+def test_run_python_with_reverse_runs_it_backwards(project: Project) -> None:
+    load_v1(project, 3)
+    (project.dir / "migrations" / "0002_flag.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def key(ctx):
+            return {"PK": {"S": "flag"}, "SK": {"S": "flag"}}
+        def up(ctx):
+            ctx.call("PutItem", {"TableName": ctx.table_name("migshop"), "Item": key(ctx)})
+        def down(ctx):
+            ctx.call("DeleteItem", {"TableName": ctx.table_name("migshop"), "Key": key(ctx)})
+        dependencies = ["0001_initial"]
+        operations = [ops.RunPython(up, reverse=down)]
+    '''))
+    flag = {"TableName": project.table.table_name(), "Key": {"PK": {"S": "flag"}, "SK": {"S": "flag"}}}
+    project.executor().migrate(MigrateOptions())
+    assert "Item" in backend.call("GetItem", flag)
+    assert project.executor().migrate(MigrateOptions(target="0001")).unapplied == ["0002_flag"]
+    assert "Item" not in backend.call("GetItem", flag)
+
+
+# -- issue 10 §6/§7: progress, --plan cost, pacing, consistency ------------------------------------------------
+
+
+def test_plan_prints_requests_and_capacity_and_json_progress_lines(project: Project) -> None:
+    from dynorm.cli import cli
+
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = str(project.config())
+    with dynorm.capture() as c:
+        plan = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--plan", "--max-wcu", "100"])
+    assert plan.exit_code == 0, plan.output
+    assert not any(op not in ("DescribeTable", "Query", "GetItem") for op in c.operations)
+    # 400 widgets (+ the ledger items) of ~150 B: 2 pages + 4 segment ends; 0.5 RCU per 4 KB read eventually
+    assert "rekey WIDGET in migshop from v1 to v2" in plan.output
+    assert "Scan/Query request(s)" in plan.output and "eventually consistent" in plan.output
+    line = next(x for x in plan.output.splitlines() if "WCU" in x and "writes" in x)
+    wcu = int(line.split("<= ")[2].split(" WCU")[0])
+    assert 400 * 6 <= wcu <= 410 * 6  # Put 2 + Delete 2 + GSI delete 1 + GSI put 1 per item of <= 1 KB
+    assert "2 WCU per KB" in plan.output
+    result = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["applied"] == ["0002_widget_v2"] and summary["totals"]["rewritten"] == 400
+    events = [json.loads(x) for x in result.stderr.splitlines() if x.startswith("{")]
+    done = [e for e in events if e["event"] == "done"]
+    assert done and done[-1]["rewritten"] == 400 and done[-1]["total"] >= 400
+    assert done[-1]["percent"] is not None and done[-1]["items_per_s"] > 0
+
+
+def test_max_wcu_paces_the_writes_of_all_segments(project: Project) -> None:
+    from dynorm.migrations.cost import Pacer
+
+    load_v1(project, 200)
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    waits: list[float] = []
+    options = MigrateOptions(segments=4, max_wcu=400)
+    original = Pacer.__init__
+
+    def recording(self: Pacer, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **{**kwargs, "sleep": waits.append})
+
+    Pacer.__init__ = recording  # type: ignore[method-assign]
+    try:
+        report = executor.migrate(options)
+    finally:
+        Pacer.__init__ = original  # type: ignore[method-assign]
+    assert report.applied == ["0002_widget_v2"]
+    # 200 items x 6 WCU = 1200 WCU at 400/s with 400 of burst: at least 2 s of waiting asked for
+    assert report.write_units == 1200
+    assert sum(waits) >= (1200 - 400) / 400 - 0.01
+
+
+def test_scans_are_eventually_consistent_by_default_and_consistent_on_request(project: Project) -> None:
+    load_v1(project, 100)
+    project.write_models(**V2)
+    project.makemigrations()
+    with dynorm.capture() as c:
+        project.executor().migrate(MigrateOptions(target="0002", dry_run=True))
+    scans = [r for r in c.requests if r.operation == "Scan"]
+    assert scans and all(r.params["ConsistentRead"] is False for r in scans)
+    eventual = sum(r.read_capacity for r in scans)
+    with dynorm.capture() as c:
+        project.executor().migrate(MigrateOptions(dry_run=True, consistent_read=True))
+    scans = [r for r in c.requests if r.operation == "Scan"]
+    assert scans and all(r.params["ConsistentRead"] is True for r in scans)
+    assert sum(r.read_capacity for r in scans) == pytest.approx(2 * eventual, rel=0.2)
+    with dynorm.capture() as c:
+        project.executor().migrate(MigrateOptions(mode="copy", dry_run=True))
+    assert all(r.params["ConsistentRead"] is True for r in c.requests if r.operation == "Scan")
+
+
+# -- issue 10 §5: a version bump that splits an item collection is refused -------------------------------------
+
+COLLECTION_SRC = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Issue(Entity):
+    issue_id = fields.String()
+    title = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "ISSUE"
+        key_version = "{issue}"
+        pk = "{{version}}#I#{{issue_id}}"
+        sk = "ISSUE"
+
+class Comment(Entity):
+    issue_id = fields.String()
+    comment_id = fields.String()
+    text = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "COMMENT"
+        key_version = "{comment}"
+        pk = "{{version}}#I#{{issue_id}}"
+        sk = "C#{{comment_id}}"
+'''
+
+
+def _collection_models(project: Project, issue: str, comment: str) -> Any:
+    import importlib
+    import sys
+
+    (project.dir / "models.py").write_text(COLLECTION_SRC.format(pkg=project.pkg, issue=issue, comment=comment))
+    name = f"{project.pkg}.models"
+    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+
+
+def test_bumping_one_member_of_an_item_collection_is_refused_by_check_and_makemigrations(project: Project) -> None:
+    from dynorm.cli import cli
+
+    models = _collection_models(project, "v1", "v1")
+    assert project.makemigrations().name == "0001_initial"
+    project.executor().migrate(MigrateOptions())
+    models.Issue.objects.create(issue_id="i1", title="t")
+    for c in range(180):
+        models.Comment.objects.create(issue_id="i1", comment_id=f"{c:03d}", text="x")
+    assert project.table.check() == []
+    cfg = str(project.config())
+    models = _collection_models(project, "v2", "v1")  # the bug: only Issue bumped
+    problems = project.table.check()
+    assert len(problems) == 1 and "item collection split" in problems[0]
+    assert "Issue(ISSUE) at v2" in problems[0] and "Comment(COMMENT) at v1" in problems[0]
+    assert "bump key_version of Comment(COMMENT) to 'v2'" in problems[0]
+    result = CliRunner().invoke(cli, ["--config", cfg, "check"])
+    assert result.exit_code == 1 and "item collection split" in result.output
+    with pytest.raises(MigrationError, match="splits an item collection.*COMMENT.*bump key_version of COMMENT"):
+        project.makemigrations()
+    made = CliRunner().invoke(cli, ["--config", cfg, "makemigrations", "--check"])
+    assert made.exit_code == 1 and "splits an item collection" in made.output
+    assert sorted(p.name for p in (project.dir / "migrations").glob("0*.py")) == ["0001_initial.py"]
+    # bumped together: accepted, and the collection stays whole
+    models = _collection_models(project, "v2", "v2")
+    assert project.table.check() == []
+    result = project.makemigrations()
+    assert [type(o).__name__ for o in result.operations] == ["RekeyEntity", "RekeyEntity"]
+    assert project.executor().migrate(MigrateOptions()).applied == [result.name]
+    assert len(list(models.Issue.objects.collection(issue_id="i1"))) == 181
+
+
+def test_a_stop_ends_every_segment_at_a_checkpoint_and_the_next_run_finishes(project: Project) -> None:
+    from dynorm.migrations.executor import MigrationInterrupted
+
+    load_v1(project, 1000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    stop = threading.Event()
+    sent = {"n": 0}
+
+    def stop_after_three(**kwargs: Any) -> None:  # as if Ctrl-C came after the third transaction
+        sent["n"] += 1
+        if sent["n"] == 3:
+            stop.set()
+
+    with Hook("after-call.dynamodb.TransactWriteItems", stop_after_three):
+        with pytest.raises(MigrationInterrupted) as info:
+            project.executor().migrate(MigrateOptions(segments=4, stop=stop))
+    assert info.value.report.operations[-1].status == "interrupted"
+    assert sent["n"] <= 3 + 4  # at most the transaction in flight in each segment after the stop
+    items = widgets(project.table)
+    assert len(items) == 1000 and 0 < sum(i["PK"]["S"].startswith("v2#") for i in items) <= 50 * 7
+    ledger = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"]
+    assert not any(i["SK"]["S"].startswith(("lock#", "applied#0002")) for i in ledger)
+    report = project.executor().migrate(MigrateOptions(segments=4))
+    assert report.applied == ["0002_widget_v2"]
+    after = widgets(project.table)
+    assert len(after) == 1000 and {i["widget_id"]["S"]: body(i) for i in after} == before
+
+
+def test_a_failed_item_deleted_meanwhile_is_not_retried(project: Project) -> None:
+    load_v1(project, 100)
+    project.write_models(**V2)
+    project.makemigrations()
+    hot = {"v1#W#w00011"}
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting(hot)):
+        assert project.executor().migrate(MigrateOptions()).partial == {"0002_widget_v2": 1}
+    backend.call("DeleteItem", {"TableName": project.table.table_name(),
+                                "Key": {"PK": {"S": "v1#W#w00011"}, "SK": {"S": "METADATA"}}})  # the app deleted it
+    with dynorm.capture() as c:
+        report = project.executor().migrate(MigrateOptions())
+    assert report.applied == ["0002_widget_v2"] and "TransactWriteItems" not in c.operations
+    assert len(widgets(project.table)) == 99

@@ -1,4 +1,5 @@
-"""A migration killed with SIGKILL at random moments, then finished: nothing lost or duplicated."""
+"""A migration killed with SIGKILL at random moments, or stopped with SIGINT/SIGTERM, then finished:
+nothing lost or duplicated."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from tests.migproject import REPO, V2, Project, body, load_v1, scan_all, widgets
 
@@ -46,3 +49,46 @@ def test_kill_minus_9_at_random_moments_then_finish(project: Project) -> None:
     applied = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"
                and i["SK"]["S"].startswith("applied#0002")]
     assert len(applied) == 1
+
+
+@pytest.mark.parametrize("signum, code, pace", [(signal.SIGINT, 130, ["--max-wcu", "3000"]),
+                                                (signal.SIGTERM, 143, [])])
+def test_sigint_and_sigterm_stop_at_a_checkpoint_release_the_lock_and_resume(
+        project: Project, signum: int, code: int, pace: list[str]) -> None:
+    load_v1(project, 4000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = project.config()
+    env = {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
+    cmd = [sys.executable, "-m", "dynorm", "--config", str(cfg), "migrate", "--segments", "4", "--json", *pace]
+    proc = subprocess.Popen(cmd, env=env, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the first progress line: the rekey is under way
+        if '"event": "progress"' in line:
+            break
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    stopped_after = time.monotonic() - sent
+    assert proc.returncode == code, err
+    assert stopped_after < 10, stopped_after  # ~0.2-0.5 s measured here; generous for a loaded machine
+    assert "progress is saved and the lock released" in err and "Resume with:" in err
+    resume = err.split("Resume with:")[1].strip().splitlines()[0]
+    assert resume.startswith("dynorm --config") and "migrate --segments 4" in resume
+    ledger = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"]
+    assert not any(i["SK"]["S"].startswith("lock#") for i in ledger)  # released
+    assert not any(i["SK"]["S"] == "applied#0002_widget_v2" for i in ledger)
+    assert any(i["SK"]["S"].startswith("checkpoint#0002_widget_v2#0#") for i in ledger)  # progress recorded
+    partial = widgets(project.table)
+    assert len(partial) == 4000 and any(i["PK"]["S"].startswith("v1#") for i in partial)
+    shown = subprocess.run([sys.executable, "-m", "dynorm", "--config", str(cfg), "showmigrations"], env=env,
+                           cwd=project.root, capture_output=True, text=True, timeout=120)
+    assert "[~] 0002_widget_v2 (interrupted" in shown.stdout, shown.stdout
+    finish = subprocess.run([sys.executable, "-m", *resume.split()], env=env,
+                            cwd=project.root, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr + finish.stdout
+    after = widgets(project.table)
+    assert len(after) == 4000 and all(i["PK"]["S"].startswith("v2#") for i in after)
+    assert {i["widget_id"]["S"]: body(i) for i in after} == before

@@ -1,0 +1,241 @@
+"""What a migration costs and how fast it may go: capacity estimates (pure) and a shared rate limit.
+
+Capacity assumptions (DynamoDB's published pricing rules, on-demand and provisioned alike):
+
+* reads: a Scan consumes 1 RCU per 4 KB read *before* filtering, rounded up per page (strongly
+  consistent), half that eventually consistent; a migration scans the whole table, so every item
+  is read.
+* writes: a transactional write of an item costs 2 WCU per started 1 KB (the Put of the new
+  item and, in move mode, the Delete of the old one: 2 x 2 WCU for an item up to 1 KB); each
+  GSI entry written or removed costs 1 WCU per started KB (not doubled by the transaction).
+* item size: attribute names plus values (UTF-8 strings, ~1 byte per 2 digits of a number),
+  as DynamoDB counts it, approximated for nested values.
+
+The rate limit (``--max-wcu`` / ``--max-rcu``) is a token bucket per process whose rate is the
+budget divided by the number of ``--worker`` processes, shared by all scan segments of that
+process: N workers started with the same ``--max-wcu W`` together never exceed ``W`` per second
+(plus one second of burst each). Writes take their estimated units *before* the request is sent;
+reads are charged with the consumed capacity DynamoDB reports, and the next read waits until the
+bucket is out of debt.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
+           "OperationCost", "estimate_scan_operation"]
+
+
+def _value_size(av: dict[str, Any]) -> int:
+    (kind, value), = av.items()
+    if kind == "S":
+        return len(value.encode("utf-8"))
+    if kind == "N":
+        digits = len(str(value).lstrip("-").replace(".", "").lstrip("0")) or 1
+        return 1 + math.ceil(digits / 2)
+    if kind == "B":
+        return len(value)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: v}) for v in value)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in value)
+    if kind == "M":
+        return 3 + sum(len(k.encode("utf-8")) + 1 + _value_size(v) for k, v in value.items())
+    return 0  # pragma: no cover - no other DynamoDB type
+
+
+def item_size(item: dict[str, Any]) -> int:
+    """Return the size of a DynamoDB-JSON item in bytes, as DynamoDB counts it (approximated for nesting)."""
+    return sum(len(name.encode("utf-8")) + _value_size(av) for name, av in item.items())
+
+
+def write_units(size: float) -> int:
+    """Standard write capacity units for writing an item of ``size`` bytes (1 per started KB, at least 1)."""
+    return max(1, math.ceil(size / 1024))
+
+
+def read_units(size: float, consistent: bool) -> float:
+    """Read capacity units for reading ``size`` bytes (1 per started 4 KB; half when eventually consistent)."""
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+def move_units(old_size: float, new_size: float, old_gsis: int, new_gsis: int, same_primary: bool) -> int:
+    """Estimated WCU of moving one item in a transaction (Put new + Delete old, GSI entries rewritten).
+
+    Args:
+        old_size, new_size: item sizes in bytes; old_gsis, new_gsis: GSIs the old / new item is in.
+        same_primary: only index keys change (one conditional Put replaces the item in place).
+    """
+    if same_primary:
+        return 2 * write_units(max(old_size, new_size)) + old_gsis * write_units(old_size) \
+            + new_gsis * write_units(new_size)
+    return 2 * write_units(new_size) + 2 * write_units(old_size) + old_gsis * write_units(old_size) \
+        + new_gsis * write_units(new_size)
+
+
+def copy_units(new_size: float, new_gsis: int) -> int:
+    """Estimated WCU of copying one item in a transaction (Put new, its GSI entries)."""
+    return 2 * write_units(new_size) + new_gsis * write_units(new_size)
+
+
+@dataclass
+class OperationCost:
+    """The estimate ``migrate --plan`` prints for one scan operation.
+
+    Attributes:
+        items: items in the table (DescribeTable ``ItemCount``; DynamoDB refreshes it about every 6 h).
+        avg_size: average item size in bytes (``TableSizeBytes / ItemCount``).
+        read_requests: Scan (or Query) pages; write_requests: TransactWriteItems / BatchWriteItem calls,
+            assuming every item of the table belongs to the operation (an upper bound).
+        rcu, wcu: capacity units for the same upper bound.
+    """
+
+    items: int
+    avg_size: float
+    read_requests: int
+    write_requests: int
+    rcu: float
+    wcu: float
+
+
+def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: int, page_size: int,
+                            group: int, gsis: int, consistent: bool) -> OperationCost:
+    """Estimate a RekeyEntity (``kind`` ``"move"``/``"copy"``) or DeleteVersion (``"delete"``) on a table.
+
+    Args:
+        kind: ``"move"``, ``"copy"`` or ``"delete"``.
+        items, table_bytes: DescribeTable's ``ItemCount`` and ``TableSizeBytes``.
+        segments: parallel Scan segments (each ends with one extra, possibly empty, page).
+        page_size: Scan ``Limit``; group: items per write request.
+        gsis: GSIs an item of the entity is in (assumed the same before and after).
+        consistent: strongly consistent Scan.
+
+    Returns:
+        An :class:`OperationCost` assuming every item of the table is one of the entity's.
+    """
+    avg = table_bytes / items if items else 0.0
+    read_requests = math.ceil(items / page_size) + segments if items else segments
+    # each Scan page is rounded up to 4 KB on its own; each segment ends with a (nearly) empty page
+    full, rest = divmod(items, page_size)
+    rcu = full * read_units(page_size * avg, consistent) + (read_units(rest * avg, consistent) if rest else 0.0) \
+        + segments * read_units(0, consistent)
+    if kind == "delete":
+        per_item = write_units(avg) * (1 + gsis)
+    elif kind == "copy":
+        per_item = copy_units(avg, gsis)
+    else:
+        per_item = move_units(avg, avg, gsis, gsis, same_primary=False)
+    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu,
+                         float(per_item * items))
+
+
+class TokenBucket:
+    """A token bucket that may go into debt: ``rate`` units per second, ``rate`` units of burst.
+
+    Thread-safe; waits are interruptible by a stop event. Args: rate: units per second
+    (> 0); clock, sleep: injectable for tests (default ``time.monotonic`` / ``Event.wait``).
+    """
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] | None = None) -> None:
+        if rate <= 0:
+            raise ValueError(f"a rate limit must be > 0, not {rate}")
+        self.rate = float(rate)
+        self.tokens = float(rate)
+        self.clock = clock
+        self.sleep = sleep
+        self.stamp = clock()
+        self.lock = threading.Lock()
+        self.slept = 0.0  #: seconds of waiting asked for so far (for tests and reports)
+
+    def _refill(self) -> None:
+        now = self.clock()
+        self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def take(self, units: float, stop: threading.Event | None = None) -> bool:
+        """Take ``units`` (possibly into debt) and wait until the bucket is out of debt.
+
+        Returns:
+            False when ``stop`` was set while waiting (the units stay taken), else True.
+        """
+        with self.lock:
+            self._refill()
+            self.tokens -= units
+            wait = -self.tokens / self.rate if self.tokens < 0 else 0.0
+            self.slept += wait
+        return self._wait(wait, stop)
+
+    def wait_clear(self, stop: threading.Event | None = None) -> bool:
+        """Wait until the bucket is out of debt (before a read whose cost is known only afterwards)."""
+        with self.lock:
+            self._refill()
+            wait = -self.tokens / self.rate if self.tokens < 0 else 0.0
+            self.slept += wait
+        return self._wait(wait, stop)
+
+    def charge(self, units: float) -> None:
+        """Take ``units`` already spent (a read's reported consumed capacity) without waiting."""
+        with self.lock:
+            self._refill()
+            self.tokens -= units
+
+    def _wait(self, seconds: float, stop: threading.Event | None) -> bool:
+        if seconds <= 0:
+            return not (stop is not None and stop.is_set())
+        if self.sleep is not None:
+            self.sleep(seconds)
+            return not (stop is not None and stop.is_set())
+        if stop is None:
+            time.sleep(seconds)
+            return True
+        return not stop.wait(seconds)
+
+
+class Pacer:
+    """The read and write limits of one migrate process (``None``: unlimited), shared by its segments.
+
+    Args:
+        max_rcu, max_wcu: the budgets of the whole migration, in capacity units per second.
+        workers: how many ``--worker`` processes share them (each takes an equal part).
+        stop: set on SIGINT/SIGTERM; waits end early.
+    """
+
+    def __init__(self, max_rcu: float | None = None, max_wcu: float | None = None, workers: int = 1,
+                 stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None) -> None:
+        self.reads = TokenBucket(max_rcu / workers, sleep=sleep) if max_rcu else None
+        self.writes = TokenBucket(max_wcu / workers, sleep=sleep) if max_wcu else None
+        self.stop = stop
+        self.write_units = 0.0  #: estimated WCU of the writes sent
+        self.read_units = 0.0   #: RCU reported by DynamoDB for the reads
+        self._lock = threading.Lock()
+
+    def stopped(self) -> bool:
+        """True once a stop was asked for."""
+        return self.stop is not None and self.stop.is_set()
+
+    def before_read(self) -> bool:
+        """Wait for the read budget; False when stopped."""
+        return self.reads.wait_clear(self.stop) if self.reads is not None else not self.stopped()
+
+    def after_read(self, units: float) -> None:
+        """Charge a read's consumed capacity."""
+        with self._lock:
+            self.read_units += units
+        if self.reads is not None:
+            self.reads.charge(units)
+
+    def before_write(self, units: float) -> bool:
+        """Take ``units`` of the write budget (waiting as needed); False when stopped."""
+        with self._lock:
+            self.write_units += units
+        return self.writes.take(units, self.stop) if self.writes is not None else not self.stopped()
+
