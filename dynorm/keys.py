@@ -37,7 +37,8 @@ def format_datetime(value: _dt.datetime) -> str:
     """
     if value.tzinfo is not None:
         value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: glibc's %Y writes year 204 as '204', which breaks the order and the read
+    return value.isoformat(timespec="microseconds") + "Z"
 
 
 def encode_value(value: Any, spec: str = "", *, delimiter: str = "#", entity: str = "?",
