@@ -97,15 +97,22 @@ class KeyChangeError(WriteError, ValueError):
 
 
 class BatchIncomplete(WriteError):
-    """Some items of a batch never went in after all retries.
+    """Some items of a batch did not go in: unprocessed after all retries, or DynamoDB refused
+    (or never answered) one of the batch's requests, which stops the batch.
 
     Attributes:
-        unprocessed: the keys (or items) that were not written / read.
+        unprocessed: the keys (entity key dicts) not written / not read, including ``uncertain``.
+        written: the keys written (for writes; empty for reads).
+        uncertain: the keys of a request that got no answer (connection lost): they may or may
+            not have been written; writing them again is safe (a batch put or delete is idempotent).
     """
 
-    def __init__(self, message: str, unprocessed: Sequence[Any] = ()) -> None:
+    def __init__(self, message: str, unprocessed: Sequence[Any] = (), *, written: Sequence[Any] = (),
+                 uncertain: Sequence[Any] = ()) -> None:
         super().__init__(message)
-        self.unprocessed = list(unprocessed)
+        self.unprocessed = [*unprocessed, *uncertain]
+        self.written = list(written)
+        self.uncertain = list(uncertain)
 
 
 class TransactionCanceled(WriteError):
