@@ -127,6 +127,52 @@ class TransactionCanceled(WriteError):
         self.reasons = list(reasons)
 
 
+class UnreadableItem(DynormError):
+    """One stored item that cannot be decoded into its entity class.
+
+    Typically another writer stored an attribute with a type the field does not read
+    (``qty`` as a string), or text the field cannot parse (a malformed datetime).
+
+    Attributes:
+        entity: the entity class name the item's type attribute names.
+        key: the item's table key, ``{attribute name: value}`` (``{"PK": "...", "SK": "..."}``).
+        attribute: the attribute that could not be read (``None`` when it cannot be told).
+        stored: that attribute as stored, in DynamoDB JSON (``{"S": "ten"}``).
+        raw: the whole item in DynamoDB JSON, to repair or read by hand.
+    """
+
+    def __init__(self, message: str, *, entity: str, key: Mapping[str, Any], attribute: str | None,
+                 stored: Any, raw: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = dict(key)
+        self.attribute = attribute
+        self.stored = stored
+        self.raw = raw
+
+
+class UnreadableItems(DynormError):
+    """Some items a read returned could not be decoded; the rest of the results are kept.
+
+    Raised once the read is complete (``list()``, ``get()``, ``page()``, collections, ...),
+    so one bad item never hides the others: they are in ``items``. To read past bad items
+    instead of raising, use ``qs.skip_unreadable()`` (they are then listed in
+    ``qs.unreadable`` and ``Page.unreadable``).
+
+    Attributes:
+        errors: one :class:`UnreadableItem` per item that could not be decoded.
+        items: the results that did decode, in order (for ``page()``: that page's items).
+        cursor: for ``page()``, the cursor of the next page (``None`` otherwise or at the end).
+    """
+
+    def __init__(self, message: str, errors: Sequence[UnreadableItem], items: Sequence[Any] = (),
+                 cursor: str | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+        self.items = list(items)
+        self.cursor = cursor
+
+
 class TableDoesNotExist(DynormError):
     """The physical table is missing; run ``dynorm migrate`` (or ``Table.create_table()``)."""
 

@@ -18,18 +18,18 @@ import datetime as _dt
 import decimal
 import re
 import reprlib
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
 
 from . import _codec
-from .exceptions import ValidationError
+from .exceptions import UnreadableItem, ValidationError
 from .keys import format_datetime
 
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
-    "List", "Map", "Set", "Version", "TTL", "Reference",
+    "List", "Map", "Set", "Version", "TTL", "Reference", "unreadable_item",
 ]
 
 
@@ -480,3 +480,44 @@ class TTL(Field, pa.TTLAttribute):
             value = value.replace(tzinfo=_dt.timezone.utc)
         return value
 
+
+
+def unreadable_item(cls: Any, raw: Mapping[str, Any], error: BaseException,
+                    key_attributes: Iterable[str]) -> UnreadableItem:
+    """Describe why a stored item could not be decoded into ``cls`` (pure; no I/O).
+
+    Tries each attribute the class declares, in order, to find the one that fails: stored
+    with another DynamoDB type than the field reads, or refused by the field's decoder.
+
+    Args:
+        cls: the entity class the item's type attribute names.
+        raw: the item in DynamoDB JSON.
+        error: what decoding raised.
+        key_attributes: the table's key attribute names (PK, SK), to name the item.
+
+    Returns:
+        an :class:`UnreadableItem` naming entity, table key, attribute and stored value.
+    """
+    key = {a: next(iter(raw[a].values())) for a in key_attributes if a and a in raw}
+    attribute = stored = None
+    why = f"{type(error).__name__}: {error}"
+    for name, attr in cls.get_attributes().items():
+        av = raw.get(attr.attr_name)
+        if not av or "NULL" in av:
+            continue
+        kind = next(iter(av))
+        if attr.attr_type not in av:
+            attribute, stored = attr.attr_name, av
+            why = (f"it is stored as {kind} but {cls.__name__}.{name} ({type(attr).__name__}) reads "
+                   f"{attr.attr_type}")
+            break
+        try:
+            attr.deserialize(av[attr.attr_type])
+        except Exception as exc:  # noqa: BLE001 - any decoder failure is the answer sought
+            attribute, stored = attr.attr_name, av
+            why = f"{cls.__name__}.{name} ({type(attr).__name__}) cannot read it: {type(exc).__name__}: {exc}"
+            break
+    keytext = ", ".join(f"{a}={v!r}" for a, v in key.items())
+    where = f"attribute {attribute!r} = {_short(stored)}: {why}" if attribute else why
+    return UnreadableItem(f"{cls.__name__} item {keytext} cannot be read: {where}.", entity=cls.__name__,
+                          key=key, attribute=attribute, stored=stored, raw=raw)

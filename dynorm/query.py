@@ -9,13 +9,14 @@ LastEvaluatedKey.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor
-from .exceptions import InvalidCursor, InvalidQuery
+from .exceptions import InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .expressions import Q
+from .fields import unreadable_item
 from .plan import Plan, QueryState, plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,8 @@ class Page(Generic[T]):
 
     items: list[T]
     cursor: str | None = None
+    unreadable: list[UnreadableItem] = field(default_factory=list)
+    """Items of this page that could not be decoded (only with ``skip_unreadable()``)."""
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.items)
@@ -83,12 +86,41 @@ class QuerySet(Generic[T]):
         self._cache: list[Any] | None = None
         self.stats = backend.Stats()
         """Requests, items, scanned items and consumed capacity of this queryset's evaluations."""
+        self._skip_unreadable = False
+        self.unreadable: list[UnreadableItem] = []
+        """Stored items the last evaluation could not decode (kept only with ``skip_unreadable()``)."""
 
     # -- cloning ---------------------------------------------------------------------
     def _clone(self, **changes: Any) -> QuerySet[T]:
         qs = self.__class__(self.model, self._state.with_(**changes) if changes else self._state)
         qs._window = _Window(self._window.start, self._window.stop)
+        qs._skip_unreadable = self._skip_unreadable
         return qs
+
+    def skip_unreadable(self, on: bool = True) -> QuerySet[T]:
+        """Read past stored items that cannot be decoded instead of raising. No I/O.
+
+        By default an item another writer stored with a wrong attribute type (or an
+        unparseable datetime) makes the read raise :class:`dynorm.UnreadableItems` once it is
+        complete (the items that decoded are in its ``.items``). With ``skip_unreadable()`` the
+        read returns the items that decoded and lists the others (each an
+        :class:`dynorm.UnreadableItem` naming the table key and the attribute) in
+        ``qs.unreadable`` and ``Page.unreadable``.
+        """
+        qs = self._clone()
+        qs._skip_unreadable = on
+        return qs
+
+    def _settle_unreadable(self, items: list[Any], cursor: str | None = None) -> None:
+        """Raise :class:`UnreadableItems` for the items the evaluation could not decode (unless skipping)."""
+        if not self.unreadable or self._skip_unreadable:
+            return
+        errors = self.unreadable
+        more = f" (and {len(errors) - 1} more, in .errors)" if len(errors) > 1 else ""
+        raise UnreadableItems(
+            f"{errors[0]}{more} The {len(items)} item(s) that decoded are in .items"
+            f"{' and .cursor continues the pages' if cursor else ''}; use .skip_unreadable() to read past "
+            "unreadable items, or repair them (.errors[i].raw).", errors, items, cursor)
 
     def _check_unsliced(self, what: str) -> None:
         if self._window.start or self._window.stop is not None:
@@ -217,6 +249,15 @@ class QuerySet(Generic[T]):
         entities = table._entities
         wanted = p.entity_types
         of = self._state.of
+        key_attrs = (table._meta.pk_attribute, table._meta.sk_attribute or "")
+        unreadable = self.unreadable
+
+        def read(cls: Any, raw: dict[str, Any]) -> Any:
+            try:
+                return cls.from_raw_data(raw)
+            except Exception as exc:  # noqa: BLE001 - one bad item must not hide the others
+                unreadable.append(unreadable_item(cls, raw, exc, key_attrs))
+                return None
 
         def decode(raw: dict[str, Any]) -> Any:
             t = raw.get(type_attr, {}).get("S")
@@ -225,12 +266,12 @@ class QuerySet(Generic[T]):
                 if t not in wanted:
                     return None
                 assert cls is not None
-                return cls.from_raw_data(raw)
+                return read(cls, raw)
             if cls is None:
                 return None if of is not None else UnknownItem(raw, type_attr)
             if of is not None and cls is not of:
                 return None
-            return cls.from_raw_data(raw)
+            return read(cls, raw)
 
         return decode
 
@@ -269,8 +310,10 @@ class QuerySet(Generic[T]):
         if self._cache is None:
             p = self.explain()
             out: list[Any] = []
+            self.unreadable = []
             for items, _ in self._pages(p, limit=self._fetch_limit()):
                 out += items
+            self._settle_unreadable(out[self._window.start:self._window.stop])
             self._cache = out[self._window.start:self._window.stop]
             self._resolve_prefetch(self._cache)
         return self._cache
@@ -333,15 +376,18 @@ class QuerySet(Generic[T]):
         p = self.explain()
         skipped = 0
         yielded = 0
+        self.unreadable = []
         for items, _ in self._pages(p, limit=self._fetch_limit()):
             for obj in items:
                 if skipped < self._window.start:
                     skipped += 1
                     continue
                 if self._window.stop is not None and skipped + yielded >= self._window.stop:
+                    self._settle_unreadable([])
                     return
                 yielded += 1
                 yield obj
+        self._settle_unreadable([])  # every item that decoded was yielded first
 
     def get(self, *args: Q, **kwargs: Any) -> T:
         """Return the one item matching the conditions.
@@ -353,6 +399,7 @@ class QuerySet(Generic[T]):
             Entity.DoesNotExist: nothing matches.
             Entity.MultipleObjectsReturned: more than one item matches.
             ScanRequired: no access path serves the conditions.
+            UnreadableItems: a matching stored item cannot be decoded (names its key and attribute).
         """
         p = None if args else self._exact_key_plan(kwargs)
         if p is not None:
@@ -360,6 +407,7 @@ class QuerySet(Generic[T]):
         else:
             qs = self.filter(*args, **kwargs) if (args or kwargs) else self
             p = qs.explain()
+        qs.unreadable = []
         if p.operation == "GetItem":
             items = next(qs._pages(p))[0]
             if not items:
@@ -369,6 +417,8 @@ class QuerySet(Generic[T]):
             for page, _ in qs._pages(p, limit=2):
                 items += page
         self.stats = qs.stats
+        self.unreadable = qs.unreadable
+        self._settle_unreadable(items)
         if len(items) == 1:
             return items[0]
         described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
@@ -498,15 +548,20 @@ class QuerySet(Generic[T]):
 
         Raises:
             InvalidCursor: the cursor was altered, made for another query or is stale.
+            UnreadableItems: an item of the page cannot be decoded; ``.items`` holds the page's
+                other items and ``.cursor`` the next page's cursor (or use ``skip_unreadable()``).
         """
         if not isinstance(size, int) or not 1 <= size <= 1000:
             raise InvalidQuery(f"page size must be an int from 1 to 1000, got {size!r}.")
         self._check_unsliced("page")
         p = self.explain()
+        self.unreadable = []
         if p.operation == "GetItem":
             if cursor is not None:
                 raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
-            return Page(next(self._pages(p))[0], None)
+            found = next(self._pages(p))[0]
+            self._settle_unreadable(found)
+            return Page(found, None, list(self.unreadable))
         context, secret, key_attrs = self._cursor_context(p)
         start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
         items: list[Any] = []
@@ -514,7 +569,9 @@ class QuerySet(Generic[T]):
         for batch, lek in self._pages(p, limit=size, start_key=start):
             items += batch
             last = lek
-        return Page(items, encode_cursor(last, context, secret) if last else None)
+        next_cursor = encode_cursor(last, context, secret) if last else None
+        self._settle_unreadable(items, next_cursor)
+        return Page(items, next_cursor, list(self.unreadable))
 
     def _cursor_context(self, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
         meta = self.model._meta
