@@ -143,7 +143,17 @@ def to_av(value: Any) -> dict[str, Any]:
     return _to_av(value, 1)
 
 
+def _too_deep() -> BadValue:
+    return BadValue(f"maps and lists are nested more than {MAX_NESTING} deep at {{where}}; DynamoDB "
+                    "refuses deeper nesting")
+
+
 def _to_av(value: Any, depth: int) -> dict[str, Any]:
+    kind = type(value)  # exact-type dispatch first: isinstance(x, Mapping) is slow
+    if kind is str:
+        return {"S": value if value.isascii() else check_text(value)}
+    if kind is int:
+        return {"N": number_text(value)}
     if value is None:
         return {"NULL": True}
     if isinstance(value, bool):
@@ -159,10 +169,9 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
             return {"S": format_datetime(value)}
         except OverflowError:
             raise BadValue(f"{value!r} falls outside years 1..9999 once converted to UTC") from None
-    if isinstance(value, (Mapping, list, tuple)) and depth > MAX_NESTING:
-        raise BadValue(f"maps and lists are nested more than {MAX_NESTING} deep at {{where}}; DynamoDB "
-                       "refuses deeper nesting")
-    if isinstance(value, Mapping):
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+        if depth > MAX_NESTING:
+            raise _too_deep()
         out: dict[str, Any] = {}
         for k, v in value.items():
             name = k if isinstance(k, str) else str(k)
@@ -179,6 +188,8 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
                 raise
         return {"M": out}
     if isinstance(value, (list, tuple)):
+        if depth > MAX_NESTING:
+            raise _too_deep()
         items = []
         for i, v in enumerate(value):
             try:

@@ -161,8 +161,8 @@ def check_key_sizes(meta: Any, attributes: Mapping[str, Any], values: Mapping[st
     """
     tmeta = meta.table._meta
     for attr, rendered in attributes.items():
-        text = rendered.get("S") if isinstance(rendered, Mapping) else rendered
-        if not isinstance(text, str):
+        text = rendered.get("S") if isinstance(rendered, dict) else rendered
+        if not isinstance(text, str) or len(text) <= _ALWAYS_FITS:
             continue
         # an attribute that is a sort key anywhere (table, GSI, LSI) gets the sort-key limit
         sort_attrs = {tmeta.sk_attribute, *(sk for _, sk in tmeta.gsis.values()), *tmeta.lsis.values()}
@@ -178,6 +178,10 @@ def check_key_sizes(meta: Any, attributes: Mapping[str, Any], values: Mapping[st
             f"{meta.entity}.{field or attr}={_short(value)}: key attribute {attr} would be {problem}; "
             "shorten the value (or keep it out of key templates). Nothing was sent.",
             entity=meta.entity, field=field, value=value)
+
+
+# 256 characters are at most 1024 UTF-8 bytes: such a key fits every limit, nothing to measure
+_ALWAYS_FITS = _codec.MAX_SORT_KEY_BYTES // 4
 
 
 def _short(value: Any) -> str:
