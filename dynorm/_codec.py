@@ -127,7 +127,7 @@ def key_size_problem(text: str, partition: bool) -> str | None:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size <= limit:
         return None
-    return (f"{size} bytes once encoded, over DynamoDB's {limit}-byte limit for a "
+    return (f"{size} bytes in UTF-8, over DynamoDB's {limit}-byte limit for a "
             f"{'partition' if partition else 'sort'} key")
 
 

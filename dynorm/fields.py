@@ -29,7 +29,7 @@ from .keys import format_datetime
 
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
-    "List", "Map", "Set", "Version", "TTL", "Reference", "unreadable_item",
+    "List", "Map", "Set", "Version", "TTL", "Reference", "unreadable_item", "validate_values",
 ]
 
 
@@ -521,3 +521,20 @@ def unreadable_item(cls: Any, raw: Mapping[str, Any], error: BaseException,
     where = f"attribute {attribute!r} = {_short(stored)}: {why}" if attribute else why
     return UnreadableItem(f"{cls.__name__} item {keytext} cannot be read: {where}.", entity=cls.__name__,
                           key=key, attribute=attribute, stored=stored, raw=raw)
+
+
+def validate_values(meta: Any, values: Mapping[str, Any]) -> None:
+    """Validate plain field values up front (before a read that precedes a write, as in
+    ``get_or_create``), so a bad value is refused before any request.
+
+    Args:
+        meta: the entity's ``Options``; values: field name -> value (names that are not fields,
+            e.g. lookups, and ``None`` values are left to the call that uses them).
+
+    Raises:
+        ValidationError: naming entity, field and value.
+    """
+    for name, value in values.items():
+        f = meta.fields.get(name)
+        if f is not None and value is not None:
+            f.validate(value, meta.entity)

@@ -16,8 +16,9 @@ from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor
 from .exceptions import InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .expressions import Q
-from .fields import unreadable_item
+from .fields import unreadable_item, validate_values
 from .plan import Plan, QueryState, plan
+from .writes import check_key_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -447,6 +448,7 @@ class QuerySet(Generic[T]):
                 return None  # let the planner word the error
             values[name] = meta.fields[name].validate(value, meta.entity)
         key = meta.primary_key(values)
+        check_key_sizes(meta, key, values)  # no stored item can have a longer key: say so before the request
         table = meta.table.table_name()
         params: dict[str, Any] = {"TableName": table, "Key": key}
         if st.consistent:
@@ -689,6 +691,7 @@ class QuerySet(Generic[T]):
         if missing:
             raise InvalidQuery(f"get_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}: only a conditional write on one key is race-safe.")
+        validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         try:
             return self.get(**kwargs), False
         except self.model.DoesNotExist:
@@ -713,6 +716,7 @@ class QuerySet(Generic[T]):
         if missing:
             raise InvalidQuery(f"update_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}.")
+        validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         for attempt in range(max(attempts, 1)):
             try:
                 obj = self.consistent().get(**kwargs)

@@ -172,6 +172,10 @@ def check_key_sizes(meta: Any, attributes: Mapping[str, Any], values: Mapping[st
         sources = [f for b in meta.all_indexes for t, a in ((b.pk, b.pk_attr), (b.sk, b.sk_attr))
                    if t is not None and a == attr for f in t.fields]
         sources += [n for n, f in meta.fields.items() if f.attr_name == attr]  # an LSI on a field's attribute
+        if attr in sort_attrs and attr != tmeta.sk_attribute:
+            roles = [name for name, (_, sk) in tmeta.gsis.items() if sk == attr]
+            roles += [name for name, sk in tmeta.lsis.items() if sk == attr]
+            problem += f" ({attr} is the sort key of index {', '.join(roles)})"
         field = max(sources, key=lambda f: len(str(values.get(f, ""))), default=None)
         value = values.get(field) if field else text
         raise InvalidKeyValue(

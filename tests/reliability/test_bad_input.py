@@ -118,6 +118,14 @@ CASES: list[tuple[str, Callable[[Path], Any], type[Exception], str]] = [
      dynorm.InvalidKeyValue, "Measure.label='"),
     ("key over the limit in update()'s key", lambda t: Measure.objects.filter(sensor="#" * 1100).update(qty=1),
      dynorm.InvalidKeyValue, "Measure.sensor"),
+    ("get() by a key no item can have", lambda t: Person.objects.get(person_id="x" * 3000), dynorm.InvalidKeyValue,
+     "(PK is the sort key of index INV)"),
+    ("get_or_create with inf in defaults (refused before its GetItem)", lambda t: Measure.objects.get_or_create(
+        sensor="s", defaults={"amount": float("inf")}), dynorm.ValidationError, "Measure.amount=inf"),
+    ("update_or_create with NaN in defaults", lambda t: Measure.objects.update_or_create(
+        sensor="s", defaults={"exact": decimal.Decimal("NaN")}), dynorm.ValidationError, "Measure.exact"),
+    ("NaN in a transaction", lambda t: _tx_create(Measure(sensor="s"), amount=float("nan")), dynorm.ValidationError,
+     "Measure.amount=nan"),
     ("maps nested 32 deep", lambda t: Measure.objects.create(sensor="s", doc=_nested(32)), dynorm.ValidationError,
      "nested more than 31 deep"),
     ("lists nested 2000 deep (no RecursionError)", lambda t: Measure.objects.create(
@@ -151,6 +159,14 @@ def _saved(obj: Any, **changes: Any) -> Any:
     for name, value in changes.items():
         setattr(obj, name, value)  # plain assignment is not validated; save() is
     return obj.save()
+
+
+def _tx_create(obj: Any, **changes: Any) -> None:
+    for name, value in changes.items():
+        setattr(obj, name, value)
+    with dynorm.transaction() as tx:
+        tx.create(Person(person_id="fine", name="x"))
+        tx.create(obj)
 
 
 def _nested(depth: int, kind: type = dict) -> Any:
