@@ -14,7 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from . import backend
-from .exceptions import BatchIncomplete, DynormError, ServiceError, ValidationError
+from .exceptions import (
+    BatchIncomplete,
+    DynormError,
+    ServiceError,
+    UnreadableItem,
+    UnreadableItems,
+    ValidationError,
+)
+from .fields import unreadable_item
 from .writes import prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,19 +245,24 @@ def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any
 
 def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dict[str, Any]]],
               consistent: bool = False, policy: RetryPolicy | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> list[Any]:
+              sleep: Callable[[float], None] = time.sleep,
+              unreadable: list[UnreadableItem] | None = None) -> list[Any]:
     """Read items by primary key with BatchGetItem (100 distinct keys per request).
 
     Args:
         model: unused hint (keys carry their entity class).
         keys: (entity class, primary key in DynamoDB JSON) pairs; duplicates are read once.
+        unreadable: when given, items that cannot be decoded are skipped and appended here
+            (``skip_unreadable()``); when ``None`` they raise :class:`UnreadableItems` at the end.
 
     Returns:
         the items found, as entity instances (missing keys are simply absent).
 
     Raises:
         BatchIncomplete: keys still unprocessed after all retries.
+        UnreadableItems: stored items that cannot be decoded (``.items``: the others).
     """
+    bad: list[UnreadableItem] = [] if unreadable is None else unreadable
     policy = policy or RetryPolicy()
     unique: dict[tuple[str, tuple[str, ...]], tuple[type[Entity], dict[str, Any]]] = {}
     for cls, key in keys:
@@ -273,7 +286,11 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
                 for raw in items:
                     cls = table._entities.get(raw.get(type_attr, {}).get("S"))
                     if cls is not None:
-                        out.append(cls.from_raw_data(raw))
+                        try:
+                            out.append(cls.from_raw_data(raw))
+                        except Exception as exc:  # noqa: BLE001 - one bad item must not hide the others
+                            bad.append(unreadable_item(cls, raw, exc, (table._meta.pk_attribute,
+                                                                       table._meta.sk_attribute or "")))
             request = resp.get("UnprocessedKeys") or {}
             if not request:
                 break
@@ -284,4 +301,8 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
     if failed:
         raise BatchIncomplete(f"BatchGetItem: {len(failed)} key(s) still unprocessed after {policy.max_attempts} "
                               "attempts per batch (throttling?); listed in .unprocessed.", failed)
+    if bad and unreadable is None:
+        more = f" (and {len(bad) - 1} more, in .errors)" if len(bad) > 1 else ""
+        raise UnreadableItems(f"{bad[0]}{more} The {len(out)} item(s) that decoded are in .items; use "
+                              ".skip_unreadable() to read past unreadable items.", bad, out)
     return out

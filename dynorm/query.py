@@ -771,7 +771,9 @@ class QuerySet(Generic[T]):
             if kd is None:
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
             pairs.append((self.model, primary_key_of(self.model, kd)))
-        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy))
+        self.unreadable = []
+        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
+                          unreadable=self.unreadable if self._skip_unreadable else None)
         out: dict[Any, T] = {}
         for obj in found:
             kv = tuple(getattr(obj, f) for f in fields)
@@ -805,7 +807,8 @@ class QuerySet(Generic[T]):
                 value = getattr(obj, name, None)
                 if value:
                     wanted.append((obj, name, target, primary_key_of(target, value)))
-        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent)
+        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent,
+                          unreadable=self.unreadable if self._skip_unreadable else None)
         index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))

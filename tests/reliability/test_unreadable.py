@@ -101,3 +101,22 @@ def test_iterator_yields_every_good_item_then_raises(orders: list[Order]) -> Non
         for o in Order.objects.of_customer("c").iterator():
             got.append(o.order_id)
     assert got == [o.order_id for o in orders[1:]]
+
+
+def test_in_bulk_and_prefetch_report_a_bad_item_and_keep_the_others() -> None:
+    from tests.models import Employment, Person
+
+    Person.objects.bulk_create([Person(person_id=f"b{i}", name="x") for i in range(3)])
+    for i in range(3):
+        Employment.objects.create(store_id="s", person_id=f"b{i}", person=f"b{i}")
+    key = _spoil(Person, {"person_id": "b1"}, "name", {"N": "7"})
+    with pytest.raises(dynorm.UnreadableItems) as err:
+        Person.objects.in_bulk(["b0", "b1", "b2"])
+    assert sorted(p.person_id for p in err.value.items) == ["b0", "b2"] and err.value.errors[0].key == key
+    qs = Person.objects.skip_unreadable()
+    assert sorted(qs.in_bulk(["b0", "b1", "b2"])) == ["b0", "b2"] and qs.unreadable[0].attribute == "name"
+    with pytest.raises(dynorm.UnreadableItems):
+        list(Employment.objects.filter(store_id="s").prefetch("person"))
+    jobs = Employment.objects.filter(store_id="s").prefetch("person").skip_unreadable()
+    assert [j.related("person") is not None for j in jobs] == [True, False, True]
+    assert jobs.unreadable[0].key == key
