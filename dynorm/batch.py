@@ -198,12 +198,16 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
     requests = []
     vf = model._meta.version_field
     versions = []
-    for obj in objs:
+    for i, obj in enumerate(objs):
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
         if vf:
             versions.append(obj.attribute_values.pop(vf, None))  # new items start at version 1
-        op = prepare_put(obj, create=True)
+        try:
+            op = prepare_put(obj, create=True)
+        except ValidationError as exc:  # every item is checked before the first request
+            exc.args = (f"bulk_create item {i} of {len(objs)}: {exc} Nothing was written.",)
+            raise
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
     _check_duplicates(model, [k for _, k, _ in requests])
     written: list[dict[str, Any]] = []

@@ -145,20 +145,25 @@ CASES: list[tuple[str, Callable[[Path], Any], type[Exception], str]] = [
      "outside years 1..9999"),
     # -- issue 9, section 4: a batch is validated whole before its first request -------------
     ("bulk_create with NaN at item 30", lambda t: Measure.objects.bulk_create(
-        [Measure(sensor=f"s{i}", amount=float("nan") if i == 30 else i) for i in range(50)]),
-     dynorm.ValidationError, "Measure.amount=nan"),
+        [Measure(sensor=f"s{i}", amount=i) if i != 30 else _spoiled(Measure(sensor="s30"), amount=float("nan"))
+         for i in range(50)]),
+     dynorm.ValidationError, "bulk_create item 30 of 50: Measure.amount=nan"),
     ("bulk_create with a 2,100-byte key at item 40", lambda t: Person.objects.bulk_create(
         [Person(person_id="x" * 2100 if i == 40 else f"p{i}", name="n") for i in range(50)]),
-     dynorm.InvalidKeyValue, "Person.person_id='xxx"),
+     dynorm.InvalidKeyValue, "bulk_create item 40 of 50: Person.person_id='xxx"),
     ("bad YAML config", _bad_yaml, dynorm.ConfigurationError, "invalid YAML"),
     ("bad migration files", _bad_migrations, dynorm.DynormError, "depends on '0000_nope'"),
 ]
 
 
-def _saved(obj: Any, **changes: Any) -> Any:
+def _spoiled(obj: Any, **changes: Any) -> Any:
     for name, value in changes.items():
-        setattr(obj, name, value)  # plain assignment is not validated; save() is
-    return obj.save()
+        setattr(obj, name, value)  # plain assignment is not validated; every write is
+    return obj
+
+
+def _saved(obj: Any, **changes: Any) -> Any:
+    return _spoiled(obj, **changes).save()
 
 
 def _tx_create(obj: Any, **changes: Any) -> None:
