@@ -9,6 +9,8 @@ from typing import Any
 
 import botocore.exceptions
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dynorm
 from dynorm.batch import RetryPolicy, bulk_create
@@ -131,3 +133,58 @@ def test_no_error_names_a_table_question_mark(operation: str, action: Any) -> No
 def _tx() -> None:
     with dynorm.transaction() as tx:
         tx.create(Person(person_id="t", name="x"))
+
+
+_run = iter(range(10 ** 6))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 70), refuse_at=st.none() | st.integers(1, 6),
+       tails=st.lists(st.integers(0, 4), min_size=12, max_size=12))
+def test_what_batch_incomplete_reports_matches_a_simulation_and_the_table(n: int, refuse_at: int | None,
+                                                                          tails: list[int]) -> None:
+    """Request j leaves its last tails[j] items unprocessed, or is refused when j == refuse_at."""
+    run = next(_run)
+    ids = [f"h{run}-{i:02d}" for i in range(n)]
+
+    # the oracle: a plain simulation of chunks, attempts and refusals
+    expect_written: list[str] = []
+    j, stopped = 0, False
+    for start in range(0, n, 25):
+        pending = ids[start:start + 25]
+        for _attempt in range(3):
+            j += 1
+            if j == refuse_at:
+                stopped = True
+                break
+            keep = len(pending) - min(tails[j - 1], len(pending) - 1) if len(pending) > 1 else len(pending)
+            expect_written += pending[:keep]
+            pending = pending[keep:]
+            if not pending:
+                break
+        if stopped:
+            break
+
+    seen = {"j": 0}
+
+    def fault(request: Any, **kwargs: Any) -> Any:
+        seen["j"] += 1
+        if seen["j"] == refuse_at:
+            return fake_response(400, REFUSED)
+        body = json.loads(request.body)
+        (table, reqs), = body["RequestItems"].items()
+        keep = len(reqs) - min(tails[seen["j"] - 1], len(reqs) - 1) if len(reqs) > 1 else len(reqs)
+        _send_by_hand(request, {**body, "RequestItems": {table: reqs[:keep]}})
+        return fake_response(200, {"UnprocessedItems": {table: reqs[keep:]} if reqs[keep:] else {}})
+
+    with Hook("before-send.dynamodb.BatchWriteItem", fault):
+        try:
+            bulk_create(Person, [Person(person_id=i, name="x") for i in ids],
+                        RetryPolicy(max_attempts=3, base_delay=0.001), sleep=lambda s: None)
+            written, unprocessed = ids, []
+        except dynorm.BatchIncomplete as exc:
+            written = [k["person_id"] for k in exc.written]
+            unprocessed = [k["person_id"] for k in exc.unprocessed]
+    assert sorted(written) == sorted(expect_written)
+    assert sorted(written + unprocessed) == ids
+    assert {p for p in _stored_people() if p.startswith(f"h{run}-")} == set(expect_written)
