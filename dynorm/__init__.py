@@ -28,6 +28,8 @@ from .exceptions import (
     StaleWrite,
     TableDoesNotExist,
     TransactionCanceled,
+    UnreadableItem,
+    UnreadableItems,
     ValidationError,
 )
 from .expressions import F, Q
@@ -46,6 +48,7 @@ __all__ = [
     "DoesNotExist", "DynormError", "Entity", "F", "Index", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
     "KeyChangeError", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q", "QuerySet",
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "Table", "TableDoesNotExist",
-    "TransactionCanceled", "UnknownItem", "ValidationError", "capture", "configure", "fields",
+    "TransactionCanceled", "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
+    "configure", "fields",
     "get_settings", "transaction", "Transaction", "__version__",
 ]

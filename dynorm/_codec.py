@@ -1,4 +1,12 @@
-"""Plain Python values <-> DynamoDB JSON attribute values (``{"S": "x"}``), without boto3."""
+"""Plain Python values <-> DynamoDB JSON attribute values (``{"S": "x"}``), without boto3.
+
+Serialization refuses, with :class:`BadValue`, every value DynamoDB would refuse or store
+changed (measured on DynamoDB Local 3.3): NaN and infinity, numbers with more than 38
+significant digits or outside 1E-130 .. 9.99E+125 in magnitude, maps/lists nested more
+than 31 deep (32 levels counting the attribute), strings with lone surrogates (not UTF-8),
+empty map keys, map keys that collide once turned to strings, and number sets whose
+elements collide once rendered. Nothing here rounds a number.
+"""
 
 from __future__ import annotations
 
@@ -8,44 +16,197 @@ from typing import Any, Mapping
 
 from .keys import format_datetime
 
+__all__ = ["BadValue", "to_av", "from_av", "number_text", "check_text", "key_size_problem",
+           "av_size", "item_size", "item_from_av", "MAX_ITEM_BYTES", "MAX_DIGITS", "MAX_NESTING",
+           "MAX_PARTITION_KEY_BYTES", "MAX_SORT_KEY_BYTES"]
+
 _NUMBER_CONTEXT = decimal.Context(prec=38)
 
+#: Significant digits DynamoDB keeps in a number (a 39th is refused, never rounded).
+MAX_DIGITS = 38
+#: Adjusted exponents DynamoDB accepts: magnitudes 1E-130 .. 9.99...E+125 (and zero).
+_MIN_ADJUSTED, _MAX_ADJUSTED = -130, 125
+#: Maps/lists inside one another in one attribute; DynamoDB Local refuses a 32nd
+#: (its "32 levels" count the attribute itself).
+MAX_NESTING = 31
+#: Key attribute sizes in UTF-8 bytes (DynamoDB: partition <= 2048, sort <= 1024).
+MAX_PARTITION_KEY_BYTES = 2048
+MAX_SORT_KEY_BYTES = 1024
+# ints strictly inside this bound have <= 38 digits and are always storable: the fast path
+_INT_BOUND = 10 ** MAX_DIGITS
 
-def _number(value: Any) -> str:
+
+class BadValue(ValueError):
+    """A value DynamoDB would refuse or store changed.
+
+    Attributes:
+        reason: what is wrong, in words (may contain ``{where}``, replaced by the path).
+        path: where inside the value (``.address.city``, ``[3]``; ``""`` for the value itself).
+    """
+
+    def __init__(self, reason: str, path: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path = path
+
+    def __str__(self) -> str:
+        where = self.path or "the top"
+        if "{where}" in self.reason:
+            return self.reason.replace("{where}", where)
+        return f"{self.reason} (at {self.path})" if self.path else self.reason
+
+
+def number_text(value: int | float | decimal.Decimal) -> str:
+    """Render a number as DynamoDB ``N`` text, exactly, or refuse it.
+
+    Args:
+        value: an int, float or Decimal (not a bool).
+
+    Returns:
+        the text stored (floats as their shortest repr; integral values without exponent).
+
+    Raises:
+        BadValue: NaN or infinity, more than 38 significant digits, or a magnitude outside
+            DynamoDB's range 1E-130 .. 9.99E+125.
+    """
+    if type(value) is int and -_INT_BOUND < value < _INT_BOUND:
+        return str(value)
     if isinstance(value, float):
-        value = decimal.Decimal(repr(value))
-    if isinstance(value, decimal.Decimal):
-        return format(value.normalize(_NUMBER_CONTEXT), "f") if value == value.to_integral() else str(value)
-    return str(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise BadValue(f"{value!r} cannot be stored: DynamoDB has no NaN or infinity")
+        d = decimal.Decimal(repr(value))
+    elif isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise BadValue(f"{value!r} cannot be stored: DynamoDB has no NaN or infinity")
+        d = value
+    else:
+        d = decimal.Decimal(value)
+    if not d:
+        return "0"
+    digits = d.as_tuple().digits
+    significant = len(digits)
+    while significant > 1 and digits[significant - 1] == 0:
+        significant -= 1
+    if significant > MAX_DIGITS:
+        raise BadValue(f"the number has {significant} significant digits; DynamoDB keeps at most {MAX_DIGITS} "
+                       "and dynorm never rounds (round it yourself, or store it as a string)")
+    adjusted = d.adjusted()
+    if not _MIN_ADJUSTED <= adjusted <= _MAX_ADJUSTED:
+        raise BadValue(f"the number's magnitude 1E{adjusted:+d} is outside DynamoDB's range "
+                       "1E-130 .. 9.99E+125")
+    if d == d.to_integral_value():
+        return format(d.normalize(_NUMBER_CONTEXT), "f")
+    return str(d)
+
+
+def check_text(value: str) -> str:
+    """Return ``value`` when it can be stored as UTF-8 (DynamoDB's encoding).
+
+    Raises:
+        BadValue: the string holds a lone surrogate (``"\\ud800"``), which has no UTF-8 form.
+    """
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadValue(f"the string holds a lone surrogate {value[exc.start]!r} at index {exc.start}, "
+                           "which has no UTF-8 form") from None
+    return value
+
+
+def key_size_problem(text: str, partition: bool) -> str | None:
+    """Say why a rendered key attribute value is too long for DynamoDB, or ``None`` when it fits.
+
+    Args:
+        text: the key attribute's final text (after templates and escaping).
+        partition: True for a partition key (<= 2048 bytes), False for a sort key (<= 1024 bytes).
+    """
+    limit = MAX_PARTITION_KEY_BYTES if partition else MAX_SORT_KEY_BYTES
+    if len(text) * 4 <= limit:  # UTF-8 needs at most 4 bytes a character: no need to encode
+        return None
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    return (f"{size} bytes in UTF-8, over DynamoDB's {limit}-byte limit for a "
+            f"{'partition' if partition else 'sort'} key")
+
 
 
 def to_av(value: Any) -> dict[str, Any]:
-    """Serialize a Python value to a DynamoDB attribute value.
+    """Serialize a Python value to a DynamoDB attribute value, exactly or not at all.
 
     Raises:
         TypeError: a value of a type DynamoDB cannot store.
+        BadValue: a value DynamoDB would refuse or change (see the module docs); ``.path``
+            says where inside the value.
     """
+    return _to_av(value, 1)
+
+
+def _too_deep() -> BadValue:
+    return BadValue(f"maps and lists are nested more than {MAX_NESTING} deep at {{where}}; DynamoDB "
+                    "refuses deeper nesting")
+
+
+def _to_av(value: Any, depth: int) -> dict[str, Any]:
+    kind = type(value)  # exact-type dispatch first: isinstance(x, Mapping) is slow
+    if kind is str:
+        return {"S": value if value.isascii() else check_text(value)}
+    if kind is int:
+        return {"N": number_text(value)}
     if value is None:
         return {"NULL": True}
     if isinstance(value, bool):
         return {"BOOL": value}
     if isinstance(value, str):
-        return {"S": value}
+        return {"S": check_text(value)}
     if isinstance(value, (int, float, decimal.Decimal)):
-        return {"N": _number(value)}
+        return {"N": number_text(value)}
     if isinstance(value, (bytes, bytearray)):
         return {"B": bytes(value)}
     if isinstance(value, _dt.datetime):
-        return {"S": format_datetime(value)}
-    if isinstance(value, Mapping):
-        return {"M": {str(k): to_av(v) for k, v in value.items()}}
+        try:
+            return {"S": format_datetime(value)}
+        except OverflowError:
+            raise BadValue(f"{value!r} falls outside years 1..9999 once converted to UTC") from None
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+        if depth > MAX_NESTING:
+            raise _too_deep()
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            name = k if isinstance(k, str) else str(k)
+            if not name:
+                raise BadValue("a map key at {where} is empty; DynamoDB needs non-empty keys")
+            if name in out:
+                other = next(o for o in value if o is not k and (o if isinstance(o, str) else str(o)) == name)
+                raise BadValue(f"map keys {other!r} and {k!r} at {{where}} are both stored as {name!r}; "
+                               "one would overwrite the other")
+            try:
+                out[check_text(name)] = _to_av(v, depth + 1)
+            except BadValue as exc:
+                exc.path = f".{name}{exc.path}"
+                raise
+        return {"M": out}
     if isinstance(value, (list, tuple)):
-        return {"L": [to_av(v) for v in value]}
+        if depth > MAX_NESTING:
+            raise _too_deep()
+        items = []
+        for i, v in enumerate(value):
+            try:
+                items.append(_to_av(v, depth + 1))
+            except BadValue as exc:
+                exc.path = f"[{i}]{exc.path}"
+                raise
+        return {"L": items}
     if isinstance(value, (set, frozenset)):
         if all(isinstance(v, str) for v in value):
-            return {"SS": sorted(value)}
+            return {"SS": sorted(check_text(v) for v in value)}
         if all(isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) for v in value):
-            return {"NS": sorted(_number(v) for v in value)}
+            texts = sorted(number_text(v) for v in value)
+            if len({decimal.Decimal(t) for t in texts}) != len(texts):
+                raise BadValue("two numbers of the set are stored as the same number (e.g. 0.1 and "
+                               "Decimal('0.1')); DynamoDB refuses duplicates in a set")
+            return {"NS": texts}
         if all(isinstance(v, (bytes, bytearray)) for v in value):
             return {"BS": sorted(bytes(v) for v in value)}
         raise TypeError("a set must hold only strings, only numbers or only bytes")

@@ -192,7 +192,8 @@ _WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "Transact
 
 def _record(operation: str, params: dict[str, Any], response: dict[str, Any] | None,
             error: str | None, stats: Stats | None) -> RequestRecord:
-    rec = RequestRecord(operation, params.get("TableName"), params.get("IndexName"), params, error=error)
+    rec = RequestRecord(operation, params.get("TableName") or tables_of(params) or None, params.get("IndexName"),
+                        params, error=error)
     if response is not None:
         if operation == "GetItem":
             rec.items = 1 if "Item" in response else 0
@@ -308,9 +309,24 @@ def _method_name(operation: str) -> str:
     return name
 
 
+def tables_of(params: dict[str, Any]) -> str:
+    """Name the table(s) a request is about, for messages: ``TableName``, or the tables of a batch
+    (``RequestItems``) or transaction (``TransactItems``/``TransactGetItems``); ``""`` when none."""
+    table = params.get("TableName")
+    if table:
+        return str(table)
+    names = list(params.get("RequestItems") or {})
+    for entry in params.get("TransactItems") or ():
+        for action in entry.values():
+            name = action.get("TableName") if isinstance(action, dict) else None
+            if name and name not in names:
+                names.append(name)
+    return ", ".join(names)
+
+
 def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
           response: dict[str, Any]) -> DynormError:
-    table = params.get("TableName", "")
+    table = tables_of(params)
     if code == "ConditionalCheckFailedException":
         return ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
     if code == "TransactionCanceledException":
@@ -322,9 +338,10 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
     if code == "ResourceNotFoundException":
         settings = conf.get_settings()
         return TableDoesNotExist(
-            f"{operation}: table {table or '?'} does not exist at {settings.endpoint or 'AWS'} "
+            f"{operation}: table {table or '(none named)'} does not exist at {settings.endpoint or 'AWS'} "
             f"({message}); run `dynorm migrate` to create it.")
-    return ServiceError(f"{operation} on {table or '?'} failed: {code}: {message}", code=code, operation=operation)
+    where = f" on {table}" if table else ""
+    return ServiceError(f"{operation}{where} failed: {code}: {message}", code=code, operation=operation)
 
 
 def reset_client() -> None:

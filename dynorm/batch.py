@@ -14,13 +14,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from . import backend
-from .exceptions import BatchIncomplete, ValidationError
+from .exceptions import (
+    BatchIncomplete,
+    DynormError,
+    ServiceError,
+    UnreadableItem,
+    UnreadableItems,
+    ValidationError,
+)
+from .fields import unreadable_item
 from .writes import prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get"]
+__all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get", "send_until_processed", "send_chunk",
+           "answered"]
 
 WRITE_CHUNK = 25
 READ_CHUNK = 100
@@ -64,37 +73,97 @@ def send_until_processed(table: str, chunk: list[dict[str, Any]], policy: RetryP
 
     Returns:
         the requests still unprocessed after ``policy.max_attempts`` requests (empty when all went in).
+
+    Raises:
+        DynormError: a request failed (see :func:`send_chunk` to learn what went in before).
+    """
+    pending, error = send_chunk(table, chunk, policy, sleep, capacity)
+    if error is not None:
+        raise error
+    return pending
+
+
+def send_chunk(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy, sleep: Callable[[float], None],
+               capacity: bool = True) -> tuple[list[dict[str, Any]], DynormError | None]:
+    """Send one BatchWriteItem chunk like :func:`send_until_processed`, reporting a failure instead of raising.
+
+    Returns:
+        ``(pending, error)``: the requests not known to be written, and the error that stopped the
+        chunk (``None`` when it ran to the end). When ``error`` is set, ``pending`` are the requests
+        of the failed BatchWriteItem: not written when DynamoDB answered with an error, unknown
+        when no answer came (see :func:`answered`); the other requests of the chunk went in.
     """
     pending = chunk
     for attempt in range(1, policy.max_attempts + 1):
         params: dict[str, Any] = {"RequestItems": {table: pending}}
         if capacity:
             params["ReturnConsumedCapacity"] = "TOTAL"
-        pending = backend.call("BatchWriteItem", params).get("UnprocessedItems", {}).get(table, [])
+        try:
+            response = backend.call("BatchWriteItem", params)
+        except DynormError as exc:
+            return pending, exc
+        pending = response.get("UnprocessedItems", {}).get(table, [])
         if not pending:
-            return []
+            return [], None
         if attempt < policy.max_attempts:
             sleep(policy.delay(attempt))
-    return pending
+    return pending, None
+
+
+def answered(error: BaseException) -> bool:
+    """True when DynamoDB answered the failed request (so it applied none of it); False when the
+    connection failed and the request may or may not have been applied."""
+    from botocore.exceptions import ClientError
+
+    return not isinstance(error, ServiceError) or isinstance(error.__cause__, ClientError)
 
 
 def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]],
-           policy: RetryPolicy, verb: str, sleep: Callable[[float], None]) -> None:
-    """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25; raise BatchIncomplete for leftovers."""
+           policy: RetryPolicy, verb: str, sleep: Callable[[float], None]) -> list[dict[str, Any]]:
+    """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25.
+
+    Returns:
+        the entity keys written, in order.
+
+    Raises:
+        BatchIncomplete: some items did not go in: ``.written``, ``.unprocessed`` and
+            ``.uncertain`` (no answer came) list the entity keys exactly.
+    """
     table = model._meta.table.table_name()
+    tmeta = model._meta.table._meta
+    written: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    uncertain: list[dict[str, Any]] = []
+    stop: DynormError | None = None
+    sent = 0
     for chunk in _chunks(requests, WRITE_CHUNK):
         by_identity = {_identity(key): entity_key for entity_key, key, _ in chunk}
-        for req in send_until_processed(table, [req for _, _, req in chunk], policy, sleep):
+        pending, stop = send_chunk(table, [req for _, _, req in chunk], policy, sleep)
+        sent += len(chunk)
+        left = set()
+        for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
-            tmeta = model._meta.table._meta
-            key = {k: body[k] for k in (tmeta.pk_attribute, tmeta.sk_attribute) if k and k in body}
-            failed.append(by_identity.get(_identity(key), key))
-    if failed:
-        raise BatchIncomplete(
-            f"{verb}: {len(failed)} of {len(requests)} {model.__name__} item(s) were still unprocessed after "
-            f"{policy.max_attempts} attempts per batch (throttling?); they are listed in .unprocessed. "
-            "The others went in.", failed)
+            ident = _identity({k: body[k] for k in (tmeta.pk_attribute, tmeta.sk_attribute) if k and k in body})
+            left.add(ident)
+            (uncertain if stop is not None and not answered(stop) else failed).append(by_identity[ident])
+        written += [ek for ek, key, _ in chunk if _identity(key) not in left]
+        if stop is not None:
+            break
+    failed += [ek for ek, _, _ in requests[sent:]]
+    if not failed and not uncertain:
+        return written
+    name = model.__name__
+    if stop is None:
+        why = f"still unprocessed after {policy.max_attempts} attempts per batch (throttling?)"
+    elif uncertain:
+        why = (f"in a BatchWriteItem that got no answer ({stop}); those {len(uncertain)} may or may not have gone "
+               "in (.uncertain; writing them again is safe)")
+    else:
+        why = f"refused by DynamoDB ({stop})"
+    raise BatchIncomplete(
+        f"{verb}: {len(written)} of {len(requests)} {name} item(s) went in (listed in .written); "
+        f"{len(failed) + len(uncertain)} did not: {why}. The ones not written are in .unprocessed.",
+        failed, written=written, uncertain=uncertain) from stop
 
 
 def _check_duplicates(model: type[Entity], keys: list[dict[str, Any]]) -> None:
@@ -128,17 +197,33 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
     objs = list(objs)
     requests = []
     vf = model._meta.version_field
-    for obj in objs:
+    versions = []
+    for i, obj in enumerate(objs):
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
         if vf:
-            obj.attribute_values.pop(vf, None)  # new items start at version 1
-        op = prepare_put(obj, create=True)
+            versions.append(obj.attribute_values.pop(vf, None))  # new items start at version 1
+        try:
+            op = prepare_put(obj, create=True)
+        except ValidationError as exc:  # every item is checked before the first request
+            exc.args = (f"bulk_create item {i} of {len(objs)}: {exc} Nothing was written.",)
+            raise
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
-        if vf:
-            setattr(obj, vf, op.new_version)
     _check_duplicates(model, [k for _, k, _ in requests])
-    _write(model, requests, policy or RetryPolicy(), "bulk_create", sleep)
+    written: list[dict[str, Any]] = []
+    try:
+        written = _write(model, requests, policy or RetryPolicy(), "bulk_create", sleep)
+    except BatchIncomplete as exc:
+        written = exc.written
+        raise
+    finally:
+        if vf:  # only an item that went in is at version 1; the others keep what they had
+            went_in = {tuple(map(str, k.values())) for k in written}
+            for (entity_key, _, _), obj, old in zip(requests, objs, versions):
+                if tuple(map(str, entity_key.values())) in went_in:
+                    setattr(obj, vf, 1)
+                elif old is not None:
+                    setattr(obj, vf, old)
     return objs
 
 
@@ -164,19 +249,24 @@ def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any
 
 def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dict[str, Any]]],
               consistent: bool = False, policy: RetryPolicy | None = None,
-              sleep: Callable[[float], None] = time.sleep) -> list[Any]:
+              sleep: Callable[[float], None] = time.sleep,
+              unreadable: list[UnreadableItem] | None = None) -> list[Any]:
     """Read items by primary key with BatchGetItem (100 distinct keys per request).
 
     Args:
         model: unused hint (keys carry their entity class).
         keys: (entity class, primary key in DynamoDB JSON) pairs; duplicates are read once.
+        unreadable: when given, items that cannot be decoded are skipped and appended here
+            (``skip_unreadable()``); when ``None`` they raise :class:`UnreadableItems` at the end.
 
     Returns:
         the items found, as entity instances (missing keys are simply absent).
 
     Raises:
         BatchIncomplete: keys still unprocessed after all retries.
+        UnreadableItems: stored items that cannot be decoded (``.items``: the others).
     """
+    bad: list[UnreadableItem] = [] if unreadable is None else unreadable
     policy = policy or RetryPolicy()
     unique: dict[tuple[str, tuple[str, ...]], tuple[type[Entity], dict[str, Any]]] = {}
     for cls, key in keys:
@@ -200,7 +290,11 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
                 for raw in items:
                     cls = table._entities.get(raw.get(type_attr, {}).get("S"))
                     if cls is not None:
-                        out.append(cls.from_raw_data(raw))
+                        try:
+                            out.append(cls.from_raw_data(raw))
+                        except Exception as exc:  # noqa: BLE001 - one bad item must not hide the others
+                            bad.append(unreadable_item(cls, raw, exc, (table._meta.pk_attribute,
+                                                                       table._meta.sk_attribute or "")))
             request = resp.get("UnprocessedKeys") or {}
             if not request:
                 break
@@ -211,4 +305,8 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
     if failed:
         raise BatchIncomplete(f"BatchGetItem: {len(failed)} key(s) still unprocessed after {policy.max_attempts} "
                               "attempts per batch (throttling?); listed in .unprocessed.", failed)
+    if bad and unreadable is None:
+        more = f" (and {len(bad) - 1} more, in .errors)" if len(bad) > 1 else ""
+        raise UnreadableItems(f"{bad[0]}{more} The {len(out)} item(s) that decoded are in .items; use "
+                              ".skip_unreadable() to read past unreadable items.", bad, out)
     return out

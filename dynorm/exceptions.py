@@ -97,15 +97,22 @@ class KeyChangeError(WriteError, ValueError):
 
 
 class BatchIncomplete(WriteError):
-    """Some items of a batch never went in after all retries.
+    """Some items of a batch did not go in: unprocessed after all retries, or DynamoDB refused
+    (or never answered) one of the batch's requests, which stops the batch.
 
     Attributes:
-        unprocessed: the keys (or items) that were not written / read.
+        unprocessed: the keys (entity key dicts) not written / not read, including ``uncertain``.
+        written: the keys written (for writes; empty for reads).
+        uncertain: the keys of a request that got no answer (connection lost): they may or may
+            not have been written; writing them again is safe (a batch put or delete is idempotent).
     """
 
-    def __init__(self, message: str, unprocessed: Sequence[Any] = ()) -> None:
+    def __init__(self, message: str, unprocessed: Sequence[Any] = (), *, written: Sequence[Any] = (),
+                 uncertain: Sequence[Any] = ()) -> None:
         super().__init__(message)
-        self.unprocessed = list(unprocessed)
+        self.unprocessed = [*unprocessed, *uncertain]
+        self.written = list(written)
+        self.uncertain = list(uncertain)
 
 
 class TransactionCanceled(WriteError):
@@ -118,6 +125,52 @@ class TransactionCanceled(WriteError):
     def __init__(self, message: str, reasons: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(message)
         self.reasons = list(reasons)
+
+
+class UnreadableItem(DynormError):
+    """One stored item that cannot be decoded into its entity class.
+
+    Typically another writer stored an attribute with a type the field does not read
+    (``qty`` as a string), or text the field cannot parse (a malformed datetime).
+
+    Attributes:
+        entity: the entity class name the item's type attribute names.
+        key: the item's table key, ``{attribute name: value}`` (``{"PK": "...", "SK": "..."}``).
+        attribute: the attribute that could not be read (``None`` when it cannot be told).
+        stored: that attribute as stored, in DynamoDB JSON (``{"S": "ten"}``).
+        raw: the whole item in DynamoDB JSON, to repair or read by hand.
+    """
+
+    def __init__(self, message: str, *, entity: str, key: Mapping[str, Any], attribute: str | None,
+                 stored: Any, raw: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = dict(key)
+        self.attribute = attribute
+        self.stored = stored
+        self.raw = raw
+
+
+class UnreadableItems(DynormError):
+    """Some items a read returned could not be decoded; the rest of the results are kept.
+
+    Raised once the read is complete (``list()``, ``get()``, ``page()``, collections, ...),
+    so one bad item never hides the others: they are in ``items``. To read past bad items
+    instead of raising, use ``qs.skip_unreadable()`` (they are then listed in
+    ``qs.unreadable`` and ``Page.unreadable``).
+
+    Attributes:
+        errors: one :class:`UnreadableItem` per item that could not be decoded.
+        items: the results that did decode, in order (for ``page()``: that page's items).
+        cursor: for ``page()``, the cursor of the next page (``None`` otherwise or at the end).
+    """
+
+    def __init__(self, message: str, errors: Sequence[UnreadableItem], items: Sequence[Any] = (),
+                 cursor: str | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+        self.items = list(items)
+        self.cursor = cursor
 
 
 class TableDoesNotExist(DynormError):

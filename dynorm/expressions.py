@@ -8,6 +8,7 @@ not_exists``.
 
 from __future__ import annotations
 
+import reprlib
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import _codec
@@ -16,7 +17,7 @@ from .exceptions import InvalidQuery, ValidationError
 if TYPE_CHECKING:  # pragma: no cover
     from .options import Options
 
-__all__ = ["Q", "F", "LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf"]
+__all__ = ["Q", "F", "LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value"]
 
 LOOKUPS = ("exact", "ne", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in",
            "exists", "not_exists")
@@ -234,18 +235,41 @@ def serialize_value(meta: Options, field: str, value: Any, purpose: str = "compa
     return {f.attr_type: raw}
 
 
+def plain_value(meta: Options, field: str, value: Any, what: str = "") -> dict[str, Any]:
+    """Serialize an operand that is not a whole field value (``F() + 1``, ``append([...])``,
+    ``__contains``) with the plain codec, refusing what DynamoDB would refuse or change.
+
+    Args:
+        meta: the entity's options; field: the field named in the error; value: the operand;
+        what: how the operand is used (``"+"``, ``"append()"``), for the message.
+
+    Returns:
+        the DynamoDB attribute value.
+
+    Raises:
+        ValidationError: naming entity, field and value (NaN/infinity, over 38 digits, out of
+            range, nested over 31 deep, lone surrogates, colliding map keys, unstorable types).
+    """
+    try:
+        return _codec.to_av(value)
+    except (TypeError, _codec.BadValue) as exc:
+        used = f" in {what}" if what else ""
+        raise ValidationError(f"{meta.entity}.{field}{used}: {_short(value)}: {exc}; nothing was sent.",
+                              entity=meta.entity, field=field, value=value) from None
+
+
+def _short(value: Any) -> str:
+    return reprlib.repr(value)
+
+
 def _element_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
     f = field_of(meta, field)
     if f.attr_type == "S":
         if not isinstance(value, str):
             raise ValidationError(f"{meta.entity}.{field}__contains needs a string, got {value!r}.",
                                   entity=meta.entity, field=field, value=value)
-        return {"S": value}
-    try:
-        return _codec.to_av(value)
-    except TypeError as exc:
-        raise ValidationError(f"{meta.entity}.{field}__contains: {exc}", entity=meta.entity, field=field,
-                              value=value) from exc
+        return plain_value(meta, field, value, "__contains")
+    return plain_value(meta, field, value, "__contains")
 
 
 def _pair(meta: Options, field: str, value: Any) -> tuple[Any, Any]:

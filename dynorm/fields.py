@@ -17,20 +17,21 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+import reprlib
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
 
 from . import _codec
-from .exceptions import ValidationError
+from .exceptions import UnreadableItem, ValidationError
 from .keys import format_datetime
 
 _MISSING = object()
 
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
-    "List", "Map", "Set", "Version", "TTL", "Reference",
+    "List", "Map", "Set", "Version", "TTL", "Reference", "unreadable_item", "validate_values",
 ]
 
 
@@ -114,20 +115,74 @@ class Field:
 
     def _fail(self, value: Any, entity: str, why: str = "") -> None:
         raise ValidationError(
-            f"{entity}.{self.name}={value!r}: expected {self.type_label}, got "
+            f"{entity}.{self.name}={_short(value)}: expected {self.type_label}, got "
             f"{type(value).__name__}{why}.", entity=entity, field=self.name, value=value)
+
+    def _refuse(self, value: Any, entity: str, exc: _codec.BadValue) -> None:
+        """Raise the :class:`ValidationError` for a value DynamoDB would refuse or change."""
+        raise ValidationError(f"{entity}.{self.name}={_short(value)}: {exc}; nothing was sent.",
+                              entity=entity, field=self.name, value=value) from None
+
+
+_repr = reprlib.Repr()
+_repr.maxlevel = 3
+_repr.maxstring = _repr.maxother = 80
+
+
+def _short(value: Any) -> str:
+    """A bounded repr for messages: a value nested 2,000 deep or 400 KB long stays one short line."""
+    return _repr.repr(value)
 
 
 class String(Field, pa.UnicodeAttribute):
-    """A string (DynamoDB ``S``)."""
+    """A string (DynamoDB ``S``); strings with lone surrogates (no UTF-8 form) are refused."""
 
     sortable_text = True
     python_types = (str,)
     type_label = "a string"
 
+    def validate(self, value: Any, entity: str = "?") -> Any:
+        value = super().validate(value, entity)
+        if value is not None and not value.isascii():
+            try:
+                _codec.check_text(value)
+            except _codec.BadValue as exc:
+                self._refuse(value, entity, exc)
+        return value
 
-class Integer(Field, pa.NumberAttribute):
-    """An integer (DynamoDB ``N``); booleans are refused."""
+
+class _Numeric(Field):
+    """Shared by the ``N`` fields: exact text both ways, values DynamoDB would change refused."""
+
+    def validate(self, value: Any, entity: str = "?") -> Any:
+        value = super().validate(value, entity)
+        if value is not None:
+            try:
+                _codec.number_text(value)
+            except _codec.BadValue as exc:
+                self._refuse(value, entity, exc)
+        return value
+
+    def serialize(self, value: Any) -> str:
+        """Render the number as DynamoDB ``N`` text, exactly (never through a float)."""
+        return _codec.number_text(value)
+
+    def deserialize(self, value: str) -> Any:
+        """Read ``N`` text: an int when integral in form, a float when the float is exactly
+        the stored number, else a :class:`decimal.Decimal` (nothing is rounded)."""
+        return _read_number(value)
+
+
+def _read_number(text: str) -> int | float | decimal.Decimal:
+    if "." not in text and "e" not in text and "E" not in text:
+        return int(text)
+    f = float(text)
+    exact = decimal.Decimal(text)
+    return f if decimal.Decimal(repr(f)) == exact else exact
+
+
+class Integer(_Numeric, pa.NumberAttribute):
+    """An integer (DynamoDB ``N``); booleans, and ints of more than 38 significant digits, are refused."""
 
     python_types = (int,)
     type_label = "an integer"
@@ -136,20 +191,25 @@ class Integer(Field, pa.NumberAttribute):
         """Return ``value + step`` (no integer lies between them)."""
         return value + step
 
-    def deserialize(self, value: Any) -> Any:
-        result = super().deserialize(value)
-        return int(result) if isinstance(result, float) and result.is_integer() else result
+    def deserialize(self, value: str) -> Any:
+        """Read ``N`` text as an int (a non-integral number another writer stored comes back as is)."""
+        result = _read_number(value)
+        if not isinstance(result, int) and result == int(result):
+            return int(result)
+        return result
 
 
-class Number(Field, pa.NumberAttribute):
-    """An int or float (DynamoDB ``N``), as PynamoDB's NumberAttribute."""
+class Number(_Numeric, pa.NumberAttribute):
+    """An int, float or Decimal (DynamoDB ``N``), stored exactly.
+
+    A Decimal is stored with all its digits (never through a float). Reading gives an int
+    when the stored number is integral in form, a float when a float holds it exactly, else
+    a Decimal. NaN, infinity, more than 38 significant digits and magnitudes outside
+    1E-130 .. 9.99E+125 are refused before any request (:class:`dynorm.ValidationError`).
+    """
 
     python_types = (int, float, decimal.Decimal)
     type_label = "a number"
-
-    def validate(self, value: Any, entity: str = "?") -> Any:
-        value = super().validate(value, entity)
-        return float(value) if isinstance(value, decimal.Decimal) else value
 
 
 class Decimal(Field, pa.Attribute[decimal.Decimal]):
@@ -164,12 +224,14 @@ class Decimal(Field, pa.Attribute[decimal.Decimal]):
         if value is None:
             return None
         result = decimal.Decimal(repr(value)) if isinstance(value, float) else decimal.Decimal(value)
-        if not result.is_finite():
-            self._fail(value, entity, " (NaN and infinity cannot be stored)")
+        try:
+            _codec.number_text(result)
+        except _codec.BadValue as exc:
+            self._refuse(value, entity, exc)
         return result
 
     def serialize(self, value: Any) -> str:
-        return _codec.to_av(decimal.Decimal(value))["N"]
+        return _codec.number_text(decimal.Decimal(value))
 
     def deserialize(self, value: Any) -> decimal.Decimal:
         return decimal.Decimal(value)
@@ -208,6 +270,11 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
         value = super().validate(value, entity)
         if value is not None and value.tzinfo is None:
             value = value.replace(tzinfo=_dt.timezone.utc)
+        if value is not None and value.year in (1, 9999):  # only these can leave 1..9999 in UTC
+            try:
+                value.astimezone(_dt.timezone.utc)
+            except OverflowError:
+                self._fail(value, entity, " that falls outside years 1..9999 once converted to UTC")
         return value
 
     def serialize(self, value: _dt.datetime) -> str:
@@ -221,9 +288,20 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
             return None
 
     def deserialize(self, value: str) -> _dt.datetime:
-        # fromisoformat is C code, ~10x faster than strptime for the fixed format we write
-        return _dt.datetime.fromisoformat(value[:-1] if value.endswith("Z") else value).replace(
-            tzinfo=_dt.timezone.utc)
+        text = value[:-1] if value.endswith("Z") else value
+        try:
+            # fromisoformat is C code, ~10x faster than strptime for the fixed format we write
+            parsed = _dt.datetime.fromisoformat(text)
+        except ValueError:
+            # older dynorm wrote years before 1000 unpadded ('204-05-01T...'): read them anyway
+            match = _SHORT_YEAR.match(text)
+            if match is None:
+                raise
+            parsed = _dt.datetime.fromisoformat(match.group(1).zfill(4) + text[match.end(1):])
+        return parsed.replace(tzinfo=_dt.timezone.utc)
+
+
+_SHORT_YEAR = re.compile(r"(\d{1,3})-\d\d-\d\d")
 
 
 def _utcnow() -> _dt.datetime:
@@ -281,31 +359,18 @@ class _Plain(Field, pa.Attribute[Any]):
     def validate(self, value: Any, entity: str = "?") -> Any:
         value = super().validate(value, entity)
         if value is not None:
-            try:
-                _codec.to_av(value)
-            except TypeError as exc:
-                self._fail(value, entity, f" ({exc})")
-            bad = _empty_map_key(value)
-            if bad is not None:
-                self._fail(value, entity, f" (a map key at {bad or 'the top'} is empty; DynamoDB needs non-empty keys)")
+            _check_plain(self, value, entity)
         return value
 
 
-def _empty_map_key(value: Any, path: str = "") -> str | None:
-    """Path of the first empty map key inside ``value`` (``None`` when there is none)."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k == "":
-                return path
-            found = _empty_map_key(v, f"{path}.{k}")
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            found = _empty_map_key(v, f"{path}[{i}]")
-            if found is not None:
-                return found
-    return None
+def _check_plain(field: Field, value: Any, entity: str) -> None:
+    """Refuse a value the plain codec cannot store exactly (types, numbers, nesting, keys, text)."""
+    try:
+        _codec.to_av(value)
+    except TypeError as exc:
+        field._fail(value, entity, f" ({exc})")
+    except _codec.BadValue as exc:
+        field._refuse(value, entity, exc)
 
 
 class List(_Plain):
@@ -358,6 +423,7 @@ class Set(Field, pa.Attribute[Any]):
         bad = [v for v in value if isinstance(v, bool) or not isinstance(v, allowed)]
         if bad:
             self._fail(value, entity, f" (element {bad[0]!r} is not {self.of.__name__})")
+        _check_plain(self, set(value), entity)
         return set(value)
 
     def serialize(self, value: Any) -> Any:
@@ -418,8 +484,10 @@ class Reference(_Plain):
             missing = [f for f in fields if value.get(f) is None]
             if missing or set(value) - set(fields):
                 self._fail(value, entity, f" (a {target.__name__} key needs exactly {', '.join(fields)})")
+            _check_plain(self, value, entity)
             return dict(value)
         if len(fields) == 1 and isinstance(value, str):
+            _check_plain(self, value, entity)
             return {fields[0]: value}
         self._fail(value, entity)
         return None
@@ -453,3 +521,61 @@ class TTL(Field, pa.TTLAttribute):
             value = value.replace(tzinfo=_dt.timezone.utc)
         return value
 
+
+
+def unreadable_item(cls: Any, raw: Mapping[str, Any], error: BaseException,
+                    key_attributes: Iterable[str]) -> UnreadableItem:
+    """Describe why a stored item could not be decoded into ``cls`` (pure; no I/O).
+
+    Tries each attribute the class declares, in order, to find the one that fails: stored
+    with another DynamoDB type than the field reads, or refused by the field's decoder.
+
+    Args:
+        cls: the entity class the item's type attribute names.
+        raw: the item in DynamoDB JSON.
+        error: what decoding raised.
+        key_attributes: the table's key attribute names (PK, SK), to name the item.
+
+    Returns:
+        an :class:`UnreadableItem` naming entity, table key, attribute and stored value.
+    """
+    key = {a: next(iter(raw[a].values())) for a in key_attributes if a and a in raw}
+    attribute = stored = None
+    why = f"{type(error).__name__}: {error}"
+    for name, attr in cls.get_attributes().items():
+        av = raw.get(attr.attr_name)
+        if not av or "NULL" in av:
+            continue
+        kind = next(iter(av))
+        if attr.attr_type not in av:
+            attribute, stored = attr.attr_name, av
+            why = (f"it is stored as {kind} but {cls.__name__}.{name} ({type(attr).__name__}) reads "
+                   f"{attr.attr_type}")
+            break
+        try:
+            attr.deserialize(av[attr.attr_type])
+        except Exception as exc:  # noqa: BLE001 - any decoder failure is the answer sought
+            attribute, stored = attr.attr_name, av
+            why = f"{cls.__name__}.{name} ({type(attr).__name__}) cannot read it: {type(exc).__name__}: {exc}"
+            break
+    keytext = ", ".join(f"{a}={v!r}" for a, v in key.items())
+    where = f"attribute {attribute!r} = {_short(stored)}: {why}" if attribute else why
+    return UnreadableItem(f"{cls.__name__} item {keytext} cannot be read: {where}.", entity=cls.__name__,
+                          key=key, attribute=attribute, stored=stored, raw=raw)
+
+
+def validate_values(meta: Any, values: Mapping[str, Any]) -> None:
+    """Validate plain field values up front (before a read that precedes a write, as in
+    ``get_or_create``), so a bad value is refused before any request.
+
+    Args:
+        meta: the entity's ``Options``; values: field name -> value (names that are not fields,
+            e.g. lookups, and ``None`` values are left to the call that uses them).
+
+    Raises:
+        ValidationError: naming entity, field and value.
+    """
+    for name, value in values.items():
+        f = meta.fields.get(name)
+        if f is not None and value is not None:
+            f.validate(value, meta.entity)

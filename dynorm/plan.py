@@ -21,6 +21,7 @@ from .exceptions import InvalidQuery, ScanRequired
 from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value
 from .keys import key_range
 from .options import PRIMARY, BoundIndex
+from .writes import check_key_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -275,6 +276,7 @@ def _exact_key_get(state: QueryState) -> Plan | None:
     for name, value in values.items():
         values[name] = meta.fields[name].validate(value, meta.entity)
     key = meta.primary_key(values)
+    check_key_sizes(meta, key, values)  # no stored item can have a longer key: say so before the request
     table = meta.table.table_name()
     params: dict[str, Any] = {"TableName": table, "Key": key}
     if state.consistent:

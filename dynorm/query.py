@@ -11,13 +11,14 @@ window and resolves ``prefetch()`` for every evaluation path.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
-from .exceptions import InvalidCursor, InvalidQuery, ScanRequired
+from .exceptions import InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
 from .expressions import Q
+from .fields import unreadable_item, validate_values
 from .plan import Plan, QueryState, plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +58,8 @@ class Page(Generic[T]):
 
     items: list[T]
     cursor: str | None = None
+    unreadable: list[UnreadableItem] = field(default_factory=list)
+    """Items of this page that could not be decoded (only with ``skip_unreadable()``)."""
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.items)
@@ -131,12 +134,41 @@ class QuerySet(Generic[T]):
         self._cache: list[Any] | None = None
         self.stats = backend.Stats()
         """Requests, items, scanned items and consumed capacity of this queryset's evaluations."""
+        self._skip_unreadable = False
+        self.unreadable: list[UnreadableItem] = []
+        """Stored items the last evaluation could not decode (kept only with ``skip_unreadable()``)."""
 
     # -- cloning ---------------------------------------------------------------------
     def _clone(self, **changes: Any) -> QuerySet[T]:
         qs = self.__class__(self.model, self._state.with_(**changes) if changes else self._state)
         qs._window = _Window(self._window.start, self._window.stop)
+        qs._skip_unreadable = self._skip_unreadable
         return qs
+
+    def skip_unreadable(self, on: bool = True) -> QuerySet[T]:
+        """Read past stored items that cannot be decoded instead of raising. No I/O.
+
+        By default an item another writer stored with a wrong attribute type (or an
+        unparseable datetime) makes the read raise :class:`dynorm.UnreadableItems` once it is
+        complete (the items that decoded are in its ``.items``). With ``skip_unreadable()`` the
+        read returns the items that decoded and lists the others (each an
+        :class:`dynorm.UnreadableItem` naming the table key and the attribute) in
+        ``qs.unreadable`` and ``Page.unreadable``.
+        """
+        qs = self._clone()
+        qs._skip_unreadable = on
+        return qs
+
+    def _settle_unreadable(self, items: list[Any], cursor: str | None = None) -> None:
+        """Raise :class:`UnreadableItems` for the items the evaluation could not decode (unless skipping)."""
+        if not self.unreadable or self._skip_unreadable:
+            return
+        errors = self.unreadable
+        more = f" (and {len(errors) - 1} more, in .errors)" if len(errors) > 1 else ""
+        raise UnreadableItems(
+            f"{errors[0]}{more} The {len(items)} item(s) that decoded are in .items"
+            f"{' and .cursor continues the pages' if cursor else ''}; use .skip_unreadable() to read past "
+            "unreadable items, or repair them (.errors[i].raw).", errors, items, cursor)
 
     def _check_unsliced(self, what: str) -> None:
         if self._window.start or self._window.stop is not None:
@@ -310,6 +342,15 @@ class QuerySet(Generic[T]):
         entities = table._entities
         wanted = p.entity_types
         of = self._state.of
+        key_attrs = (table._meta.pk_attribute, table._meta.sk_attribute or "")
+        unreadable = self.unreadable
+
+        def read(cls: Any, raw: dict[str, Any]) -> Any:
+            try:
+                return cls.from_raw_data(raw)
+            except Exception as exc:  # noqa: BLE001 - one bad item must not hide the others
+                unreadable.append(unreadable_item(cls, raw, exc, key_attrs))
+                return None
 
         def decode(raw: dict[str, Any]) -> Any:
             t = raw.get(type_attr, {}).get("S")
@@ -318,12 +359,12 @@ class QuerySet(Generic[T]):
                 if t not in wanted:
                     return None
                 assert cls is not None
-                return cls.from_raw_data(raw)
+                return read(cls, raw)
             if cls is None:
                 return None if of is not None else UnknownItem(raw, type_attr)
             if of is not None and cls is not of:
                 return None
-            return cls.from_raw_data(raw)
+            return read(cls, raw)
 
         return decode
 
@@ -393,8 +434,10 @@ class QuerySet(Generic[T]):
         if self._cache is None:
             p = self._plan()
             out: list[Any] = []
+            self.unreadable = []
             for batch in self._run(p, start=self._window.start, stop=self._window.stop):
                 out += batch
+            self._settle_unreadable(out)
             self._cache = out
         return self._cache
 
@@ -457,8 +500,10 @@ class QuerySet(Generic[T]):
         ``prefetch()`` is resolved page by page (one BatchGetItem per page of results).
         """
         p = self._plan()
+        self.unreadable = []
         for batch in self._run(p, start=self._window.start, stop=self._window.stop):
             yield from batch
+        self._settle_unreadable([])  # every item that decoded was yielded first
 
     def get(self, *args: Q, **kwargs: Any) -> T:
         """Return the one item matching the conditions.
@@ -471,10 +516,12 @@ class QuerySet(Generic[T]):
             Entity.DoesNotExist: nothing matches.
             Entity.MultipleObjectsReturned: more than one item matches.
             ScanRequired: no access path serves the conditions.
+            UnreadableItems: a matching stored item cannot be decoded (names its key and attribute).
         """
         qs = self.filter(*args, **kwargs) if (args or kwargs) else self
         p = qs._plan(limit=None if qs._window.stop is not None else 2)
         items: list[Any] = []
+        qs.unreadable = []
         if p.operation == "GetItem":
             items = next(qs._run(p), [])
             if not items:
@@ -484,6 +531,8 @@ class QuerySet(Generic[T]):
             for batch in qs._run(p, start=qs._window.start, stop=stop):
                 items += batch
         self.stats = qs.stats
+        self.unreadable = qs.unreadable
+        self._settle_unreadable(items)
         if len(items) == 1:
             return items[0]  # type: ignore[no-any-return]
         described = ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) or "the given conditions"
@@ -587,16 +636,21 @@ class QuerySet(Generic[T]):
 
         Raises:
             InvalidCursor: the cursor was altered, made for another query or is stale.
+            UnreadableItems: an item of the page cannot be decoded; ``.items`` holds the page's
+                other items and ``.cursor`` the next page's cursor (or use ``skip_unreadable()``).
         """
         if not isinstance(size, int) or not 1 <= size <= 1000:
             raise InvalidQuery(f"page size must be an int from 1 to 1000, got {size!r}.")
         self._check_unsliced("page")
         # one item more than the page: a page that took the last item carries no cursor
         p = self._plan(limit=size + 1)
+        self.unreadable = []
         if p.operation == "GetItem":
             if cursor is not None:
                 raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
-            return Page(next(self._run(p), []), None)
+            found = next(self._run(p), [])
+            self._settle_unreadable(found)
+            return Page(found, None, list(self.unreadable))
         context, secret, key_attrs = self._cursor_context(p)
         start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
         tail = _Tail()
@@ -604,11 +658,14 @@ class QuerySet(Generic[T]):
         for batch in self._run(p, stop=size, start_key=start, tail=tail):
             items += batch
         if not tail.more or tail.last is None:
-            return Page(items, None)
+            self._settle_unreadable(items)
+            return Page(items, None, list(self.unreadable))
         # the cursor is the key of the last item returned (the attributes DynamoDB takes as
         # ExclusiveStartKey), not the LastEvaluatedKey, which may lie past the extra item read
         last_key = {a: tail.last[a] for a in key_attrs if a in tail.last}
-        return Page(items, encode_cursor(last_key, context, secret))
+        next_cursor = encode_cursor(last_key, context, secret)
+        self._settle_unreadable(items, next_cursor)
+        return Page(items, next_cursor, list(self.unreadable))
 
     def _cursor_context(self, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
         meta = self.model._meta
@@ -727,6 +784,7 @@ class QuerySet(Generic[T]):
         if missing:
             raise InvalidQuery(f"get_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}: only a conditional write on one key is race-safe.")
+        validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         try:
             return self.get(**kwargs), False
         except self.model.DoesNotExist:
@@ -751,6 +809,7 @@ class QuerySet(Generic[T]):
         if missing:
             raise InvalidQuery(f"update_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}.")
+        validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         for attempt in range(max(attempts, 1)):
             try:
                 obj = self.consistent().get(**kwargs)
@@ -805,7 +864,9 @@ class QuerySet(Generic[T]):
             if kd is None:
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
             pairs.append((self.model, primary_key_of(self.model, kd)))
-        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy))
+        self.unreadable = []
+        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
+                          unreadable=self.unreadable if self._skip_unreadable else None)
         out: dict[Any, T] = {}
         for obj in found:
             kv = tuple(getattr(obj, f) for f in fields)
@@ -839,7 +900,8 @@ class QuerySet(Generic[T]):
                 value = getattr(obj, name, None)
                 if value:
                     wanted.append((obj, name, target, primary_key_of(target, value)))
-        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent)
+        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent,
+                          unreadable=self.unreadable if self._skip_unreadable else None)
         index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))

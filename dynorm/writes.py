@@ -17,16 +17,18 @@ from .exceptions import (
     AlreadyExists,
     ConditionFailed,
     DynormError,
+    InvalidKeyValue,
     KeyChangeError,
     StaleWrite,
     ValidationError,
 )
-from .expressions import ExpressionBuilder, F, Q, field_of, serialize_value
+from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, serialize_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["WriteOp", "prepare_put", "prepare_delete", "prepare_update", "prepare_check", "primary_key_of"]
+__all__ = ["WriteOp", "prepare_put", "prepare_delete", "prepare_update", "prepare_check", "primary_key_of",
+           "check_key_sizes"]
 
 
 @dataclass
@@ -144,6 +146,53 @@ def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str])
         params["ExpressionAttributeValues"] = dict(b.values)
 
 
+def check_key_sizes(meta: Any, attributes: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Refuse key attributes longer than DynamoDB allows, measured on their final text.
+
+    Args:
+        meta: the entity's ``Options``.
+        attributes: key attribute name -> rendered value (text, ``{"S": text}``, or ``None`` for
+            a sparse index), as they would be sent: table keys and index keys alike.
+        values: field name -> value, to name the field and value behind a too-long key.
+
+    Raises:
+        InvalidKeyValue: a partition key over 2048 bytes or a sort key over 1024 bytes (UTF-8),
+            naming the entity, the attribute, the longest field in its template and its value.
+    """
+    tmeta = meta.table._meta
+    for attr, rendered in attributes.items():
+        text = rendered.get("S") if isinstance(rendered, dict) else rendered
+        if not isinstance(text, str) or len(text) <= _ALWAYS_FITS:
+            continue
+        # an attribute that is a sort key anywhere (table, GSI, LSI) gets the sort-key limit
+        sort_attrs = {tmeta.sk_attribute, *(sk for _, sk in tmeta.gsis.values()), *tmeta.lsis.values()}
+        problem = _codec.key_size_problem(text, attr not in sort_attrs)
+        if problem is None:
+            continue
+        sources = [f for b in meta.all_indexes for t, a in ((b.pk, b.pk_attr), (b.sk, b.sk_attr))
+                   if t is not None and a == attr for f in t.fields]
+        sources += [n for n, f in meta.fields.items() if f.attr_name == attr]  # an LSI on a field's attribute
+        if attr in sort_attrs and attr != tmeta.sk_attribute:
+            roles = [name for name, (_, sk) in tmeta.gsis.items() if sk == attr]
+            roles += [name for name, sk in tmeta.lsis.items() if sk == attr]
+            problem += f" ({attr} is the sort key of index {', '.join(roles)})"
+        field = max(sources, key=lambda f: len(str(values.get(f, ""))), default=None)
+        value = values.get(field) if field else text
+        raise InvalidKeyValue(
+            f"{meta.entity}.{field or attr}={_short(value)}: key attribute {attr} would be {problem}; "
+            "shorten the value (or keep it out of key templates). Nothing was sent.",
+            entity=meta.entity, field=field, value=value)
+
+
+# 256 characters are at most 1024 UTF-8 bytes: such a key fits every limit, nothing to measure
+_ALWAYS_FITS = _codec.MAX_SORT_KEY_BYTES // 4
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+
+
 def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict[str, Any]:
     """Return the primary key (DynamoDB JSON) for a key dict of primary-key fields or an instance.
 
@@ -170,7 +219,10 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
     if missing:
         raise ValidationError(f"{meta.entity}: the key misses {', '.join(missing)} (primary key: "
                               f"{', '.join(meta.key_fields)}).", entity=meta.entity, field=missing[0])
-    return meta.primary_key({k: meta.fields[k].validate(v, meta.entity) for k, v in key.items()})
+    values = {k: meta.fields[k].validate(v, meta.entity) for k, v in key.items()}
+    rendered = meta.primary_key(values)
+    check_key_sizes(meta, rendered, values)
+    return rendered
 
 
 # -- Put ---------------------------------------------------------------------------------
@@ -193,6 +245,7 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
             setattr(obj, name, now)
     obj.full_clean()
     keys = obj.key_attributes()
+    check_key_sizes(meta, keys, obj.attribute_values)
     stored_pk = getattr(obj, "_dynorm_pk", None)
     fallback = getattr(obj, "_dynorm_fallback", None)  # read under an older key version (read_versions)
     if stored_pk is not None and not create and not fallback:
@@ -219,6 +272,8 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
     for attr, value in keys.items():
         setattr(obj, base._dynamo_to_python_attr(attr), value)
     item = obj.serialize()
+    if tmeta.lsis:
+        check_key_sizes(meta, {a: item[a] for a in tmeta.lsis.values() if a in item}, obj.attribute_values)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -323,12 +378,12 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
             if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__name__ != "Decimal":
                 raise ValidationError(f"{meta.entity}.{target}: {op} needs a number, got {value!r}.",
                                       entity=meta.entity, field=target, value=value)
-            text = f"{text} {op} {b.value(_codec.to_av(value))}"
+            text = f"{text} {op} {b.value(plain_value(meta, target, value, op))}"
         elif op == "append":
             if type(meta.fields[target]).__name__ != "List":
                 raise ValidationError(f"{meta.entity}.{target} is not a fields.List; append() works on lists.",
                                       entity=meta.entity, field=target)
-            text = f"list_append({text}, {b.value(_codec.to_av(list(value)))})"
+            text = f"list_append({text}, {b.value(plain_value(meta, target, list(value), 'append()'))})"
     return text, None
 
 
@@ -432,6 +487,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             if sparse:
                 removes.append(b.name(attr))
             else:
+                check_key_sizes(meta, {attr: str(key_text)}, known)
                 sets.append(f"{b.name(attr)} = {b.value({'S': str(key_text)})}")
 
     conditions = [f"attribute_exists({b.name(tmeta.pk_attribute)})"]

@@ -132,3 +132,25 @@ class Counter(Entity):
         entity_type = "COUNTER"
         pk = "{version}#COUNTER#{name}"
         sk = "METADATA"
+
+
+class Measure(Entity):
+    """One field of every value kind (exact round trips and refused values, issue 9 section 3)."""
+
+    sensor = fields.String()
+    label = fields.String(null=True)
+    amount = fields.Number(null=True)
+    exact = fields.Decimal(null=True)
+    qty = fields.Integer(null=True)
+    at = fields.DateTime(null=True)
+    nums = fields.Set(int)
+    words = fields.Set(str)
+    entries = fields.List(null=True)
+    doc = fields.Map(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "MEASURE"
+        pk = "{version}#MEASURE#{sensor}"
+        sk = "METADATA"
+        indexes = {"by_label": Index("GSI1", pk="{version}#LABEL#{label}", sk="MEASURE#{sensor}")}
