@@ -127,18 +127,17 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
     """
     objs = list(objs)
     requests = []
-    vf = model._meta.version_field
+    ops = []
     for obj in objs:
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
-        if vf:
-            obj.attribute_values.pop(vf, None)  # new items start at version 1
-        op = prepare_put(obj, create=True)
+        op = prepare_put(obj, create=True, fresh=True)  # new items start at version 1
+        ops.append(op)
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
-        if vf:
-            setattr(obj, vf, op.new_version)
     _check_duplicates(model, [k for _, k, _ in requests])
     _write(model, requests, policy or RetryPolicy(), "bulk_create", sleep)
+    for op in ops:
+        op.applied()  # only now: an instance changes once its item is in the table
     return objs
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
 
-from . import _codec
+from . import _codec, registry
 from .exceptions import ValidationError
 from .keys import format_datetime
 
@@ -39,9 +39,18 @@ class Field:
         name: the field's Python name (set when the entity class is built).
         sortable_text: True when the stored text sorts like the value (strings, ULIDs,
             datetimes), so range lookups may go into a KeyConditionExpression.
+        kind: the dynorm field kind this field stores like (``"Integer"``, ``"DateTime"``, ...);
+            a user's subclass inherits its base's kind (migration state files record it).
+        is_version: the field is the item's optimistic-locking version (``fields.Version``).
+        is_set: ``F(name).add()``/``discard()`` apply (``fields.Set``).
+        is_list: ``F(name).append()`` applies (``fields.List``).
     """
 
     sortable_text: ClassVar[bool] = False
+    kind: ClassVar[str] = "Field"
+    is_version: ClassVar[bool] = False
+    is_set: ClassVar[bool] = False
+    is_list: ClassVar[bool] = False
     python_types: ClassVar[tuple[type, ...]] = (object,)
     type_label: ClassVar[str] = "value"
     name: str = ""
@@ -91,6 +100,8 @@ class Field:
 class String(Field, pa.UnicodeAttribute):
     """A string (DynamoDB ``S``)."""
 
+    kind = "String"
+
     sortable_text = True
     python_types = (str,)
     type_label = "a string"
@@ -98,6 +109,8 @@ class String(Field, pa.UnicodeAttribute):
 
 class Integer(Field, pa.NumberAttribute):
     """An integer (DynamoDB ``N``); booleans are refused."""
+
+    kind = "Integer"
 
     python_types = (int,)
     type_label = "an integer"
@@ -110,6 +123,8 @@ class Integer(Field, pa.NumberAttribute):
 class Number(Field, pa.NumberAttribute):
     """An int or float (DynamoDB ``N``), as PynamoDB's NumberAttribute."""
 
+    kind = "Number"
+
     python_types = (int, float, decimal.Decimal)
     type_label = "a number"
 
@@ -120,6 +135,8 @@ class Number(Field, pa.NumberAttribute):
 
 class Decimal(Field, pa.Attribute[decimal.Decimal]):
     """An exact decimal (DynamoDB ``N``), returned as :class:`decimal.Decimal`."""
+
+    kind = "Decimal"
 
     attr_type = NUMBER
     python_types = (int, decimal.Decimal, float)
@@ -144,6 +161,8 @@ class Decimal(Field, pa.Attribute[decimal.Decimal]):
 class Boolean(Field, pa.BooleanAttribute):
     """A boolean (DynamoDB ``BOOL``)."""
 
+    kind = "Boolean"
+
     python_types = (bool,)
     type_label = "a bool"
 
@@ -157,6 +176,8 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
 
     Naive datetimes are taken to be UTC. Values come back as aware UTC datetimes.
     """
+
+    kind = "DateTime"
 
     attr_type = STRING
     sortable_text = True
@@ -207,6 +228,8 @@ class ULID(Field, pa.UnicodeAttribute):
 
     Accepts a ``ulid.ULID`` or its text; stores and returns the text.
     """
+
+    kind = "ULID"
 
     sortable_text = True
     python_types = (str,)
@@ -270,6 +293,9 @@ def _empty_map_key(value: Any, path: str = "") -> str | None:
 class List(_Plain):
     """A list of plain values (DynamoDB ``L``): strings, numbers, bools, maps, lists."""
 
+    kind = "List"
+    is_list = True
+
     attr_type = LIST
     python_types = (list, tuple)
     type_label = "a list"
@@ -281,6 +307,8 @@ class List(_Plain):
 
 class Map(_Plain):
     """A dict of plain values (DynamoDB ``M``) with string keys."""
+
+    kind = "Map"
 
     attr_type = MAP
     python_types = (dict,)
@@ -295,6 +323,9 @@ class Set(Field, pa.Attribute[Any]):
 
     An empty set is not stored (DynamoDB has no empty sets) and reads back as ``set()``.
     """
+
+    kind = "Set"
+    is_set = True
 
     python_types = (set, frozenset)
     type_label = "a set"
@@ -335,13 +366,17 @@ class Reference(_Plain):
     """A reference to another entity, stored as a map of its primary-key fields (``M``).
 
     Args:
-        target: the referenced entity class, or its class name (resolved on first use).
+        target: the referenced entity class, or its class name (``"Person"``, or
+            ``"app.models.Person"`` when two entities share a class name), resolved as soon as
+            that class is defined; an ambiguous name raises :class:`dynorm.ModelError`.
 
     Assign an instance, a key dict, or (one-field primary keys) the bare key value; the
     field reads back as the key dict. ``obj.related(name)`` returns the referenced instance
     (GetItem, or nothing when the queryset used ``prefetch(name)``: one BatchGetItem per
     100 keys for all results).
     """
+
+    kind = "Reference"
 
     attr_type = MAP
     python_types = (dict, object)
@@ -351,19 +386,19 @@ class Reference(_Plain):
         kwargs.setdefault("null", True)
         super().__init__(**kwargs)
         self._target = target
+        self._target_name = target if isinstance(target, str) else None
+        if isinstance(target, str):
+            registry.add_pending_reference(self)  # resolved when the class of that name is built
 
     @property
     def target(self) -> Any:
-        """The referenced entity class."""
-        if isinstance(self._target, str):
-            from .tables import all_tables
+        """The referenced entity class.
 
-            for table in all_tables():
-                for cls in table._entities.values():
-                    if cls.__name__ == self._target:
-                        self._target = cls
-                        return cls
-            raise TypeError(f"fields.Reference({self._target!r}): no entity class of that name is defined.")
+        Raises:
+            ModelError: a name given as a string matches no entity class, or several.
+        """
+        if isinstance(self._target, str):
+            return registry.resolve_reference(self, required=True)
         return self._target
 
     def validate(self, value: Any, entity: str = "?") -> Any:
@@ -391,6 +426,9 @@ class Version(Field, pa.VersionAttribute):
     lost race raises :class:`dynorm.StaleWrite`. The first save writes version 1.
     """
 
+    kind = "Version"
+    is_version = True
+
     python_types = (int,)
     type_label = "an integer version"
     null = True
@@ -402,6 +440,8 @@ class TTL(Field, pa.TTLAttribute):
     Accepts an aware datetime or a :class:`datetime.timedelta` from now. Name the attribute
     in ``Table.Meta.ttl_attribute`` so ``create_table`` turns TTL on.
     """
+
+    kind = "TTL"
 
     python_types = (_dt.datetime, _dt.timedelta)
     type_label = "a datetime or timedelta"

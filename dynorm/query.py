@@ -205,7 +205,7 @@ class QuerySet(Generic[T]):
             def partial(raw: dict[str, Any]) -> Any:
                 obj = decode_full(raw)
                 if obj is not None and not isinstance(obj, UnknownItem):
-                    obj._dynorm_partial = True  # saving it would drop the fields not read
+                    obj._state.partial = True  # saving it would drop the fields not read
                 return obj
 
             return partial
@@ -421,7 +421,7 @@ class QuerySet(Generic[T]):
             key = meta.primary_key(values, version)
             found = list(self._pages(replace(p, params={**p.params, "Key": key}, key=key)))[0][0]
             if found:
-                found[0]._dynorm_fallback = version
+                found[0]._state.fallback = version
                 return found
         return []
 
@@ -571,11 +571,11 @@ class QuerySet(Generic[T]):
             InvalidQuery: the queryset does not name one item by its primary key.
             DoesNotExist: there is no such item. ConditionFailed: ``condition`` did not hold.
         """
-        from .models import execute
+        from .sender import send
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
-        return execute(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
+        return send(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
 
     def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:
@@ -596,17 +596,19 @@ class QuerySet(Generic[T]):
             StaleWrite: every attempt lost its race. DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
-        import random
         import time
 
+        from .batch import RetryPolicy
         from .exceptions import ModelError, StaleWrite
+        from .registry import default_manager
 
         if not self.model._meta.version_field:
             raise ModelError(f"{self.model.__name__} has no fields.Version(); update_with_retry needs optimistic "
                              "locking to detect lost races.")
         keydict = key.key if hasattr(key, "key") and not isinstance(key, Mapping) else dict(key)
+        policy = RetryPolicy(max_attempts=max(attempts, 1), base_delay=base_delay, max_delay=float("inf"))
         for attempt in range(max(attempts, 1)):
-            obj = self.model.objects.get_queryset().consistent().get(**keydict)
+            obj = default_manager(self.model).get_queryset().consistent().get(**keydict)
             fn(obj)
             try:
                 obj.save()
@@ -614,7 +616,7 @@ class QuerySet(Generic[T]):
             except StaleWrite:
                 if attempt >= attempts - 1:
                     raise
-                time.sleep(random.uniform(0, base_delay * 2 ** (attempt + 1)))
+                time.sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def get_or_create(self, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[T, bool]:
@@ -748,4 +750,4 @@ class QuerySet(Generic[T]):
         index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))
-            obj.__dict__.setdefault("_dynorm_related", {})[name] = hit
+            obj._state.related[name] = hit
