@@ -99,6 +99,7 @@ class EntityMeta(MetaModel):
             disc._discriminator_map.pop(opts.entity_type, None)  # re-definition (module reload)
             disc._class_map.pop(old, None)
         cls._meta = opts
+        registry.register_entity(cls)  # refuses a name that makes a string Reference ambiguous
         super().__init__(name, bases, namespace, discriminator=opts.entity_type)
         table._entities[opts.entity_type] = cls  # type: ignore[assignment]
         managers = [(n, v) for n, v in cls.__dict__.items() if isinstance(v, BaseManager)]
@@ -109,7 +110,6 @@ class EntityMeta(MetaModel):
         for mname, manager in managers:
             manager.contribute_to_class(cls, mname)
         cls._default_manager = managers[0][1]  # the first declared, as in Django
-        registry.register_entity(cls)
 
 
 class Entity(Model, metaclass=EntityMeta):
