@@ -109,6 +109,12 @@ def main() -> int:
     item = dict(client.get_item(TableName=table, Key=key)["Item"])
 
     seq = itertools.count()
+    d_obj = Product.objects.get(product_id=pid)
+    p_obj = PProduct.get(keys["PK"], "METADATA")
+
+    def _save(obj: Any, i: int) -> None:
+        obj.stock_level = i
+        obj.save()
 
     def put_item(i: int) -> dict[str, Any]:
         return {**item, "PK": {"S": f"{kv}#P#put{i}"}, "product_id": {"S": f"put{i}"}}
@@ -127,6 +133,14 @@ def main() -> int:
                                            product_id=f"p{i}", brand_id="b", category_id="c", name=f"Put {i}",
                                            stock_level=i, created_at="2024-01-01T00:00:00.000000Z").save(),
             "boto3": lambda i: client.put_item(TableName=table, Item=put_item(i)),
+        },
+        # save() of an item read: dynorm's UpdateItem (keeps undeclared attributes) vs PynamoDB's
+        # versioned PutItem vs a hand-written conditional PutItem
+        "save": {
+            "dynorm": lambda i: _save(d_obj, i),
+            "pynamodb": lambda i: _save(p_obj, i),
+            "boto3": lambda i: client.put_item(TableName=table, Item={**item, "stock_level": {"N": str(i)}},
+                                               ConditionExpression="attribute_exists(PK)"),
         },
         "query100": {
             "dynorm": lambda i: list(Product.objects.by_brand("bench")),
