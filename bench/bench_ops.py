@@ -109,8 +109,13 @@ def main() -> int:
     item = dict(client.get_item(TableName=table, Key=key)["Item"])
 
     seq = itertools.count()
-    d_obj = Product.objects.get(product_id=pid)
-    p_obj = PProduct.get(keys["PK"], "METADATA")
+    # three items, one per implementation: their versioned saves must not race each other
+    d_obj = Product.objects.create(brand_id="x", category_id="1", name="Saved by dynorm", stock_level=0)
+    p_item = Product.objects.create(brand_id="x", category_id="1", name="Saved by PynamoDB", stock_level=0)
+    p_obj = PProduct.get(p_item.key_attributes()["PK"], "METADATA")
+    b_item = Product.objects.create(brand_id="x", category_id="1", name="Saved by boto3", stock_level=0)
+    b_key = {"PK": {"S": b_item.key_attributes()["PK"]}, "SK": {"S": "METADATA"}}
+    b_raw = dict(client.get_item(TableName=table, Key=b_key)["Item"])
 
     def _save(obj: Any, i: int) -> None:
         obj.stock_level = i
@@ -139,7 +144,7 @@ def main() -> int:
         "save": {
             "dynorm": lambda i: _save(d_obj, i),
             "pynamodb": lambda i: _save(p_obj, i),
-            "boto3": lambda i: client.put_item(TableName=table, Item={**item, "stock_level": {"N": str(i)}},
+            "boto3": lambda i: client.put_item(TableName=table, Item={**b_raw, "stock_level": {"N": str(i)}},
                                                ConditionExpression="attribute_exists(PK)"),
         },
         "query100": {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from . import conf
 from .exceptions import (
@@ -22,8 +22,8 @@ from .exceptions import (
     TransactionCanceled,
 )
 
-__all__ = ["client", "call", "register_hook", "unregister_hook", "capture", "Capture", "RequestRecord", "Stats",
-           "LOCAL_CREDENTIALS"]
+__all__ = ["client", "call", "paginate", "register_hook", "unregister_hook", "capture", "Capture", "RequestRecord",
+           "Stats", "LOCAL_CREDENTIALS"]
 
 #: Dummy credentials used only for clients whose endpoint is on the loopback interface
 #: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
@@ -286,6 +286,42 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
                            code=type(exc).__name__, operation=operation) from exc
     _record(operation, params, response, None, stats)
     return response
+
+
+def paginate(operation: str, params: dict[str, Any], *, start_key: dict[str, Any] | None = None,
+             stats: Stats | None = None,
+             page_limit: Callable[[], int | None] | None = None) -> Iterator[dict[str, Any]]:
+    """Send a Query or Scan page by page: the one loop over ``LastEvaluatedKey``.
+
+    Args:
+        operation: ``"Query"`` or ``"Scan"``.
+        params: the request parameters (not changed; each page gets a copy).
+        start_key: ExclusiveStartKey of the first page (resume from a cursor).
+        stats: a :class:`Stats` to add each request's figures to.
+        page_limit: called before each request; its result (if not ``None``) is that page's
+            ``Limit`` (at least 1), so a caller can ask for just the items it still needs.
+
+    Yields:
+        each response, in order; stops after the page without a ``LastEvaluatedKey`` (or when
+        the caller stops iterating, sending no further request).
+
+    Raises:
+        the errors of :func:`call`.
+    """
+    key = start_key
+    while True:
+        page = dict(params)
+        if page_limit is not None:
+            limit = page_limit()
+            if limit is not None:
+                page["Limit"] = max(limit, 1)
+        if key:
+            page["ExclusiveStartKey"] = key
+        response = call(operation, page, stats=stats)
+        yield response
+        key = response.get("LastEvaluatedKey")
+        if not key:
+            return
 
 
 _METHODS: dict[str, str] = {}

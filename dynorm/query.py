@@ -245,19 +245,14 @@ class QuerySet(Generic[T]):
             yield ([obj] if obj is not None else []), None
             return
         got = 0
-        key = start_key
-        while True:
-            params = dict(p.params)
-            want = None
-            if limit is not None:
-                want = limit - got
+
+        def want() -> int | None:
+            n = None if limit is None else limit - got
             if page_size is not None:
-                want = page_size if want is None else min(want, page_size)
-            if want is not None:
-                params["Limit"] = max(want, 1)
-            if key:
-                params["ExclusiveStartKey"] = key
-            resp = backend.call(p.operation, params, stats=self.stats)
+                n = page_size if n is None else min(n, page_size)
+            return n
+
+        for resp in backend.paginate(p.operation, p.params, start_key=start_key, stats=self.stats, page_limit=want):
             items = [obj for obj in map(decode, resp.get("Items", ())) if obj is not None]
             got += len(items)
             key = resp.get("LastEvaluatedKey")
@@ -459,16 +454,7 @@ class QuerySet(Generic[T]):
             if not params["ExpressionAttributeNames"]:
                 del params["ExpressionAttributeNames"]
         params["Select"] = "COUNT"
-        total = 0
-        key = None
-        while True:
-            if key:
-                params["ExclusiveStartKey"] = key
-            resp = backend.call(p.operation, params, stats=self.stats)
-            total += int(resp.get("Count", 0))
-            key = resp.get("LastEvaluatedKey")
-            if not key:
-                return total
+        return sum(int(resp.get("Count", 0)) for resp in backend.paginate(p.operation, params, stats=self.stats))
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Evaluate and return dicts of ``fields`` (all fields when none given).
