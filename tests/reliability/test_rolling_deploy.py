@@ -92,7 +92,8 @@ def _run(tmp: Path, script: str, *args: str) -> str:
     env = dict(os.environ)
     settings = conf.get_settings()
     env.update(DYNORM_ENDPOINT=settings.endpoint or "", DYNORM_TABLE_PREFIX=settings.table_prefix,
-               DYNORM_REGION=settings.region, PYTHONPATH=str(tmp))
+               DYNORM_REGION=settings.region,
+               PYTHONPATH=os.pathsep.join([str(tmp), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("DYNORM_CONFIG", None)
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], cwd=tmp, env=env,
                          capture_output=True, text=True, timeout=120)
