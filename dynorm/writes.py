@@ -197,10 +197,23 @@ def _describe(op: WriteOp) -> str:
     return op.description.split(" ", 2)[2]
 
 
-def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str]) -> None:
+#: DynamoDB's limit on the length of one expression string (bytes).
+MAX_EXPRESSION_BYTES = 4096
+
+
+def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str], entity: str = "?") -> None:
     conditions = [c for c in conditions if c]
     if conditions:
         params["ConditionExpression"] = " AND ".join(f"({c})" if len(conditions) > 1 else c for c in conditions)
+    for what in ("UpdateExpression", "ConditionExpression"):
+        size = len(params.get(what, "").encode("utf-8"))
+        if size > MAX_EXPRESSION_BYTES:
+            # refused here rather than by DynamoDB after a request (an entity of ~270 fields
+            # or more cannot be saved whole as one UpdateItem)
+            raise ValidationError(
+                f"{entity}: the {what} of this write would be {size} bytes, over DynamoDB's "
+                f"{MAX_EXPRESSION_BYTES}-byte limit; write fewer fields at once (save(update_fields=[...]) "
+                "or update()).", entity=entity)
     if b.names:
         params["ExpressionAttributeNames"] = dict(b.names)
     if b.values:
@@ -346,7 +359,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         _check_size(meta, obj, item)
         conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)})")
         params: dict[str, Any] = {"TableName": meta.table.table_name(), "Item": item}
-        _finish(params, b, conditions)
+        _finish(params, b, conditions, meta.entity)
         return WriteOp("Put", model, params, key, description, instance=obj, verb=verb,
                        expected_version=current, new_version=new_version,
                        local_changes=auto, key_values=key_values, token=token)
@@ -400,7 +413,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     if removes:
         expression += " REMOVE " + ", ".join(removes)
     params = {"TableName": meta.table.table_name(), "Key": key, "UpdateExpression": expression}
-    _finish(params, b, conditions)
+    _finish(params, b, conditions, meta.entity)
     if update_fields is not None:
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
@@ -444,7 +457,7 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
     if condition is not None:
         conditions.append(b.condition(condition, meta))
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
-    _finish(params, b, conditions)
+    _finish(params, b, conditions, meta.entity)
     return WriteOp("Delete", model, params, key, f"delete {meta.entity} {_entity_keydesc(model, target)}",
                    instance=instance, verb="delete", expected_version=version)
 
@@ -461,7 +474,7 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
     key = primary_key_of(model, target)
     b = ExpressionBuilder()
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
-    _finish(params, b, [b.condition(condition, meta)])
+    _finish(params, b, [b.condition(condition, meta)], meta.entity)
     if "ConditionExpression" not in params:
         raise ValidationError(f"{meta.entity}: check() needs a condition.", entity=meta.entity)
     return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_entity_keydesc(model, target)}",
@@ -639,7 +652,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     clauses += adds
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
                               "UpdateExpression": " ".join(clauses)}
-    _finish(params, b, conditions)
+    _finish(params, b, conditions, meta.entity)
     shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
     return WriteOp("Update", model, params, target_key,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",

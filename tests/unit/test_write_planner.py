@@ -216,3 +216,15 @@ def test_decimal_subclass_kind_is_inherited() -> None:
         pass
 
     assert Money.kind == "Decimal" and Money().serialize(decimal.Decimal("1.50")) in ("1.50", "1.5")
+
+
+def test_a_save_expression_over_4_kb_is_refused_before_any_request() -> None:
+    ns: dict[str, Any] = {"__module__": __name__, "k": fields.String(),
+                          "Meta": type("Meta", (), {"table": Retail, "pk": "WIDE#{k}", "sk": "S",
+                                                    "entity_type": "W9_WIDE"})}
+    ns.update({f"f{i}": fields.String(null=True) for i in range(400)})
+    wide = type("Wide", (Entity,), ns)
+    obj = _read(wide, k="a", **{f"f{i}": "x" for i in range(400)})
+    with pytest.raises(dynorm.ValidationError, match="over DynamoDB's 4096-byte limit"):
+        prepare_put(obj)
+    assert prepare_put(obj, update_fields=["f1"]).kind == "Update"
