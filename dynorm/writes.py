@@ -310,7 +310,20 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     tmeta = meta.table._meta
     state = obj._state
     entity = meta.entity
-    if state.partial and update_fields is None:
+    if state.partial and update_fields is not None:
+        # read with only(): fields not read are unknown, not None, so plan it as update() does
+        # (an index key needing a field that was not read is refused, never removed)
+        names = list(dict.fromkeys(update_fields))
+        unknown = [n for n in names if n not in meta.fields]
+        if unknown or not names:
+            raise ValidationError(f"{entity}.save(update_fields=...) needs field names of {entity}; got "
+                                  f"{', '.join(map(repr, unknown)) or 'none'}.", entity=entity,
+                                  field=unknown[0] if unknown else None)
+        values = obj.attribute_values
+        op = prepare_update(type(obj), instance=obj, changes={n: values.get(n) for n in names})
+        op.verb = "save"
+        return op
+    if state.partial:
         raise ValidationError(
             f"{entity} {obj.key} was read with only()/values(), so saving it would drop the fields not "
             "read; read it fully (get()) before save(), or use save(update_fields=[...]) or update().",

@@ -9,7 +9,7 @@ import pytest
 import dynorm
 from dynorm import Entity, F, Manager, fields
 from tests.faults import Hook
-from tests.models import Counter, Retail
+from tests.models import Counter, Order, Retail
 
 
 class StrictVersion(fields.Version):
@@ -195,3 +195,29 @@ def test_save_of_a_read_item_removes_fields_set_to_none_and_leaves_the_index() -
     assert got.bio is None and got.city is None
     raw = dynorm.backend.call("GetItem", {"TableName": Retail.table_name(), "Key": p._primary_key_av()})["Item"]
     assert "bio" not in raw and "GSI1PK" not in raw and "GSI1SK" not in raw
+
+
+def test_update_fields_on_a_partial_read_never_drops_an_index_it_cannot_rebuild() -> None:
+    Profile.objects.create(profile_id="p5", name="x", city="Oslo")
+    partial = Profile.objects.filter(profile_id="p5").only("profile_id", "name")[0]
+    partial.name = "y"
+    with pytest.raises(dynorm.ValidationError, match="only"):
+        partial.save()  # would drop the fields not read
+    partial.save(update_fields=["name"])  # name is in no index: fine
+    assert Profile.objects.get(profile_id="p5").name == "y"
+    partial.city = "Bergen"
+    with dynorm.capture() as c:
+        partial.save(update_fields=["city"])  # the index needs profile_id (a key field): known
+    assert c.operations == ["UpdateItem"]
+    assert [p.profile_id for p in Profile.objects.filter(city="Bergen")] == ["p5"]
+    assert not partial._state.partial  # refreshed from the item as written (ALL_NEW)
+
+
+def test_update_fields_on_a_partial_read_refuses_an_index_it_cannot_rebuild() -> None:
+    order = Order.objects.create(customer_id="c9", coupon="OLD")
+    partial = Order.objects.filter(customer_id="c9", order_id=order.order_id).only("customer_id", "order_id")[0]
+    partial.coupon = "NEW"  # by_coupon's sort key needs placed_at, which was not read
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="placed_at"):
+        partial.save(update_fields=["coupon"])
+    assert c.count == 0
+    assert [o.order_id for o in Order.objects.filter(coupon="OLD")] == [order.order_id]  # still indexed
