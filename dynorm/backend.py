@@ -8,6 +8,7 @@ Retries of throttled requests are botocore's (standard mode, ``settings.max_atte
 
 from __future__ import annotations
 
+import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,12 +23,33 @@ from .exceptions import (
     TransactionCanceled,
 )
 
-__all__ = ["client", "call", "paginate", "register_hook", "unregister_hook", "capture", "Capture", "RequestRecord",
-           "Stats", "LOCAL_CREDENTIALS"]
+__all__ = ["client", "call", "paginate", "RetryPolicy", "register_hook", "unregister_hook", "capture", "Capture",
+           "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
 
 #: Dummy credentials used only for clients whose endpoint is on the loopback interface
 #: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
 LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The one backoff policy of dynorm's own retry loops (unprocessed batch items and keys,
+    ``update_with_retry``): sleep ``uniform(0, min(max_delay, base_delay * 2**attempt))``.
+
+    Throttled requests as a whole are retried inside botocore (standard mode), not here.
+
+    Attributes:
+        max_attempts: tries at most (the first one included).
+        base_delay, max_delay: seconds.
+    """
+
+    max_attempts: int = 8
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
+
 
 _client_lock = threading.Lock()
 _client: Any = None

@@ -8,12 +8,11 @@ Unprocessed items and keys are retried with exponential backoff and full jitter,
 
 from __future__ import annotations
 
-import random
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from . import backend
+from .backend import RetryPolicy
 from .exceptions import BatchIncomplete, ValidationError
 from .writes import prepare_put, primary_key_of
 
@@ -24,24 +23,6 @@ __all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get"]
 
 WRITE_CHUNK = 25
 READ_CHUNK = 100
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff for unprocessed items: sleep ``uniform(0, min(max_delay, base_delay * 2**attempt))``.
-
-    Attributes:
-        max_attempts: requests per chunk at most (the first one included).
-        base_delay, max_delay: seconds.
-    """
-
-    max_attempts: int = 8
-    base_delay: float = 0.05
-    max_delay: float = 2.0
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based): full jitter."""
-        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
 
 
 def _identity(key: Mapping[str, Any]) -> tuple[str, ...]:

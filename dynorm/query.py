@@ -584,7 +584,7 @@ class QuerySet(Generic[T]):
         """
         import time
 
-        from .batch import RetryPolicy
+        from .backend import RetryPolicy
         from .exceptions import ModelError, StaleWrite
         from .registry import default_manager
 
