@@ -30,7 +30,8 @@ def send(op: WriteOp) -> Entity | None:
 
     Raises:
         AlreadyExists, StaleWrite, ConditionFailed, DoesNotExist: the write's condition did not
-            hold; nothing was written.
+            hold; nothing was written (when botocore had retried the request, the message says
+            that its lost first attempt may have been applied and since been changed).
         ServiceError: DynamoDB refused the request or could not be reached.
     """
     operation, params = op.request()
@@ -41,5 +42,11 @@ def send(op: WriteOp) -> Entity | None:
             # the first attempt was applied; the item returned is the state it left (ALL_OLD of
             # the retry = ALL_NEW of the first attempt)
             return op.applied(exc.item if op.returns_item else None)
-        raise op.error(exc) from exc
+        error = op.error(exc)
+        if getattr(exc, "retry_attempts", 0):
+            # the truth we can tell: a lost first attempt may have been applied and then changed
+            error.args = (f"{error.args[0]} (botocore retried this request after a lost response; its first "
+                          "attempt may have been applied before the change that made the retry fail: re-read "
+                          "the item)",)
+        raise error from exc
     return op.applied(response.get("Attributes"))

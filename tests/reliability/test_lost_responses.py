@@ -203,3 +203,27 @@ def test_many_increments_with_a_third_of_the_responses_lost_count_exactly() -> N
     final = Counter.objects.get(name="hot")
     assert (final.value, final.version) == (20, 21)
     assert Tally.objects.get(name="hot").n == 30
+
+
+def test_a_retry_that_finds_someone_elses_change_says_so() -> None:
+    # the one window the token cannot close: the first attempt is applied, another writer changes
+    # the item before botocore's retry; the error then says what may have happened
+    obj = Counter.objects.create(name="w1")
+    other = Counter.objects.get(name="w1")
+    state = {"n": 0}
+
+    def apply_then_race(request: Any, **kwargs: Any) -> None:
+        if state["n"] == 0:
+            state["n"] += 1
+            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
+            urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only
+            other.refresh_from_db()
+            other.value = 100
+            other.save()  # the racing writer (its own request, through the same hook: passes)
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    obj.value = 1
+    with Hook("before-send.dynamodb.UpdateItem", apply_then_race), \
+            pytest.raises(dynorm.StaleWrite, match="first attempt may have been applied"):
+        obj.save()
+    assert Counter.objects.get(name="w1").value == 100
