@@ -109,6 +109,17 @@ def main() -> int:
     item = dict(client.get_item(TableName=table, Key=key)["Item"])
 
     seq = itertools.count()
+    # three items, one per implementation: their versioned saves must not race each other
+    d_obj = Product.objects.create(brand_id="x", category_id="1", name="Saved by dynorm", stock_level=0)
+    p_item = Product.objects.create(brand_id="x", category_id="1", name="Saved by PynamoDB", stock_level=0)
+    p_obj = PProduct.get(p_item.key_attributes()["PK"], "METADATA")
+    b_item = Product.objects.create(brand_id="x", category_id="1", name="Saved by boto3", stock_level=0)
+    b_key = {"PK": {"S": b_item.key_attributes()["PK"]}, "SK": {"S": "METADATA"}}
+    b_raw = dict(client.get_item(TableName=table, Key=b_key)["Item"])
+
+    def _save(obj: Any, i: int) -> None:
+        obj.stock_level = i
+        obj.save()
 
     def put_item(i: int) -> dict[str, Any]:
         return {**item, "PK": {"S": f"{kv}#P#put{i}"}, "product_id": {"S": f"put{i}"}}
@@ -127,6 +138,14 @@ def main() -> int:
                                            product_id=f"p{i}", brand_id="b", category_id="c", name=f"Put {i}",
                                            stock_level=i, created_at="2024-01-01T00:00:00.000000Z").save(),
             "boto3": lambda i: client.put_item(TableName=table, Item=put_item(i)),
+        },
+        # save() of an item read: dynorm's UpdateItem (keeps undeclared attributes) vs PynamoDB's
+        # versioned PutItem vs a hand-written conditional PutItem
+        "save": {
+            "dynorm": lambda i: _save(d_obj, i),
+            "pynamodb": lambda i: _save(p_obj, i),
+            "boto3": lambda i: client.put_item(TableName=table, Item={**b_raw, "stock_level": {"N": str(i)}},
+                                               ConditionExpression="attribute_exists(PK)"),
         },
         "query100": {
             "dynorm": lambda i: list(Product.objects.by_brand("bench")),

@@ -8,6 +8,7 @@ Retries of throttled requests are botocore's (standard mode, ``settings.max_atte
 
 from __future__ import annotations
 
+import random
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,15 +23,43 @@ from .exceptions import (
     TransactionCanceled,
 )
 
-__all__ = ["client", "call", "paginate", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
+__all__ = ["client", "call", "paginate", "RetryPolicy", "register_hook", "unregister_hook", "capture", "Capture",
+           "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
 
 #: Dummy credentials used only for clients whose endpoint is on the loopback interface
 #: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
 LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The one backoff policy of dynorm's own retry loops (unprocessed batch items and keys,
+    ``update_with_retry``): sleep ``uniform(0, min(max_delay, base_delay * 2**attempt))``.
+
+    Throttled requests as a whole are retried inside botocore (standard mode), not here.
+
+    Attributes:
+        max_attempts: tries at most (the first one included).
+        base_delay, max_delay: seconds.
+    """
+
+    max_attempts: int = 8
+    base_delay: float = 0.05
+    max_delay: float = 2.0
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
+
+
 _client_lock = threading.Lock()
 _client: Any = None
 _client_settings: conf.Settings | None = None
+
+
+def _connection(settings: conf.Settings) -> tuple[Any, ...]:
+    """The settings a client is built from; other settings never replace the client."""
+    return (settings.region, settings.endpoint, settings.is_local, settings.max_attempts,
+            settings.connect_timeout, settings.read_timeout)
 
 
 def client() -> Any:
@@ -38,12 +67,18 @@ def client() -> Any:
 
     Use it to register botocore event hooks, e.g. for fault-injection tests:
     ``dynorm.backend.client().meta.events.register("before-send.dynamodb.Query", hook)``.
+    A settings change that does not touch the connection (``cursor_secret``, ``table_prefix``,
+    ``models``, ...) keeps this client and its hooks; a new endpoint, region, retry or timeout
+    setting builds a new client, which gets the hooks registered with :func:`register_hook`.
     """
     global _client, _client_settings
     settings = conf.get_settings()
     if _client is not None and _client_settings is settings:
         return _client
     with _client_lock:
+        if _client is not None and _client_settings is not None \
+                and _connection(_client_settings) == _connection(settings):
+            _client_settings = settings
         if _client is None or _client_settings is not settings:
             import botocore.session
             from botocore.config import Config
@@ -59,8 +94,32 @@ def client() -> Any:
                             max_pool_connections=32, parameter_validation=False)
             _client = session.create_client("dynamodb", region_name=settings.region,
                                             endpoint_url=settings.endpoint, config=config, **kwargs)
+            for event, handler in _hooks:
+                _client.meta.events.register(event, handler)
             _client_settings = settings
         return _client
+
+
+_hooks: list[tuple[str, Any]] = []
+
+
+def register_hook(event: str, handler: Any) -> None:
+    """Register a botocore event hook on the client, now and on every client built later.
+
+    Args:
+        event: a botocore event name (``"before-send.dynamodb.PutItem"``, ``"after-call.dynamodb.*"``).
+        handler: the callable botocore calls with the event's keyword arguments.
+    """
+    with _client_lock:
+        _hooks.append((event, handler))
+    client().meta.events.register(event, handler)
+
+
+def unregister_hook(event: str, handler: Any) -> None:
+    """Remove a hook added with :func:`register_hook` (from the current client and later ones)."""
+    with _client_lock:
+        _hooks[:] = [(e, h) for e, h in _hooks if (e, h) != (event, handler)]
+    client().meta.events.unregister(event, handler)
 
 
 @dataclass
@@ -328,7 +387,10 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
           response: dict[str, Any]) -> DynormError:
     table = tables_of(params)
     if code == "ConditionalCheckFailedException":
-        return ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
+        exc = ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
+        # > 0: botocore retried, so an earlier attempt may have been applied (its response lost)
+        exc.retry_attempts = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))  # type: ignore[attr-defined]
+        return exc
     if code == "TransactionCanceledException":
         reasons = [{"action": i, "code": r.get("Code", "None"), "message": r.get("Message", ""),
                     "item": r.get("Item")} for i, r in enumerate(response.get("CancellationReasons", []))]

@@ -8,12 +8,11 @@ Unprocessed items and keys are retried with exponential backoff and full jitter,
 
 from __future__ import annotations
 
-import random
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from . import backend
+from .backend import RetryPolicy
 from .exceptions import (
     BatchIncomplete,
     DynormError,
@@ -33,24 +32,6 @@ __all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get", "send_until
 
 WRITE_CHUNK = 25
 READ_CHUNK = 100
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Backoff for unprocessed items: sleep ``uniform(0, min(max_delay, base_delay * 2**attempt))``.
-
-    Attributes:
-        max_attempts: requests per chunk at most (the first one included).
-        base_delay, max_delay: seconds.
-    """
-
-    max_attempts: int = 8
-    base_delay: float = 0.05
-    max_delay: float = 2.0
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based): full jitter."""
-        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** attempt))
 
 
 def _identity(key: Mapping[str, Any]) -> tuple[str, ...]:
@@ -196,18 +177,16 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
     """
     objs = list(objs)
     requests = []
-    vf = model._meta.version_field
-    versions = []
+    ops = []
     for i, obj in enumerate(objs):
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
-        if vf:
-            versions.append(obj.attribute_values.pop(vf, None))  # new items start at version 1
         try:
-            op = prepare_put(obj, create=True)
+            op = prepare_put(obj, create=True, fresh=True)  # new items start at version 1
         except ValidationError as exc:  # every item is checked before the first request
             exc.args = (f"bulk_create item {i} of {len(objs)}: {exc} Nothing was written.",)
             raise
+        ops.append(op)
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
     _check_duplicates(model, [k for _, k, _ in requests])
     written: list[dict[str, Any]] = []
@@ -217,13 +196,11 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
         written = exc.written
         raise
     finally:
-        if vf:  # only an item that went in is at version 1; the others keep what they had
-            went_in = {tuple(map(str, k.values())) for k in written}
-            for (entity_key, _, _), obj, old in zip(requests, objs, versions):
-                if tuple(map(str, entity_key.values())) in went_in:
-                    setattr(obj, vf, 1)
-                elif old is not None:
-                    setattr(obj, vf, old)
+        # only an instance whose item went in changes (version 1, no longer adding)
+        went_in = {tuple(map(str, k.values())) for k in written}
+        for (entity_key, _, _), op in zip(requests, ops):
+            if tuple(map(str, entity_key.values())) in went_in:
+                op.applied()
     return objs
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
 
-from . import _codec
+from . import _codec, registry
 from .exceptions import UnreadableItem, ValidationError
 from .keys import format_datetime
 
@@ -42,9 +42,18 @@ class Field:
         name: the field's Python name (set when the entity class is built).
         sortable_text: True when the stored text sorts like the value (strings, ULIDs,
             datetimes), so range lookups may go into a KeyConditionExpression.
+        kind: the dynorm field kind this field stores like (``"Integer"``, ``"DateTime"``, ...);
+            a user's subclass inherits its base's kind (migration state files record it).
+        is_version: the field is the item's optimistic-locking version (``fields.Version``).
+        is_set: ``F(name).add()``/``discard()`` apply (``fields.Set``).
+        is_list: ``F(name).append()`` applies (``fields.List``).
     """
 
     sortable_text: ClassVar[bool] = False
+    kind: ClassVar[str] = "Field"
+    is_version: ClassVar[bool] = False
+    is_set: ClassVar[bool] = False
+    is_list: ClassVar[bool] = False
     python_types: ClassVar[tuple[type, ...]] = (object,)
     type_label: ClassVar[str] = "value"
     name: str = ""
@@ -70,7 +79,8 @@ class Field:
         value = values.get(name, _MISSING)
         if value is not _MISSING:
             return value
-        deferred = instance.__dict__.get("_dynorm_deferred")
+        state = getattr(instance, "_state", None)
+        deferred = state.deferred if state is not None else None
         if deferred is not None and name in deferred[0]:
             deferred[1](instance)
             return instance.attribute_values.get(name)
@@ -137,6 +147,8 @@ def _short(value: Any) -> str:
 class String(Field, pa.UnicodeAttribute):
     """A string (DynamoDB ``S``); strings with lone surrogates (no UTF-8 form) are refused."""
 
+    kind = "String"
+
     sortable_text = True
     python_types = (str,)
     type_label = "a string"
@@ -184,6 +196,8 @@ def _read_number(text: str) -> int | float | decimal.Decimal:
 class Integer(_Numeric, pa.NumberAttribute):
     """An integer (DynamoDB ``N``); booleans, and ints of more than 38 significant digits, are refused."""
 
+    kind = "Integer"
+
     python_types = (int,)
     type_label = "an integer"
 
@@ -208,12 +222,16 @@ class Number(_Numeric, pa.NumberAttribute):
     1E-130 .. 9.99E+125 are refused before any request (:class:`dynorm.ValidationError`).
     """
 
+    kind = "Number"
+
     python_types = (int, float, decimal.Decimal)
     type_label = "a number"
 
 
 class Decimal(Field, pa.Attribute[decimal.Decimal]):
     """An exact decimal (DynamoDB ``N``), returned as :class:`decimal.Decimal`."""
+
+    kind = "Decimal"
 
     attr_type = NUMBER
     python_types = (int, decimal.Decimal, float)
@@ -240,6 +258,8 @@ class Decimal(Field, pa.Attribute[decimal.Decimal]):
 class Boolean(Field, pa.BooleanAttribute):
     """A boolean (DynamoDB ``BOOL``)."""
 
+    kind = "Boolean"
+
     python_types = (bool,)
     type_label = "a bool"
 
@@ -253,6 +273,8 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
 
     Naive datetimes are taken to be UTC. Values come back as aware UTC datetimes.
     """
+
+    kind = "DateTime"
 
     attr_type = STRING
     sortable_text = True
@@ -327,6 +349,8 @@ class ULID(Field, pa.UnicodeAttribute):
     Accepts a ``ulid.ULID`` or its text; stores and returns the text.
     """
 
+    kind = "ULID"
+
     sortable_text = True
     python_types = (str,)
     type_label = "a ULID (26 characters of Crockford base32)"
@@ -376,6 +400,9 @@ def _check_plain(field: Field, value: Any, entity: str) -> None:
 class List(_Plain):
     """A list of plain values (DynamoDB ``L``): strings, numbers, bools, maps, lists."""
 
+    kind = "List"
+    is_list = True
+
     attr_type = LIST
     python_types = (list, tuple)
     type_label = "a list"
@@ -387,6 +414,8 @@ class List(_Plain):
 
 class Map(_Plain):
     """A dict of plain values (DynamoDB ``M``) with string keys."""
+
+    kind = "Map"
 
     attr_type = MAP
     python_types = (dict,)
@@ -401,6 +430,9 @@ class Set(Field, pa.Attribute[Any]):
 
     An empty set is not stored (DynamoDB has no empty sets) and reads back as ``set()``.
     """
+
+    kind = "Set"
+    is_set = True
 
     python_types = (set, frozenset)
     type_label = "a set"
@@ -442,13 +474,17 @@ class Reference(_Plain):
     """A reference to another entity, stored as a map of its primary-key fields (``M``).
 
     Args:
-        target: the referenced entity class, or its class name (resolved on first use).
+        target: the referenced entity class, or its class name (``"Person"``, or
+            ``"app.models.Person"`` when two entities share a class name), resolved as soon as
+            that class is defined; an ambiguous name raises :class:`dynorm.ModelError`.
 
     Assign an instance, a key dict, or (one-field primary keys) the bare key value; the
     field reads back as the key dict. ``obj.related(name)`` returns the referenced instance
     (GetItem, or nothing when the queryset used ``prefetch(name)``: one BatchGetItem per
     100 keys for all results).
     """
+
+    kind = "Reference"
 
     attr_type = MAP
     python_types = (dict, object)
@@ -458,19 +494,19 @@ class Reference(_Plain):
         kwargs.setdefault("null", True)
         super().__init__(**kwargs)
         self._target = target
+        self._target_name = target if isinstance(target, str) else None
+        if isinstance(target, str):
+            registry.add_pending_reference(self)  # resolved when the class of that name is built
 
     @property
     def target(self) -> Any:
-        """The referenced entity class."""
-        if isinstance(self._target, str):
-            from .tables import all_tables
+        """The referenced entity class.
 
-            for table in all_tables():
-                for cls in table._entities.values():
-                    if cls.__name__ == self._target:
-                        self._target = cls
-                        return cls
-            raise TypeError(f"fields.Reference({self._target!r}): no entity class of that name is defined.")
+        Raises:
+            ModelError: a name given as a string matches no entity class, or several.
+        """
+        if isinstance(self._target, str):
+            return registry.resolve_reference(self, required=True)
         return self._target
 
     def validate(self, value: Any, entity: str = "?") -> Any:
@@ -500,6 +536,9 @@ class Version(Field, pa.VersionAttribute):
     lost race raises :class:`dynorm.StaleWrite`. The first save writes version 1.
     """
 
+    kind = "Version"
+    is_version = True
+
     python_types = (int,)
     type_label = "an integer version"
     null = True
@@ -511,6 +550,8 @@ class TTL(Field, pa.TTLAttribute):
     Accepts an aware datetime or a :class:`datetime.timedelta` from now. Name the attribute
     in ``Table.Meta.ttl_attribute`` so ``create_table`` turns TTL on.
     """
+
+    kind = "TTL"
 
     python_types = (_dt.datetime, _dt.timedelta)
     type_label = "a datetime or timedelta"

@@ -8,14 +8,14 @@ querysets, ``create`` that refuses to overwrite, and optimistic locking.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Iterable, TypeVar
 
 from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
 from pynamodb.models import MetaModel, Model
 
-from . import backend, exceptions
+from . import backend, exceptions, registry
+from ._state import ModelState
 from .exceptions import (
-    ConditionFailed,
     ModelError,
     ValidationError,
 )
@@ -23,8 +23,9 @@ from .expressions import Q
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
+from .sender import send
 from .tables import Table
-from .writes import WriteOp, prepare_delete, prepare_put, prepare_update
+from .writes import prepare_delete, prepare_put, prepare_update, stored_key
 
 __all__ = ["Entity"]
 
@@ -83,6 +84,9 @@ class EntityMeta(MetaModel):
             if f.attr_name in table._meta.key_attributes:
                 raise ModelError(f"{name}.{fname} is stored as {f.attr_name!r}, which table {table.__name__} "
                                  "uses for keys or the entity type; give it another attr_name.")
+            if f.attr_name == table._meta.revision_attribute:
+                raise ModelError(f"{name}.{fname} is stored as {f.attr_name!r}, the revision attribute every "
+                                 f"dynorm write sets (Table {table.__name__}); give it another attr_name.")
             f.name = fname
         opts: Options = build_options(name, user_meta, fields)
         if opts.entity_type in table._entities:
@@ -95,6 +99,7 @@ class EntityMeta(MetaModel):
             disc._discriminator_map.pop(opts.entity_type, None)  # re-definition (module reload)
             disc._class_map.pop(old, None)
         cls._meta = opts
+        registry.register_entity(cls)  # refuses a name that makes a string Reference ambiguous
         super().__init__(name, bases, namespace, discriminator=opts.entity_type)
         table._entities[opts.entity_type] = cls  # type: ignore[assignment]
         managers = [(n, v) for n, v in cls.__dict__.items() if isinstance(v, BaseManager)]
@@ -104,6 +109,7 @@ class EntityMeta(MetaModel):
             managers = [("objects", Manager())]
         for mname, manager in managers:
             manager.contribute_to_class(cls, mname)
+        cls._default_manager = managers[0][1]  # the first declared, as in Django
 
 
 class Entity(Model, metaclass=EntityMeta):
@@ -128,14 +134,18 @@ class Entity(Model, metaclass=EntityMeta):
 
     _dynorm_root = True
     _meta: ClassVar[Options]
+    _default_manager: ClassVar[Any]
+    _state: ModelState
     objects: ClassVar[Any]
     DoesNotExist: type[exceptions.DoesNotExist]  # type: ignore[assignment]
     MultipleObjectsReturned: ClassVar[type[exceptions.MultipleObjectsReturned]]
 
     def __init__(self, _user_instantiated: bool = True, **fields: Any) -> None:
-        if not _user_instantiated:
+        if not _user_instantiated:  # PynamoDB decoding an item it read
+            self._state = ModelState(adding=False)
             super().__init__(_user_instantiated=False)
             return
+        self._state = ModelState()
         meta = self._meta
         for name, value in fields.items():
             f = meta.fields.get(name)
@@ -173,7 +183,7 @@ class Entity(Model, metaclass=EntityMeta):
 
     # -- keys ------------------------------------------------------------------------
     def key_attributes(self) -> dict[str, str | None]:
-        """Compute every key attribute from the fields (pure; no I/O).
+        """Compute every key attribute from the fields (pure; no I/O): see :meth:`Options.key_attributes`.
 
         Returns:
             ``{attribute name: key text}`` for the table's keys and each index's keys; an
@@ -182,44 +192,10 @@ class Entity(Model, metaclass=EntityMeta):
         Raises:
             InvalidKeyValue: a key value is missing or cannot be put in a key.
         """
-        meta = self._meta
-        tmeta = meta.table._meta
-        values = self.attribute_values  # field name -> value (what the descriptors read), no copy
-        out: dict[str, str | None] = {}
-        for pk_attr, sk_attr in tmeta.gsis.values():
-            out[pk_attr] = None
-            if sk_attr and sk_attr != tmeta.sk_attribute:
-                out[sk_attr] = None
-        prim = meta.primary
-        out[tmeta.pk_attribute] = prim.pk.fill(values, meta.key_version, entity=meta.entity)
-        if prim.sk is not None and tmeta.sk_attribute:
-            out[tmeta.sk_attribute] = prim.sk.fill(values, meta.key_version, entity=meta.entity)
-        for b in meta.indexes.values():
-            if not b.writes_key_attributes:
-                continue
-            pk = out[tmeta.pk_attribute] if b.kind == "lsi" else b.pk.try_fill(values, meta.key_version,
-                                                                             entity=meta.entity)
-            sk = None
-            if b.sk is not None:
-                sk = out.get(b.sk_attr or "") if b.sk_attr == tmeta.sk_attribute else b.sk.try_fill(
-                    values, meta.key_version, entity=meta.entity)
-            if pk is None or (b.sk is not None and sk is None):
-                pk = sk = None
-            if b.kind == "gsi":
-                out[b.pk_attr] = pk
-            if b.sk_attr and b.sk_attr != tmeta.sk_attribute:
-                out[b.sk_attr] = sk
-        return out
+        return self._meta.key_attributes(self.attribute_values)
 
     def _primary_key_av(self) -> dict[str, Any]:
-        tmeta = self._meta.table._meta
-        stored_pk = getattr(self, "_dynorm_pk", None)
-        if stored_pk is not None:
-            key = {tmeta.pk_attribute: {"S": stored_pk}}
-            if tmeta.sk_attribute:
-                key[tmeta.sk_attribute] = {"S": getattr(self, "_dynorm_sk", None)}
-            return key
-        return self._meta.primary_key(self.attribute_values)
+        return stored_key(self)
 
     # -- validation ------------------------------------------------------------------
     def full_clean(self) -> None:
@@ -236,22 +212,31 @@ class Entity(Model, metaclass=EntityMeta):
             f.validate(value, meta.entity)
 
     # -- writes ----------------------------------------------------------------------
-    def save(self, *, _create: bool = False) -> Entity:  # type: ignore[override]
-        """Write the whole item (PutItem), recomputing every key attribute from the fields.
+    def save(self, *, update_fields: Iterable[str] | None = None, _create: bool = False) -> Entity:  # type: ignore[override]
+        """Write the instance, recomputing every key attribute from the fields.
 
-        With a ``fields.Version()`` the write is conditional on the version read (a new
-        instance: on the item not existing) and the version is incremented.
+        A new versioned instance (and ``create()``) is one PutItem conditional on the item not
+        existing. Otherwise it is one UpdateItem that SETs every declared field (REMOVE for
+        ``None``) and key attribute, so attributes this model does not declare (written by
+        another service or a newer version of the app) are kept. With a ``fields.Version()``
+        the write is conditional on the version read and the version is incremented.
+
+        Args:
+            update_fields: write only these fields (plus the index keys built from them,
+                ``auto_now`` fields and the version): one UpdateItem, conditional on the item
+                existing.
 
         Returns:
             self.
 
         Raises:
-            ValidationError, InvalidKeyValue: bad values (before any request).
+            ValidationError, InvalidKeyValue: bad values or unknown ``update_fields`` (before any request).
             KeyChangeError: a primary-key field changed since the item was read.
             StaleWrite: optimistic locking lost a race; the table is unchanged.
             AlreadyExists: (``create``) an item with this primary key exists.
+            DoesNotExist: (``update_fields``) the item does not exist.
         """
-        execute(prepare_put(self, create=_create))
+        send(prepare_put(self, create=_create, update_fields=update_fields))
         return self
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
@@ -276,7 +261,7 @@ class Entity(Model, metaclass=EntityMeta):
             KeyChangeError: a primary-key field is in ``changes``.
             ValidationError: unknown field, wrong type (before any request).
         """
-        execute(prepare_update(type(self), instance=self, changes=changes, condition=condition))
+        send(prepare_update(type(self), instance=self, changes=changes, condition=condition))
         return self
 
     def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
@@ -289,7 +274,7 @@ class Entity(Model, metaclass=EntityMeta):
             StaleWrite: the item changed or vanished since it was read; nothing was deleted.
             ConditionFailed: ``condition`` did not hold.
         """
-        execute(prepare_delete(type(self), self, condition=condition))
+        send(prepare_delete(type(self), self, condition=condition))
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).
@@ -305,14 +290,14 @@ class Entity(Model, metaclass=EntityMeta):
         field = self._meta.fields.get(name)
         if not isinstance(field, Reference):
             raise ValidationError(f"{self._meta.entity}.{name} is not a fields.Reference.", entity=self._meta.entity)
-        cache = self.__dict__.get("_dynorm_related", {})
+        cache = self._state.related
         if name in cache:
             return cache[name]
         value = getattr(self, name)
         if value is None:
             return None
-        obj = field.target.objects.get(**value)
-        self.__dict__.setdefault("_dynorm_related", {})[name] = obj
+        obj = registry.default_manager(field.target).get_queryset().get(**value)
+        cache[name] = obj
         return obj
 
     def refresh_from_db(self) -> None:
@@ -327,7 +312,7 @@ class Entity(Model, metaclass=EntityMeta):
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
         self.deserialize(resp["Item"])
-        self._dynorm_partial = False
+        self._state.partial = False
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())
@@ -372,17 +357,9 @@ class Entity(Model, metaclass=EntityMeta):
                 values[name] = default() if callable(default) else default
         obj = cls.__new__(cls)
         obj.attribute_values = values
+        obj._state = ModelState(adding=False)
         return obj
 
 
-def execute(op: WriteOp) -> Entity | None:
-    """Send one planned write alone and apply it; map a failed condition to its error.
-
-    Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`).
-    """
-    operation, params = op.request()
-    try:
-        response = backend.call(operation, params)
-    except ConditionFailed as exc:
-        raise op.error(exc) from exc
-    return op.applied(response.get("Attributes"))
+#: Send one planned write (kept for callers of the old name; see :func:`dynorm.sender.send`).
+execute = send

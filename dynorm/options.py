@@ -130,6 +130,60 @@ class Options:
         """The DynamoDB attribute name of a field."""
         return self.fields[field_name].attr_name
 
+    def index_key(self, bound: BoundIndex, values: Mapping[str, Any], table_pk: str) -> list[tuple[str, str | None]]:
+        """Render the key attributes one index writes: ``[(attribute, text or None)]``.
+
+        ``None`` for every attribute of the index when a template misses a value (sparse
+        index: the item is left out of it). ``table_pk`` is the item's partition-key text
+        (an LSI shares it). The table's own sort-key attribute is never listed.
+
+        Raises:
+            InvalidKeyValue: a given value cannot be put in a key.
+        """
+        tmeta = self.table._meta
+        pk = table_pk if bound.kind == "lsi" else bound.pk.try_fill(values, self.key_version, entity=self.entity)
+        sk = None
+        if bound.sk is not None:
+            sk = bound.sk.try_fill(values, self.key_version, entity=self.entity)
+        if pk is None or (bound.sk is not None and sk is None):
+            pk = sk = None
+        out: list[tuple[str, str | None]] = []
+        if bound.kind == "gsi":
+            out.append((bound.pk_attr, pk))
+        if bound.sk_attr and bound.sk_attr != tmeta.sk_attribute:
+            out.append((bound.sk_attr, sk))
+        return out
+
+    def key_attributes(self, values: Mapping[str, Any]) -> dict[str, str | None]:
+        """Render every key attribute of an item from its field values: the one key renderer.
+
+        Args:
+            values: field name -> value (validated).
+
+        Returns:
+            ``{attribute name: key text}`` for the table's keys and each index's keys; an index
+            whose template misses a value maps its attributes to ``None`` (sparse index), as
+            does every GSI attribute of the table that this entity's indexes do not write.
+
+        Raises:
+            InvalidKeyValue: a primary-key value is missing, or a value cannot be put in a key.
+        """
+        tmeta = self.table._meta
+        out: dict[str, str | None] = {}
+        for pk_attr, sk_attr in tmeta.gsis.values():
+            out[pk_attr] = None
+            if sk_attr and sk_attr != tmeta.sk_attribute:
+                out[sk_attr] = None
+        prim = self.primary
+        table_pk = prim.pk.fill(values, self.key_version, entity=self.entity)
+        out[tmeta.pk_attribute] = table_pk
+        if prim.sk is not None and tmeta.sk_attribute:
+            out[tmeta.sk_attribute] = prim.sk.fill(values, self.key_version, entity=self.entity)
+        for b in self.indexes.values():
+            if b.writes_key_attributes:
+                out.update(self.index_key(b, values, table_pk))
+        return out
+
     def primary_key(self, values: Mapping[str, Any], version: str | None = None) -> dict[str, Any]:
         """Render the table key (DynamoDB JSON) from field values, at ``version`` (default: ``key_version``).
 
@@ -248,7 +302,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                     raise ModelError(
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, which is not "
                         f"a field of {entity} (fields: {', '.join(fields) or 'none'}; or {{{VERSION}}}).")
-    version_fields = [n for n, f in fields.items() if type(f).__name__ == "Version"]
+    version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")
     return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,

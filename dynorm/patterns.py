@@ -34,7 +34,7 @@ def named_patterns(entity: Any) -> list[tuple[str, str]]:
     """(method name, description) for each access pattern a custom queryset adds to ``entity``."""
     from .query import QuerySet
 
-    qs_class = entity.objects._queryset_class
+    qs_class = entity._default_manager._queryset_class
     out = []
     for name, fn in inspect.getmembers(qs_class, inspect.isfunction):
         if name.startswith("_") or hasattr(QuerySet, name):
@@ -46,7 +46,8 @@ def named_patterns(entity: Any) -> list[tuple[str, str]]:
 
 def _sample_call(entity: Any, method: str) -> tuple[str, str]:
     """Call a named pattern with placeholder arguments; return (call text, request text)."""
-    fn = getattr(entity.objects._queryset_class, method)
+    manager = entity._default_manager
+    fn = getattr(manager._queryset_class, method)
     params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
     args: list[Any] = []
     swaps: dict[str, str] = {}
@@ -55,7 +56,7 @@ def _sample_call(entity: Any, method: str) -> tuple[str, str]:
         if p.default is not inspect.Parameter.empty:
             continue
         field = fields.get(p.name)
-        kind = type(field).__name__ if field is not None else str(p.annotation)
+        kind = field.kind if field is not None else str(p.annotation)
         if kind == "ULID":
             value: Any = next(_SAMPLE_ULIDS)
             swaps[value] = f"<{p.name}>"
@@ -68,9 +69,9 @@ def _sample_call(entity: Any, method: str) -> tuple[str, str]:
             value = f"<{p.name}>"
         args.append(value)
     shown = ", ".join(f"<{p.name}>" for p in params if p.default is inspect.Parameter.empty)
-    call = f"{entity.__name__}.objects.{method}({shown})"
+    call = f"{entity.__name__}.{manager.name}.{method}({shown})"
     try:
-        result = getattr(entity.objects, method)(*args)
+        result = getattr(manager, method)(*args)
         text = str(result.explain())
     except Exception as exc:  # noqa: BLE001 - a pattern that cannot be planned is reported, not fatal
         return call, f"(not planned without real arguments: {type(exc).__name__}: {exc})"

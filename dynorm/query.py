@@ -97,7 +97,8 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
     Raises:
         Entity.DoesNotExist: the item is gone.
     """
-    unread, _loader = obj.__dict__.pop("_dynorm_deferred")
+    unread, _loader = obj._state.deferred
+    obj._state.deferred = None
     meta = obj._meta
     names = [meta.fields[n].attr_name for n in unread]
     tmeta = meta.table._meta
@@ -110,14 +111,14 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
         params["ConsistentRead"] = True
     resp = backend.call("GetItem", params)
     if "Item" not in resp:
-        obj.__dict__["_dynorm_deferred"] = (unread, _loader)
+        obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
                                f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
     loaded = type(obj).from_raw_data(resp["Item"])
     for name in unread:
         if name in loaded.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]
-    obj._dynorm_partial = False
+    obj._state.partial = False
 
 
 class QuerySet(Generic[T]):
@@ -329,9 +330,9 @@ class QuerySet(Generic[T]):
             unread = frozenset(n for n in obj._meta.fields if n not in read)
             for name in unread:
                 values.pop(name, None)  # never a default standing in for a value not read
-            obj._dynorm_partial = True  # saving it would drop the fields not read
+            obj._state.partial = True  # saving it would drop the fields not read
             # a partial of a module function, not a lambda: the instance stays picklable
-            obj.__dict__["_dynorm_deferred"] = (unread, functools.partial(_load_deferred, consistent=consistent))
+            obj._state.deferred = (unread, functools.partial(_load_deferred, consistent=consistent))
             return obj
 
         return partial
@@ -560,7 +561,7 @@ class QuerySet(Generic[T]):
             key = meta.primary_key(values, version)
             found = next(self._run(replace(p, params={**p.params, "Key": key}, key=key)), [])
             if found:
-                found[0]._dynorm_fallback = version
+                found[0]._state.fallback = version
                 return found
         return []
 
@@ -723,11 +724,11 @@ class QuerySet(Generic[T]):
             InvalidQuery: the queryset does not name one item by its primary key.
             DoesNotExist: there is no such item. ConditionFailed: ``condition`` did not hold.
         """
-        from .models import execute
+        from .sender import send
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
-        return execute(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
+        return send(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
 
     def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:
@@ -748,17 +749,19 @@ class QuerySet(Generic[T]):
             StaleWrite: every attempt lost its race. DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
-        import random
         import time
 
+        from .backend import RetryPolicy
         from .exceptions import ModelError, StaleWrite
+        from .registry import default_manager
 
         if not self.model._meta.version_field:
             raise ModelError(f"{self.model.__name__} has no fields.Version(); update_with_retry needs optimistic "
                              "locking to detect lost races.")
         keydict = key.key if hasattr(key, "key") and not isinstance(key, Mapping) else dict(key)
+        policy = RetryPolicy(max_attempts=max(attempts, 1), base_delay=base_delay, max_delay=float("inf"))
         for attempt in range(max(attempts, 1)):
-            obj = self.model.objects.get_queryset().consistent().get(**keydict)
+            obj = default_manager(self.model).get_queryset().consistent().get(**keydict)
             fn(obj)
             try:
                 obj.save()
@@ -766,7 +769,7 @@ class QuerySet(Generic[T]):
             except StaleWrite:
                 if attempt >= attempts - 1:
                     raise
-                time.sleep(random.uniform(0, base_delay * 2 ** (attempt + 1)))
+                time.sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def get_or_create(self, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[T, bool]:
@@ -905,4 +908,4 @@ class QuerySet(Generic[T]):
         index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))
-            obj.__dict__.setdefault("_dynorm_related", {})[name] = hit
+            obj._state.related[name] = hit

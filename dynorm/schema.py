@@ -18,8 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "plan_sync", "apply",
            "wait_active", "attribute_types"]
 
-_NUMERIC_FIELDS = {"Integer", "Number", "Decimal", "Version", "TTL"}
-
 
 @dataclass(frozen=True)
 class SchemaAction:
@@ -39,7 +37,7 @@ def attribute_types(table: type[Table]) -> dict[str, str]:
     out: dict[str, str] = {}
     for entity in table._entities.values():
         for f in entity._meta.fields.values():
-            out.setdefault(f.attr_name, "N" if type(f).__name__ in _NUMERIC_FIELDS else "S")
+            out.setdefault(f.attr_name, "N" if f.attr_type == "N" else "S")  # a capability, not a class name
     return out
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from . import conf
+from . import conf, registry
 from .exceptions import ModelError, TableDoesNotExist
 from .keys import check_delimiter
 
@@ -25,8 +25,13 @@ __all__ = ["Table", "TableOptions"]
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
-    "type_attribute", "delimiter", "billing_mode", "key_encoding",
+    "type_attribute", "delimiter", "billing_mode", "key_encoding", "revision_attribute",
 }
+
+#: The attribute every dynorm write sets to a fresh random token (see docs/writing.md,
+#: "What every write guarantees"): it makes a retried request detectable, and it is the item's
+#: revision (a one-attribute "unchanged since read" condition). Reserved: no field may use it.
+REVISION_ATTRIBUTE = "_dynorm_rev"
 
 
 @dataclass
@@ -44,6 +49,8 @@ class TableOptions:
         key_encoding: ``"ordered"`` (default: order-preserving escapes, canonical numbers, UTC
             datetimes) or ``"percent"`` (the encoding of dynorm before 0.2, for existing tables);
             see :mod:`dynorm.keys`.
+        revision_attribute: the attribute every dynorm write sets to a fresh token
+            (default ``"_dynorm_rev"``); reserved, no field may be stored under it.
     """
 
     table_name: str
@@ -56,6 +63,7 @@ class TableOptions:
     delimiter: str = "#"
     billing_mode: str = "PAY_PER_REQUEST"
     key_encoding: str = "ordered"
+    revision_attribute: str = REVISION_ATTRIBUTE
 
     @property
     def key_attributes(self) -> set[str]:
@@ -81,7 +89,8 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
     if not isinstance(table_name, str) or not table_name:
         raise ModelError(f"{name}.Meta.table_name must be a non-empty string.")
     opts = TableOptions(table_name=table_name)
-    for key in ("pk_attribute", "type_attribute", "delimiter", "billing_mode", "key_encoding"):
+    for key in ("pk_attribute", "type_attribute", "delimiter", "billing_mode", "key_encoding",
+                "revision_attribute"):
         if hasattr(meta, key):
             setattr(opts, key, getattr(meta, key))
     if hasattr(meta, "sk_attribute"):
@@ -116,6 +125,10 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
         check_delimiter(opts.delimiter, opts.key_encoding)
     except ModelError as exc:
         raise ModelError(f"{name}.Meta: {exc}") from None
+    if not isinstance(opts.revision_attribute, str) or not opts.revision_attribute \
+            or opts.revision_attribute in opts.key_attributes:
+        raise ModelError(f"{name}.Meta.revision_attribute must be a non-empty attribute name that no key uses, "
+                         f"got {opts.revision_attribute!r}.")
     clash = set(opts.gsis) & set(opts.lsis)
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")
@@ -165,11 +178,8 @@ class TableMeta(type):
         cls._model_base = _make_base_model(cls, opts)  # type: ignore[attr-defined]
         cls._entities = {}  # type: ignore[attr-defined]
         _apply_settings_to(cls, conf._settings)  # type: ignore[arg-type]  # settings already loaded: apply now
-        _TABLES.append(cls)  # type: ignore[arg-type]
+        registry.register_table(cls)  # type: ignore[arg-type]
         return cls
-
-
-_TABLES: list[type[Table]] = []
 
 
 class Table(metaclass=TableMeta):
@@ -312,13 +322,17 @@ def _apply_settings_to(table: type[Table], settings: conf.Settings | None) -> No
 
 
 def _on_settings(settings: conf.Settings) -> None:
-    for table in _TABLES:
+    for table in registry.all_tables():
         _apply_settings_to(table, settings)
 
 
 conf.on_change(_on_settings)
 
 
+#: The registry's list of tables (the same list object; kept for code that reads it here).
+_TABLES = registry._TABLES
+
+
 def all_tables() -> list[type[Table]]:
-    """Every ``Table`` subclass defined so far, in definition order."""
-    return list(_TABLES)
+    """Every ``Table`` subclass defined so far, in definition order (see :mod:`dynorm.registry`)."""
+    return registry.all_tables()

@@ -1,16 +1,29 @@
 """Pure planning of writes: PutItem, UpdateItem, DeleteItem and ConditionCheck requests.
 
-Each ``prepare_*`` function validates its input (before any I/O), computes key attributes
-and conditions, and returns a :class:`WriteOp` holding the exact request. The same op is
-sent alone (``op.request()``) or inside a TransactWriteItems (``op.transact_item()``); the
-caller sends it and then calls ``op.applied(...)`` or ``op.error(...)``. Nothing here does I/O.
+Each ``prepare_*`` function validates its input (before any I/O), renders key attributes with
+the one key renderer (:meth:`dynorm.options.Options.key_attributes`) and conditions, and returns
+a :class:`WriteOp` holding the exact request. The same op is sent alone (:mod:`dynorm.sender`)
+or inside a TransactWriteItems (:mod:`dynorm.transaction`) or a BatchWriteItem
+(:mod:`dynorm.batch`); the sender then calls ``op.applied(...)`` or ``op.error(...)``.
+Nothing here does I/O and nothing here changes an instance: only :meth:`WriteOp.applied` does,
+after the write succeeded (through the instance's ``_state``).
+
+**Revision token.** Every Put and Update sets the table's revision attribute
+(``_dynorm_rev`` by default) to a fresh random token. When botocore retries a request whose
+response was lost although DynamoDB applied it, the retry's condition fails and DynamoDB
+returns the stored item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): finding our own
+token there proves the first attempt was applied, so the write is reported as done, exactly
+once, at no extra request. Updates that no other condition protects (``F("n") + 1``) carry the
+condition ``attribute_not_exists(rev) OR rev <> :token`` for that purpose.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import _codec
 from .exceptions import (
@@ -26,9 +39,16 @@ from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, seriali
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
+    from .options import Options
 
-__all__ = ["WriteOp", "prepare_put", "prepare_delete", "prepare_update", "prepare_check", "primary_key_of",
+__all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
+           "primary_key_of",
            "check_key_sizes"]
+
+
+def new_token() -> str:
+    """Return a fresh revision token: 16 URL-safe characters (96 random bits)."""
+    return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
 
 
 @dataclass
@@ -36,15 +56,18 @@ class WriteOp:
     """One planned write.
 
     Attributes:
-        kind: ``"Put"``, ``"Update"``, ``"Delete"`` or ``"ConditionCheck"``.
+        kind: ``"Put"``, ``"Update"``, ``"Delete"`` or ``"ConditionCheck"`` (the DynamoDB action).
+        verb: what the user asked: ``"create"``, ``"save"``, ``"update"``, ``"delete"``, ``"check"``.
         model: the entity class; instance: the instance written (if any).
         params: request parameters shared by the single and the transactional form.
         key: the primary key in DynamoDB JSON (identifies the item: no two ops of one
             transaction or batch may share it).
         description: ``"update Product product_id='01J…'"`` for messages.
-        create: the op must not overwrite (``create``).
         expected_version, new_version: optimistic-locking versions (``None`` when unversioned).
-        local_changes: plain field values to apply to the instance after a transaction.
+        local_changes: plain field values to apply to the instance once the write succeeded.
+        key_values: key attributes (Python attribute name -> text) to set on the instance then.
+        token: the revision token this write stores (``None`` for Delete and ConditionCheck).
+        returns_item: the single-item form asks for ``ReturnValues=ALL_NEW``.
     """
 
     kind: str
@@ -53,10 +76,18 @@ class WriteOp:
     key: dict[str, Any]
     description: str
     instance: Entity | None = None
-    create: bool = False
+    verb: str = ""
     expected_version: int | None = None
     new_version: int | None = None
     local_changes: dict[str, Any] = field(default_factory=dict)
+    key_values: dict[str, Any] = field(default_factory=dict)
+    token: str | None = None
+    returns_item: bool = False
+
+    @property
+    def create(self) -> bool:
+        """True when the write must not overwrite an existing item."""
+        return self.verb == "create"
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -68,7 +99,7 @@ class WriteOp:
         """Return (operation, params) for sending this op alone."""
         params = dict(self.params)
         params["ReturnConsumedCapacity"] = "TOTAL"
-        if self.kind == "Update":
+        if self.returns_item:
             params["ReturnValues"] = "ALL_NEW"
         if "ConditionExpression" in params:
             params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -85,6 +116,20 @@ class WriteOp:
             params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         return {self.kind: params}
 
+    def applied_earlier(self, exc: ConditionFailed) -> bool:
+        """True when a failed condition shows that an earlier attempt of this very write was applied.
+
+        botocore retries a request whose response was lost; the retry then fails its
+        condition against the item the first attempt wrote. For a Put or Update the stored
+        item carries this op's token; for a Delete (no token to store) the item is gone and
+        the failing response came from a retry (``exc.retry_attempts > 0``).
+        """
+        raw = exc.item
+        if self.token is not None:
+            rev = self.model._meta.table._meta.revision_attribute
+            return bool(raw is not None and raw.get(rev) == {"S": self.token})
+        return self.kind == "Delete" and raw is None and getattr(exc, "retry_attempts", 0) > 0
+
     def error(self, exc: ConditionFailed | None, raw_item: Mapping[str, Any] | None = None) -> DynormError:
         """Map a failed condition into the error users see (the table is unchanged)."""
         raw = raw_item if raw_item is not None else (exc.item if exc is not None else None)
@@ -92,7 +137,7 @@ class WriteOp:
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
             return AlreadyExists(f"{name} with {_describe(self)} already exists; nothing was overwritten. "
                                  "Read it with get() or change it with save() on the instance read.")
-        if self.kind == "Update" and raw is None:
+        if self.verb == "update" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist; update() changes existing items only "
                 "(use create() or get_or_create()).")
@@ -107,27 +152,45 @@ class WriteOp:
                 return StaleWrite(
                     f"{name} with {_describe(self)} changed since it was read (expected version "
                     f"{self.expected_version}, it {what}); nothing was written. Re-read it "
-                    "(refresh_from_db()) and apply the change again, or use objects.update_with_retry().")
+                    "(refresh_from_db()) and apply the change again, or use update_with_retry().")
+        if self.verb == "save" and raw is None:
+            return self.model.DoesNotExist(
+                f"{name} with {_describe(self)} does not exist; save(update_fields=...) changes existing "
+                "items only.")
         item = self.model.from_raw_data(dict(raw)) if raw else None
         return ConditionFailed(f"{self.description}: the condition did not hold; nothing was written.", item=item)
 
     def applied(self, attributes: Mapping[str, Any] | None = None) -> Entity | None:
-        """Apply a successful write to the instance (new version, ALL_NEW attributes); return it."""
+        """Apply a successful write to the instance and return it (the only place an instance changes).
+
+        Args:
+            attributes: the item as written (``ReturnValues=ALL_NEW``), when the request returned it.
+
+        Returns:
+            the instance (built from ``attributes`` when the op had none), or ``None``.
+        """
         obj = self.instance
+        if obj is None:
+            return self.model.from_raw_data(dict(attributes)) if attributes is not None else None
+        state = obj._state
         if attributes is not None:
-            if obj is None:
-                obj = self.model.from_raw_data(dict(attributes))
-            else:
-                obj.deserialize(dict(attributes))
-                obj._dynorm_partial = False
-            return obj
-        if obj is not None:
-            obj.__dict__.pop("_dynorm_fallback", None)
+            obj.deserialize(dict(attributes))
+            state.partial = False
+        else:
+            values = obj.attribute_values
+            for name, value in self.key_values.items():
+                if value is None:
+                    values.pop(name, None)
+                else:
+                    values[name] = value
             for name, value in self.local_changes.items():
                 setattr(obj, name, value)
             vf = self.model._meta.version_field
             if vf and self.new_version is not None:
                 setattr(obj, vf, self.new_version)
+        if self.kind != "Delete":
+            state.adding = False
+            state.fallback = None
         return obj
 
 
@@ -136,10 +199,23 @@ def _describe(op: WriteOp) -> str:
     return op.description.split(" ", 2)[2]
 
 
-def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str]) -> None:
+#: DynamoDB's limit on the length of one expression string (bytes).
+MAX_EXPRESSION_BYTES = 4096
+
+
+def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str], entity: str = "?") -> None:
     conditions = [c for c in conditions if c]
     if conditions:
         params["ConditionExpression"] = " AND ".join(f"({c})" if len(conditions) > 1 else c for c in conditions)
+    for what in ("UpdateExpression", "ConditionExpression"):
+        size = len(params.get(what, "").encode("utf-8"))
+        if size > MAX_EXPRESSION_BYTES:
+            # refused here rather than by DynamoDB after a request (an entity of ~270 fields
+            # or more cannot be saved whole as one UpdateItem)
+            raise ValidationError(
+                f"{entity}: the {what} of this write would be {size} bytes, over DynamoDB's "
+                f"{MAX_EXPRESSION_BYTES}-byte limit; write fewer fields at once (save(update_fields=[...]) "
+                "or update()).", entity=entity)
     if b.names:
         params["ExpressionAttributeNames"] = dict(b.names)
     if b.values:
@@ -193,6 +269,10 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
 
 
+def _is_instance(value: Any) -> bool:
+    return not isinstance(value, Mapping) and hasattr(value, "_state") and hasattr(value, "attribute_values")
+
+
 def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict[str, Any]:
     """Return the primary key (DynamoDB JSON) for a key dict of primary-key fields or an instance.
 
@@ -200,14 +280,12 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
         ValidationError: the dict misses a primary-key field or names an unknown field.
         InvalidKeyValue: a value cannot be put in a key.
     """
-    from .models import Entity
-
     meta = model._meta
-    if isinstance(key, Entity):
+    if _is_instance(key):
         if not isinstance(key, model):
             raise ValidationError(f"expected a {model.__name__} or a key dict, got a {type(key).__name__}.",
                                   entity=meta.entity)
-        return key._primary_key_av()
+        return stored_key(key)  # type: ignore[arg-type]
     if not isinstance(key, Mapping):
         raise ValidationError(f"{meta.entity}: a key must be a dict of {', '.join(meta.key_fields)} or an "
                               f"instance, got {key!r}.", entity=meta.entity, value=key)
@@ -225,55 +303,194 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
     return rendered
 
 
-# -- Put ---------------------------------------------------------------------------------
-def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
-    """Plan a PutItem of the whole instance (keys recomputed, version condition).
+def stored_key(obj: Entity) -> dict[str, Any]:
+    """The primary key (DynamoDB JSON) an instance is stored under: as read or last written,
+    else rendered from its fields (a new instance)."""
+    meta = obj._meta
+    tmeta = meta.table._meta
+    model = type(obj)
+    values = obj.attribute_values
+    stored_pk = values.get(model._dynamo_to_python_attr(tmeta.pk_attribute))
+    if stored_pk is not None:
+        key = {tmeta.pk_attribute: {"S": stored_pk}}
+        if tmeta.sk_attribute:
+            key[tmeta.sk_attribute] = {"S": values.get(model._dynamo_to_python_attr(tmeta.sk_attribute))}
+        return key
+    return meta.primary_key(values)
+
+
+# -- Put / save ----------------------------------------------------------------------------
+def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """Serialize ``names`` of ``values``: (attribute -> DynamoDB JSON, attributes to remove)."""
+    item: dict[str, Any] = {}
+    absent: list[str] = []
+    fields = meta.fields
+    for name in names:
+        f = fields[name]
+        value = values.get(name)
+        raw = f.serialize(value) if value is not None else None
+        if raw is None:
+            absent.append(f.attr_name)
+        else:
+            item[f.attr_name] = {f.attr_type: raw}
+    return item, absent
+
+
+def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[str] | None = None,
+                fresh: bool = False) -> WriteOp:
+    """Plan the write of a whole instance (``save()``/``create()``), or of ``update_fields`` only.
+
+    * ``create`` (and a versioned instance never written): PutItem conditional on
+      ``attribute_not_exists(PK)``: no item exists, so nothing can be lost.
+    * otherwise an UpdateItem that SETs every declared field (REMOVE for ``None``) and
+      key attribute: attributes the model does not declare (another service's, a newer
+      app version's) are kept. Versioned: conditional on the version read.
+    * ``update_fields``: the same UpdateItem restricted to those fields (plus the index keys
+      built from them, ``auto_now`` fields and the version), conditional on the item existing.
+
+    Args:
+        obj: the instance (not changed here).
+        create: refuse to overwrite (``create()``).
+        update_fields: field names to write.
+        fresh: write a new item at version 1 whatever the instance's version (``bulk_create``).
 
     Raises:
-        ValidationError, InvalidKeyValue: bad field values.
+        ValidationError, InvalidKeyValue: bad field values, unknown ``update_fields``.
         KeyChangeError: a primary-key field changed since the item was read.
     """
     meta = obj._meta
     tmeta = meta.table._meta
-    if getattr(obj, "_dynorm_partial", False):
+    state = obj._state
+    entity = meta.entity
+    if state.partial and update_fields is not None:
+        # read with only(): fields not read are unknown, not None, so plan it as update() does
+        # (an index key needing a field that was not read is refused, never removed)
+        names = list(dict.fromkeys(update_fields))
+        unknown = [n for n in names if n not in meta.fields]
+        if unknown or not names:
+            raise ValidationError(f"{entity}.save(update_fields=...) needs field names of {entity}; got "
+                                  f"{', '.join(map(repr, unknown)) or 'none'}.", entity=entity,
+                                  field=unknown[0] if unknown else None)
+        values = obj.attribute_values
+        op = prepare_update(type(obj), instance=obj, changes={n: values.get(n) for n in names})
+        op.verb = "save"
+        return op
+    if state.partial:
         raise ValidationError(
-            f"{meta.entity} {obj.key} was read with only()/values(), so saving it would drop the fields not "
-            "read; read it fully (get()) before save(), or use update().", entity=meta.entity)
-    now = _dt.datetime.now(_dt.timezone.utc)
-    for name, f in meta.fields.items():
-        if getattr(f, "auto_now", False):
-            setattr(obj, name, now)
+            f"{entity} {obj.key} was read with only()/values(), so saving it would drop the fields not "
+            "read; read it fully (get()) before save(), or use save(update_fields=[...]) or update().",
+            entity=entity)
     obj.full_clean()
-    keys = obj.key_attributes()
-    check_key_sizes(meta, keys, obj.attribute_values)
-    stored_pk = getattr(obj, "_dynorm_pk", None)
-    fallback = getattr(obj, "_dynorm_fallback", None)  # read under an older key version (read_versions)
-    if stored_pk is not None and not create and not fallback:
-        new = (keys[tmeta.pk_attribute], keys.get(tmeta.sk_attribute) if tmeta.sk_attribute else None)
-        old = (stored_pk, getattr(obj, "_dynorm_sk", None) if tmeta.sk_attribute else None)
-        if new != old:
+    values = obj.attribute_values
+    auto = {name: _dt.datetime.now(_dt.timezone.utc) for name, f in meta.fields.items()
+            if getattr(f, "auto_now", False)}
+    if auto:
+        values = {**values, **auto}
+    keys = meta.key_attributes(values)
+    check_key_sizes(meta, keys, values)
+    model = type(obj)
+    key = {tmeta.pk_attribute: {"S": keys[tmeta.pk_attribute]}}
+    if tmeta.sk_attribute:
+        key[tmeta.sk_attribute] = {"S": keys[tmeta.sk_attribute]}
+    fallback = state.fallback  # read under an older key version (read_versions)
+    if not state.adding and not create and not fallback:
+        old = stored_key(obj)
+        if old != key:
             raise KeyChangeError(
-                f"{meta.entity}: primary-key field(s) {', '.join(meta.key_fields)} changed (key {old} -> {new}); "
-                "keys are immutable. Create a new item and delete the old one instead.")
-    b = ExpressionBuilder()
+                f"{entity}: primary-key field(s) {', '.join(meta.key_fields)} changed (key "
+                f"{tuple(v['S'] for v in old.values())} -> {tuple(v['S'] for v in key.values())}); keys are "
+                "immutable. Create a new item and delete the old one instead.")
     vf = meta.version_field
-    current = getattr(obj, vf) if vf else None
-    conditions = []
-    if create or (vf and current is None):
+    vattr = meta.fields[vf].attr_name if vf else None
+    current = None if fresh or not vf else values.get(vf)
+    new_version = (current or 0) + 1 if vf else None
+    token = new_token()
+    key_values = {model._dynamo_to_python_attr(a): t for a, t in keys.items()}
+    verb = "create" if create else "save"
+    description = f"{verb} {entity} {', '.join(f'{k}={values.get(k)!r}' for k in meta.key_fields)}"
+    b = ExpressionBuilder()
+    conditions: list[str] = []
+
+    if update_fields is None and (create or (vf and current is None)):
+        # PutItem of a new item: nothing stored can be lost
+        item = {tmeta.type_attribute: {"S": meta.entity_type}}
+        for attr, text in keys.items():
+            if text is not None:
+                item[attr] = {"S": text}
+        fields_av, _ = _item_values(meta, values, (n for n in meta.fields if n != vf))
+        item.update(fields_av)
+        if vattr:
+            item[vattr] = {"N": str(new_version)}
+        item[tmeta.revision_attribute] = {"S": token}
+        _check_size(meta, obj, item)
         conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)})")
-    elif vf and fallback:
-        # first save under the current version: the new key is free, or a migration copied
-        # this very version there
-        conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR "
-                          f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current)})}")
-    elif vf:
-        conditions.append(f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(current)})}")
-    base = type(obj)
-    for attr, value in keys.items():
-        setattr(obj, base._dynamo_to_python_attr(attr), value)
-    item = obj.serialize()
-    if tmeta.lsis:
-        check_key_sizes(meta, {a: item[a] for a in tmeta.lsis.values() if a in item}, obj.attribute_values)
+        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Item": item}
+        _finish(params, b, conditions, meta.entity)
+        return WriteOp("Put", model, params, key, description, instance=obj, verb=verb,
+                       expected_version=current, new_version=new_version,
+                       local_changes=auto, key_values=key_values, token=token)
+
+    # UpdateItem: SET what the model declares, keep what it does not
+    if update_fields is not None:
+        names = list(dict.fromkeys(update_fields))
+        unknown = [n for n in names if n not in meta.fields]
+        if unknown or not names:
+            raise ValidationError(
+                f"{entity}.save(update_fields=...) needs field names of {entity}; "
+                f"{'unknown: ' + ', '.join(map(repr, unknown)) if unknown else 'none given'} "
+                f"(fields: {', '.join(meta.fields)}).", entity=entity, field=unknown[0] if unknown else None)
+        names += [n for n in auto if n not in names]
+        names = [n for n in names if n != vf]
+        touched = set(names)
+        index_attrs: dict[str, str | None] = {}
+        for bound in meta.indexes.values():
+            if bound.writes_key_attributes and touched & set(bound.fields):
+                index_attrs.update(meta.index_key(bound, values, keys[tmeta.pk_attribute] or ""))
+        conditions.append(f"attribute_exists({b.name(tmeta.pk_attribute)})")
+        local = {n: values.get(n) for n in auto}
+    else:
+        names = [n for n in meta.fields if n != vf]
+        own = {a for bound in meta.indexes.values() if bound.writes_key_attributes
+               for a, _ in meta.index_key(bound, {}, "")}
+        index_attrs = {a: t for a, t in keys.items() if a in own}
+        local = dict(auto)
+    item, absent = _item_values(meta, values, names)
+    sets: list[str] = []
+    removes: list[str] = [b.name(a) for a in absent]
+    if update_fields is None:
+        sets.append(f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}")
+    for attr, text in index_attrs.items():
+        if text is None:
+            removes.append(b.name(attr))
+        else:
+            item[attr] = {"S": text}
+    for attr, av in item.items():
+        sets.append(f"{b.name(attr)} = {b.value(av)}")
+    if vattr:
+        vpath = b.name(vattr)
+        sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
+        if current is not None:
+            match = f"{vpath} = {b.value({'N': str(current)})}"
+            conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR {match}" if fallback else match)
+    sets.append(f"{b.name(tmeta.revision_attribute)} = {b.value({'S': token})}")
+    if update_fields is None:
+        _check_size(meta, obj, item)
+    expression = "SET " + ", ".join(sets)
+    if removes:
+        expression += " REMOVE " + ", ".join(removes)
+    params = {"TableName": meta.table.table_name(), "Key": key, "UpdateExpression": expression}
+    _finish(params, b, conditions, meta.entity)
+    if update_fields is not None:
+        key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
+    return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
+                   expected_version=current, new_version=new_version, local_changes=local,
+                   key_values=key_values, token=token)
+
+
+def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
+    lsis = meta.table._meta.lsis
+    if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
+        check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -281,18 +498,6 @@ def prepare_put(obj: Entity, *, create: bool = False) -> WriteOp:
             f"{meta.entity} {_keytext(obj)} is {size / 1024:.0f} KB, over DynamoDB's 400 KB item limit "
             f"(largest attribute: {biggest}, {_codec.av_size(item[biggest]) / 1024:.0f} KB); store large values "
             "elsewhere (S3) and keep a reference.", entity=meta.entity, field=biggest)
-    new_version = None
-    if vf:
-        new_version = (current or 0) + 1
-        item[meta.fields[vf].attr_name] = {"N": str(new_version)}
-    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Item": item}
-    _finish(params, b, conditions)
-    key = {tmeta.pk_attribute: item[tmeta.pk_attribute]}
-    if tmeta.sk_attribute:
-        key[tmeta.sk_attribute] = item[tmeta.sk_attribute]
-    verb = "create" if create else "save"
-    return WriteOp("Put", type(obj), params, key, f"{verb} {meta.entity} {_keytext(obj)}", instance=obj,
-                   create=create, expected_version=current, new_version=new_version)
 
 
 def _keytext(obj: Entity) -> str:
@@ -302,15 +507,17 @@ def _keytext(obj: Entity) -> str:
 # -- Delete ------------------------------------------------------------------------------
 def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
                    condition: Q | None = None) -> WriteOp:
-    """Plan a DeleteItem; an instance of a versioned entity is deleted only if unchanged."""
-    from .models import Entity
+    """Plan a DeleteItem; an instance of a versioned entity is deleted only if unchanged.
 
+    Raises:
+        ValidationError, InvalidKeyValue: a bad key.
+    """
     meta = model._meta
     key = primary_key_of(model, target)
     b = ExpressionBuilder()
     conditions = []
     version = None
-    instance = target if isinstance(target, Entity) else None
+    instance: Any = target if _is_instance(target) else None
     vf = meta.version_field
     if instance is not None and vf:
         version = getattr(instance, vf)
@@ -319,10 +526,9 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
     if condition is not None:
         conditions.append(b.condition(condition, meta))
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
-    _finish(params, b, conditions)
+    _finish(params, b, conditions, meta.entity)
     return WriteOp("Delete", model, params, key, f"delete {meta.entity} {_entity_keydesc(model, target)}",
-                   instance=instance,
-                   expected_version=version)
+                   instance=instance, verb="delete", expected_version=version)
 
 
 def _entity_keydesc(model: type[Entity], target: Entity | Mapping[str, Any]) -> str:
@@ -337,10 +543,11 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
     key = primary_key_of(model, target)
     b = ExpressionBuilder()
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
-    _finish(params, b, [b.condition(condition, meta)])
+    _finish(params, b, [b.condition(condition, meta)], meta.entity)
     if "ConditionExpression" not in params:
         raise ValidationError(f"{meta.entity}: check() needs a condition.", entity=meta.entity)
-    return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_entity_keydesc(model, target)}")
+    return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_entity_keydesc(model, target)}",
+                   verb="check")
 
 
 # -- Update ------------------------------------------------------------------------------
@@ -357,7 +564,7 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
         if len(ops) != 1 or expr.name != target:
             raise ValidationError(f"{meta.entity}.{target}: set add/discard must be F({target!r}).add(...) alone.",
                                   entity=meta.entity, field=target)
-        if type(meta.fields[target]).__name__ != "Set":
+        if not meta.fields[target].is_set:
             raise ValidationError(f"{meta.entity}.{target} is not a fields.Set; add()/discard() work on sets.",
                                   entity=meta.entity, field=target)
         av = _value_av(meta, target, set(ops[0][1]))
@@ -380,7 +587,7 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
                                       entity=meta.entity, field=target, value=value)
             text = f"{text} {op} {b.value(plain_value(meta, target, value, op))}"
         elif op == "append":
-            if type(meta.fields[target]).__name__ != "List":
+            if not meta.fields[target].is_list:
                 raise ValidationError(f"{meta.entity}.{target} is not a fields.List; append() works on lists.",
                                       entity=meta.entity, field=target)
             text = f"list_append({text}, {b.value(plain_value(meta, target, list(value), 'append()'))})"
@@ -452,12 +659,13 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
 
     # Index keys built from changed fields are rewritten in the same request.
     known: dict[str, Any] = {}
-    if instance is not None and not getattr(instance, "_dynorm_partial", False):
+    if instance is not None and not instance._state.partial:
         known.update(instance.to_dict())
     elif instance is not None:
         known.update(instance.key)
     known.update({k: v for k, v in (key or {}).items()})
     known.update(plain)
+    key_values: dict[str, Any] = {}
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
@@ -476,19 +684,13 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                 f"{entity}: changing {', '.join(sorted(touched))} rewrites index {bound.name} ({bound.index_name}), "
                 f"whose key also needs {', '.join(unknown)}; pass them to update() or update an instance you read.",
                 entity=entity, field=unknown[0])
-        pk = target_key[tmeta.pk_attribute]["S"] if bound.kind == "lsi" else bound.pk.try_fill(
-            known, meta.key_version, entity=entity)
-        sk = bound.sk.try_fill(known, meta.key_version, entity=entity) if bound.sk is not None else None
-        sparse = pk is None or (bound.sk is not None and sk is None)
-        attrs: list[tuple[str, str | None]] = [] if bound.kind == "lsi" else [(bound.pk_attr, pk)]
-        if bound.sk_attr and bound.sk_attr != tmeta.sk_attribute:
-            attrs.append((bound.sk_attr, sk))
-        for attr, key_text in attrs:
-            if sparse:
+        for attr, key_text in meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]):
+            key_values[model._dynamo_to_python_attr(attr)] = key_text
+            if key_text is None:
                 removes.append(b.name(attr))
             else:
                 check_key_sizes(meta, {attr: str(key_text)}, known)
-                sets.append(f"{b.name(attr)} = {b.value({'S': str(key_text)})}")
+                sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
 
     conditions = [f"attribute_exists({b.name(tmeta.pk_attribute)})"]
     vf = meta.version_field
@@ -502,6 +704,14 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
         else:
             sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+    token = new_token()
+    rev = b.name(tmeta.revision_attribute)
+    tok = b.value({"S": token})
+    sets.append(f"{rev} = {tok}")
+    if expected is None:
+        # nothing else stops a retried request from applying twice (F("n") + 1): a retry finds
+        # its own token stored and fails, and the sender reports the first attempt's result
+        conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
     if condition is not None:
         conditions.append(b.condition(condition, meta))
     clauses = []
@@ -512,8 +722,9 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     clauses += adds
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
                               "UpdateExpression": " ".join(clauses)}
-    _finish(params, b, conditions)
+    _finish(params, b, conditions, meta.entity)
     shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
     return WriteOp("Update", model, params, target_key,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
-                   instance=instance, expected_version=expected, new_version=new_version, local_changes=plain)
+                   instance=instance, verb="update", expected_version=expected, new_version=new_version,
+                   local_changes=plain, key_values=key_values, token=token, returns_item=True)

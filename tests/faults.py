@@ -31,8 +31,8 @@ class Hook:
         self.event, self.fn = event, fn
 
     def __enter__(self) -> Hook:
-        backend.client().meta.events.register(self.event, self.fn)
+        backend.register_hook(self.event, self.fn)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        backend.client().meta.events.unregister(self.event, self.fn)
+        backend.unregister_hook(self.event, self.fn)

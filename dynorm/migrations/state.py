@@ -152,7 +152,7 @@ def entity_state(entity: Any) -> EntityState:
         if attrs:
             keys[b.index_name or b.name] = attrs
             used |= set(b.fields)
-    fields = {n: [meta.fields[n].attr_name, type(meta.fields[n]).__name__] for n in sorted(used)
+    fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
               if n in meta.fields}
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,

@@ -1,0 +1,32 @@
+"""Per-instance bookkeeping of an entity (``obj._state``), like Django's ``ModelState``.
+
+Only :meth:`dynorm.writes.WriteOp.applied` and the read path (decoding an item) change it, so
+an instance reflects what the table holds: a write that failed leaves its instance as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ModelState"]
+
+
+@dataclass
+class ModelState:
+    """What dynorm knows about one instance besides its field values.
+
+    Attributes:
+        adding: True until the instance was read from the table or written to it.
+        partial: read with ``only()``/``values()``: saving it whole would drop the fields not read.
+        fallback: the older key version it was read under (``Meta.read_versions``), else ``None``.
+        related: ``fields.Reference`` targets resolved by ``prefetch()``/``related()`` (name -> instance).
+        deferred: the fields an ``only()`` read left out and the loader that reads them on first
+            access (``(names, loader)``), else ``None``.
+    """
+
+    adding: bool = True
+    partial: bool = False
+    fallback: str | None = None
+    related: dict[str, Any] = field(default_factory=dict)
+    deferred: tuple[frozenset[str], Any] | None = None

@@ -1,0 +1,223 @@
+"""Smaller traps of the write path (issue 9, section 6) and ``save(update_fields=...)`` (issue 12, 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import dynorm
+from dynorm import Entity, F, Manager, fields
+from tests.faults import Hook
+from tests.models import Counter, Order, Retail
+
+
+class StrictVersion(fields.Version):
+    """A user's subclass: must still turn optimistic locking on."""
+
+
+class Tags(fields.Set):
+    pass
+
+
+class Lines(fields.List):
+    pass
+
+
+class Ticket(Entity):
+    ticket_id = fields.String()
+    title = fields.String()
+    labels = Tags(str)
+    log = Lines(null=True)
+    rev = StrictVersion()
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_TICKET"
+        pk = "{version}#TICKET#{ticket_id}"
+        sk = "METADATA"
+
+
+class Gadget(Entity):
+    """Its only manager is not called ``objects``."""
+
+    gadget_id = fields.String()
+    count = fields.Integer(default=0)
+    owner = fields.Reference("Ticket")  # resolved when the classes are built
+    version = fields.Version()
+
+    items = Manager()
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_GADGET"
+        pk = "{version}#GADGET#{gadget_id}"
+        sk = "METADATA"
+
+
+class Profile(Entity):
+    profile_id = fields.String()
+    city = fields.String(null=True)
+    name = fields.String()
+    bio = fields.String(null=True)
+    updated = fields.DateTime(auto_now=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_PROFILE"
+        pk = "{version}#PROFILE#{profile_id}"
+        sk = "METADATA"
+        indexes = {"by_city": dynorm.Index("GSI1", pk="{version}#PCITY#{city}", sk="P#{profile_id}")}
+
+
+def test_a_version_subclass_keeps_optimistic_locking_on() -> None:
+    assert Ticket._meta.version_field == "rev"
+    t = Ticket.objects.create(ticket_id="t1", title="a")
+    other = Ticket.objects.get(ticket_id="t1")
+    other.title = "b"
+    other.save()
+    t.title = "c"
+    with pytest.raises(dynorm.StaleWrite):
+        t.save()
+    assert Ticket.objects.get(ticket_id="t1").title == "b"
+
+
+def test_set_and_list_subclasses_take_add_and_append() -> None:
+    t = Ticket.objects.create(ticket_id="t2", title="a", labels={"x"})
+    t.update(labels=F("labels").add({"y"}))
+    t.update(log=F("log").if_not_exists([]).append(["opened"]))
+    got = Ticket.objects.get(ticket_id="t2")
+    assert got.labels == {"x", "y"} and got.log == ["opened"]
+
+
+def test_a_failed_first_save_leaves_the_instance_new() -> None:
+    Counter.objects.create(name="taken")
+    obj = Counter(name="taken")
+    with dynorm.capture() as c, pytest.raises(dynorm.AlreadyExists):
+        obj.save()
+    assert c.operations == ["PutItem"] and obj._state.adding and obj.version is None
+    obj.name = "free"  # nothing was ever written: this is not a key change
+    obj.save()
+    assert Counter.objects.get(name="free").version == 1 and Counter.objects.get(name="taken").version == 1
+
+
+def test_a_failed_write_changes_no_field_of_the_instance() -> None:
+    p = Profile.objects.create(profile_id="p0", name="n")
+    stale = Profile.objects.get(profile_id="p0")
+    before = dict(stale.attribute_values)
+    with pytest.raises(dynorm.ConditionFailed):
+        stale.update(name="m", condition=dynorm.Q(name="zzz"))
+    assert stale.attribute_values == before and p.name == "n"
+
+
+def test_event_hooks_survive_a_settings_change() -> None:
+    seen: list[str] = []
+
+    def spy(**kwargs: Any) -> None:
+        seen.append(kwargs["event_name"])
+
+    dynorm.backend.client().meta.events.register("before-send.dynamodb.GetItem", spy)  # as the issue did
+    previous = dynorm.get_settings().cursor_secret
+    try:
+        dynorm.configure(cursor_secret="s3cret")
+        Counter.objects.filter(name="nobody").exists()
+        assert seen == ["before-send.dynamodb.GetItem"]
+    finally:
+        dynorm.configure(cursor_secret=previous)
+        dynorm.backend.client().meta.events.unregister("before-send.dynamodb.GetItem", spy)
+
+
+def test_register_hook_survives_a_new_client() -> None:
+    seen: list[str] = []
+
+    def spy(**kwargs: Any) -> None:
+        seen.append("x")
+
+    with Hook("before-send.dynamodb.GetItem", spy):
+        dynorm.backend.reset_client()  # as a new endpoint or timeout would
+        Counter.objects.filter(name="nobody").exists()
+    Counter.objects.filter(name="nobody").exists()
+    assert seen == ["x"]
+
+
+def test_the_default_manager_need_not_be_called_objects() -> None:
+    assert not hasattr(Gadget, "objects") and dynorm.registry.default_manager(Gadget) is Gadget.items
+    Ticket.objects.create(ticket_id="t9", title="owner")
+    Gadget.items.create(gadget_id="g1", owner={"ticket_id": "t9"})
+    got = Gadget.items.update_with_retry({"gadget_id": "g1"}, lambda g: setattr(g, "count", g.count + 1))
+    assert got.count == 1 and got.related("owner").title == "owner"
+
+
+def test_a_string_reference_is_resolved_when_the_class_is_built() -> None:
+    assert Gadget._meta.fields["owner"]._target is Ticket  # type: ignore[attr-defined]
+
+
+def test_update_fields_writes_only_those_fields_in_one_update() -> None:
+    p = Profile.objects.create(profile_id="p1", name="old", bio="keep", city="Oslo")
+    other = Profile.objects.get(profile_id="p1")
+    other.bio = "theirs"
+    other.save()
+    p.name = "new"
+    p.city = "Bergen"
+    p.bio = "mine, not written"
+    with dynorm.capture() as c:
+        p.save(update_fields=["name", "city"])
+    assert c.operations == ["UpdateItem"]
+    got = Profile.objects.get(profile_id="p1")
+    assert (got.name, got.city, got.bio) == ("new", "Bergen", "theirs")
+    assert [x.profile_id for x in Profile.objects.filter(city="Bergen")] == ["p1"]  # index key rewritten
+    assert not Profile.objects.filter(city="Oslo").exists()
+    p.city = None
+    p.save(update_fields=["city"])
+    assert not Profile.objects.filter(city="Bergen").exists()  # sparse: left the index
+
+
+def test_update_fields_refuses_unknown_fields_before_any_request() -> None:
+    p = Profile.objects.create(profile_id="p2", name="x")
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="nope"):
+        p.save(update_fields=["nope"])
+    assert c.count == 0
+
+
+def test_update_fields_on_a_missing_item_is_does_not_exist() -> None:
+    p = Profile(profile_id="p3", name="x")
+    with pytest.raises(Profile.DoesNotExist):
+        p.save(update_fields=["name"])
+    assert not Profile.objects.filter(profile_id="p3").exists()
+
+
+def test_save_of_a_read_item_removes_fields_set_to_none_and_leaves_the_index() -> None:
+    p = Profile.objects.create(profile_id="p4", name="x", bio="b", city="Oslo")
+    p.bio = None
+    p.city = None
+    p.save()
+    got = Profile.objects.get(profile_id="p4")
+    assert got.bio is None and got.city is None
+    raw = dynorm.backend.call("GetItem", {"TableName": Retail.table_name(), "Key": p._primary_key_av()})["Item"]
+    assert "bio" not in raw and "GSI1PK" not in raw and "GSI1SK" not in raw
+
+
+def test_update_fields_on_a_partial_read_never_drops_an_index_it_cannot_rebuild() -> None:
+    Profile.objects.create(profile_id="p5", name="x", city="Oslo")
+    partial = Profile.objects.filter(profile_id="p5").only("profile_id", "name")[0]
+    partial.name = "y"
+    with pytest.raises(dynorm.ValidationError, match="only"):
+        partial.save()  # would drop the fields not read
+    partial.save(update_fields=["name"])  # name is in no index: fine
+    assert Profile.objects.get(profile_id="p5").name == "y"
+    partial.city = "Bergen"
+    with dynorm.capture() as c:
+        partial.save(update_fields=["city"])  # the index needs profile_id (a key field): known
+    assert c.operations == ["UpdateItem"]
+    assert [p.profile_id for p in Profile.objects.filter(city="Bergen")] == ["p5"]
+    assert not partial._state.partial  # refreshed from the item as written (ALL_NEW)
+
+
+def test_update_fields_on_a_partial_read_refuses_an_index_it_cannot_rebuild() -> None:
+    order = Order.objects.create(customer_id="c9", coupon="OLD")
+    partial = Order.objects.filter(customer_id="c9", order_id=order.order_id).only("customer_id", "order_id")[0]
+    partial.coupon = "NEW"  # by_coupon's sort key needs placed_at, which was not read
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="placed_at"):
+        partial.save(update_fields=["coupon"])
+    assert c.count == 0
+    assert [o.order_id for o in Order.objects.filter(coupon="OLD")] == [order.order_id]  # still indexed
