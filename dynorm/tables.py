@@ -291,12 +291,10 @@ def _apply_settings_to(table: type[Table], settings: conf.Settings | None) -> No
     meta.table_name = settings.table_prefix + table._meta.table_name
     meta.region = settings.region
     meta.host = settings.endpoint
-    if settings.is_local:
-        from .backend import LOCAL_CREDENTIALS
+    from .backend import credentials_for
 
-        meta.aws_access_key_id, meta.aws_secret_access_key = LOCAL_CREDENTIALS
-    else:
-        meta.aws_access_key_id = meta.aws_secret_access_key = None
+    explicit = credentials_for(settings)  # the user's own credentials first, dummy ones only as a fallback
+    meta.aws_access_key_id, meta.aws_secret_access_key = explicit if explicit is not None else (None, None)
     table._model_base._connection = None
     for entity in table._entities.values():
         entity._connection = None

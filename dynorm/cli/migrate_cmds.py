@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from . import State, pass_state
+from .confirm import confirm_changes, yes_option
 
 
 def _worker(value: str | None) -> tuple[int, int]:
@@ -62,13 +63,20 @@ def _sync_models(state: State, plan_only: bool) -> None:
 @click.option("--worker", default=None, metavar="i/N", help="Run only share i of N of the scan segments.")
 @click.option("--force-unlock", is_flag=True, help="Remove a lock left by a dead run (with a warning) first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@yes_option
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int, mode: str,
-            worker: str | None, force_unlock: bool, as_json: bool) -> None:
-    """Apply pending migrations (or, with no migrations package configured, create missing tables and GSIs)."""
+            worker: str | None, force_unlock: bool, as_json: bool, yes: bool) -> None:
+    """Apply pending migrations (or, with no migrations package configured, create missing tables and GSIs).
+
+    Against a non-local endpoint it first shows endpoint, account, region and tables and asks (--yes skips).
+    """
     settings = state.settings()
     if not settings.migrations:
         click.echo(f"Endpoint: {settings.endpoint or 'AWS ' + settings.region}")
+        if not plan_only:
+            confirm_changes(settings, "create missing tables and GSIs",
+                            [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
     from dynorm.migrations.executor import Executor, MigrateOptions
@@ -78,6 +86,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     executor = Executor(load_migrations(settings.migrations), reporter=None if as_json else _Bar())
     if force_unlock:
         ledger = executor.ledger()
+        confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
         if ledger.exists():
             n = ledger.force_unlock()
             click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.",
@@ -94,6 +103,9 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if not pending:
         click.echo(json.dumps({"applied": [], "totals": {}}) if as_json else "No migrations to apply.")
         return
+    if not dry_run:
+        confirm_changes(settings, f"apply {len(pending)} migration(s) (create tables, rewrite or delete items)",
+                        sorted({settings.table_prefix + t for m in pending for t in m.tables}), yes)
     report = executor.migrate(MigrateOptions(target=target, mode=mode, segments=segments, worker=_worker(worker),
                                              dry_run=dry_run, fake=fake))
     if as_json:
