@@ -204,3 +204,17 @@ def test_migrate_on_a_terminal_shows_endpoint_region_tables_and_stops_on_no(remo
     assert f"remote-{remote_config.parent.name}-fromatoz" in out
     code, out = _answer_on_a_terminal(remote_config, "y")
     assert code == 1 and "could not reach DynamoDB" in out
+
+
+# -- dynorm shell ------------------------------------------------------------------------------
+
+def test_shell_shows_explain_readably_and_its_banner_uses_the_apps_first_entity(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [tests.models]\nconnection: {endpoint: 'http://127.0.0.1:9'}\n")
+    result = CliRunner().invoke(cli, ["--config", str(cfg), "shell", "-i", "python"],
+                                input="Store.objects.filter(city='Paris').explain()\n")
+    assert result.exit_code == 0, result.output
+    assert "Try: Store.objects.filter(store_id=...).explain()" in result.output
+    assert "Product" not in result.output  # not the demo's entity
+    assert "Query retail index GSI1" in result.output and "KeyConditionExpression" in result.output
+    assert "Plan(" not in result.output  # no dataclass dump
