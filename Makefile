@@ -57,12 +57,16 @@ demo: install dynamodb-local
 	@echo "  docs/tutorial.md                the Fromatoz catalog step by step; docs/cli.md for every command"
 	@echo "  make stop                       stop DynamoDB Local (it keeps running with the demo data)"
 
-## Run the whole test suite (unit, integration on DynamoDB Local, CLI), ruff and mypy.
+## Run the whole test suite (unit, integration on DynamoDB Local, CLI, packaging), ruff and mypy,
+## then the app-level integration tests again on moto (the Java-free backend; docs/testing.md).
+MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
+	tests/integration/test_writes.py tests/integration/test_django_habits.py tests/reliability/test_bad_input.py
 test: install dynamodb-local
 	$(PY) -m ruff check dynorm tests demo_project bench
 	$(PY) -m mypy
 	$(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest
+	$(PY) -m pytest -q --dynorm-backend=moto $(MOTO_TESTS)
 
 ## A dynorm shell on the demo data (after `make demo`).
 shell: install
