@@ -4,12 +4,14 @@ changing tables on a non-local endpoint."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import pty
 import select
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -218,3 +220,42 @@ def test_shell_shows_explain_readably_and_its_banner_uses_the_apps_first_entity(
     assert "Product" not in result.output  # not the demo's entity
     assert "Query retail index GSI1" in result.output and "KeyConditionExpression" in result.output
     assert "Plan(" not in result.output  # no dataclass dump
+
+
+class _Sts(http.server.BaseHTTPRequestHandler):
+    """A stand-in STS on 127.0.0.1 answering GetCallerIdentity (AWS_ENDPOINT_URL_STS points here)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = (b'<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+                b"<GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/ci</Arn><UserId>AIDA</UserId>"
+                b"<Account>123456789012</Account></GetCallerIdentityResult>"
+                b"<ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></GetCallerIdentityResponse>")
+        self.send_response(200)
+        self.send_header("Content-Type", "text/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_migrate_against_aws_shows_the_account_and_sends_nothing_on_no(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    sts = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Sts)
+    threading.Thread(target=sts.serve_forever, daemon=True).start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"http://127.0.0.1:{sts.server_address[1]}")
+    # a safety net: should a DynamoDB request slip out, it goes to a closed local port, never to AWS
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", f"http://127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAREMOTETEST")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [demo_project.catalog.models]\ntable_prefix: prod-\nconnection: {region: eu-west-3}\n")
+    try:
+        code, out = _answer_on_a_terminal(cfg, "n")
+    finally:
+        sts.shutdown()
+        sts.server_close()
+    assert code == 1 and "aborted; nothing was changed" in out
+    assert "endpoint: AWS" in out and "account:  123456789012" in out and "region:   eu-west-3" in out
+    assert "prod-fromatoz" in out
