@@ -259,3 +259,14 @@ def test_migrate_against_aws_shows_the_account_and_sends_nothing_on_no(tmp_path:
     assert code == 1 and "aborted; nothing was changed" in out
     assert "endpoint: AWS" in out and "account:  123456789012" in out and "region:   eu-west-3" in out
     assert "prod-fromatoz" in out
+
+
+def test_shell_uses_ipython_when_installed_and_prints_plans_as_text(tmp_path: Path) -> None:
+    pytest.importorskip("IPython")
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("models: [tests.models]\nconnection: {endpoint: 'http://127.0.0.1:9'}\n")
+    proc = subprocess.run([sys.executable, "-m", "dynorm", "--config", str(cfg), "shell"], cwd=str(ROOT),
+                          input="Store.objects.filter(city='Paris').explain()\n", capture_output=True, text=True,
+                          timeout=120)
+    assert "In [1]:" in proc.stdout  # IPython, not the standard console
+    assert "Query retail index GSI1" in proc.stdout and "Plan(" not in proc.stdout
