@@ -60,7 +60,8 @@ demo: install dynamodb-local
 ## Run the whole test suite (unit, integration on DynamoDB Local, CLI, packaging), ruff and mypy,
 ## then the app-level integration tests again on moto (the Java-free backend; docs/testing.md).
 MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
-	tests/integration/test_writes.py tests/reliability/test_bad_input.py
+	tests/integration/test_writes.py tests/integration/test_seed_models.py tests/integration/test_django_habits.py \
+	tests/reliability/test_bad_input.py
 test: install dynamodb-local
 	$(PY) -m ruff check dynorm tests demo_project bench
 	$(PY) -m mypy
