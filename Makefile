@@ -30,8 +30,10 @@ dynamodb-local: java $(DDB_PKG)
 ## the Fromatoz catalog migrated from v1 to v2 keys, then the other seed models.
 ## `make demo MODEL=kayak` (or catalog, orders, monithor, library) runs one model.
 MODEL ?= all
+DDB_PORT ?= 8000
 demo: install dynamodb-local
-	@$(PY) -m dynorm local start --keep
+	@$(PY) -m dynorm local start --keep --port $(DDB_PORT) || \
+	  { echo "make demo: could not start DynamoDB Local on port $(DDB_PORT); try \`make demo DDB_PORT=8001\`"; exit 1; }
 	@export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint) && \
 	if [ "$(MODEL)" = all ] || [ "$(MODEL)" = catalog ]; then \
 	  echo "== reset: drop the demo table of an earlier run" && \
@@ -48,13 +50,24 @@ demo: install dynamodb-local
 	else $(PY) -m dynorm migrate; fi && \
 	if [ "$(MODEL)" = all ]; then $(PY) -m demo_project.seeds_demo; \
 	elif [ "$(MODEL)" != catalog ]; then $(PY) -m demo_project.seeds_demo $(MODEL); fi
+	@echo ""
+	@echo "Next steps:"
+	@echo "  make shell                      a dynorm shell on the demo data (Product.objects.by_brand('3').explain())"
+	@echo "  export DYNORM_ENDPOINT=$$($(PY) -m dynorm local endpoint)   then: $(PY) -m dynorm showmigrations"
+	@echo "  docs/tutorial.md                the Fromatoz catalog step by step; docs/cli.md for every command"
+	@echo "  make stop                       stop DynamoDB Local (it keeps running with the demo data)"
 
-## Run the whole test suite (unit, integration on DynamoDB Local, CLI), ruff and mypy.
+## Run the whole test suite (unit, integration on DynamoDB Local, CLI, packaging), ruff and mypy,
+## then the app-level integration tests again on moto (the Java-free backend; docs/testing.md).
+MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
+	tests/integration/test_writes.py tests/integration/test_seed_models.py tests/integration/test_django_habits.py \
+	tests/reliability/test_bad_input.py
 test: install dynamodb-local
 	$(PY) -m ruff check dynorm tests demo_project bench
 	$(PY) -m mypy
 	$(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest
+	$(PY) -m pytest -q --dynorm-backend=moto $(MOTO_TESTS)
 
 ## A dynorm shell on the demo data (after `make demo`).
 shell: install

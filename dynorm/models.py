@@ -157,6 +157,12 @@ class Entity(Model, metaclass=EntityMeta):
 
     # -- representation --------------------------------------------------------------
     @property
+    def pk(self) -> Any:
+        """Django's ``pk``: the primary-key value (a tuple of the key fields when there are several)."""
+        values = tuple(getattr(self, f) for f in self._meta.key_fields)
+        return values[0] if len(values) == 1 else values
+
+    @property
     def key(self) -> dict[str, Any]:
         """The primary-key fields and their values (``{"product_id": "01J..."}``)."""
         return {f: getattr(self, f) for f in self._meta.key_fields}

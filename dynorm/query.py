@@ -194,12 +194,12 @@ class QuerySet(Generic[T]):
         sort-key prefix uses the most given fields; the rest becomes a FilterExpression.
         """
         self._check_unsliced("filter")
-        return self._clone(where=(*self._state.where, Q(*args, **kwargs)))
+        return self._clone(where=(*self._state.where, Q(*args, **_expand_pk(self.model, kwargs))))
 
     def exclude(self, *args: Q, **kwargs: Any) -> QuerySet[T]:
         """Drop items matching the conditions (a negated FilterExpression); no I/O."""
         self._check_unsliced("exclude")
-        return self._clone(where=(*self._state.where, ~Q(*args, **kwargs)))
+        return self._clone(where=(*self._state.where, ~Q(*args, **_expand_pk(self.model, kwargs))))
 
     def using(self, access_path: str) -> QuerySet[T]:
         """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O."""
@@ -519,6 +519,7 @@ class QuerySet(Generic[T]):
             ScanRequired: no access path serves the conditions.
             UnreadableItems: a matching stored item cannot be decoded (names its key and attribute).
         """
+        kwargs = _expand_pk(self.model, kwargs)
         qs = self.filter(*args, **kwargs) if (args or kwargs) else self
         p = qs._plan(limit=None if qs._window.stop is not None else 2)
         items: list[Any] = []
@@ -847,22 +848,28 @@ class QuerySet(Generic[T]):
 
         return bulk_delete(self.model, targets, RetryPolicy(**policy))  # type: ignore[arg-type]
 
-    def in_bulk(self, keys: Iterable[Mapping[str, Any] | Any], **policy: Any) -> dict[Any, T]:
+    def in_bulk(self, keys: Iterable[Mapping[str, Any] | Any] | None = None, **policy: Any) -> dict[Any, T]:
         """Read items by primary key with BatchGetItem (100 keys per request; UnprocessedKeys retried).
 
         Args:
-            keys: key dicts, or bare values when the primary key has one field.
+            keys: key dicts, bare values when the primary key has one field, or tuples of the
+                key fields in order (the ``pk`` of an instance). ``None`` (Django's
+                ``in_bulk()``): evaluate this queryset instead (its Query) and key its items.
 
         Returns:
-            ``{key: obj}`` for the items found; the key is the bare value for one-field
-            primary keys, else a tuple of the key fields in order.
+            ``{pk: obj}`` for the items found; the key is the bare value for one-field
+            primary keys, else a tuple of the key fields in order (``obj.pk``).
         """
         from .batch import RetryPolicy, batch_get
         from .writes import primary_key_of
 
         fields = self.model._meta.key_fields
+        if keys is None:
+            return {obj.pk: obj for obj in self}  # type: ignore[attr-defined]
         pairs = []
         for k in keys:
+            if isinstance(k, tuple) and len(k) == len(fields) and len(fields) > 1:
+                k = dict(zip(fields, k))
             kd = k if isinstance(k, Mapping) else ({fields[0]: k} if len(fields) == 1 else None)
             if kd is None:
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
@@ -909,3 +916,215 @@ class QuerySet(Generic[T]):
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))
             obj._state.related[name] = hit
+
+    # -- Django habits: small methods on the public evaluation API ----------------------
+    def none(self) -> QuerySet[T]:
+        """Return a queryset that matches nothing and never sends a request (Django's ``none()``).
+
+        It chains like any queryset (``qs.none().filter(...)`` is still empty); evaluating it,
+        ``count()``, ``page()``, ``delete()`` and the rest return empty results without I/O.
+        """
+        qs: QuerySet[T] = _empty_class(type(self))(self.model, self._state)
+        qs._window = _Window(self._window.start, self._window.stop)
+        return qs
+
+    def values_list(self, *fields: str, flat: bool = False) -> list[Any]:
+        """Evaluate and return tuples of ``fields`` (all fields when none given), as Django does.
+
+        Only the named fields are read (ProjectionExpression). Issues the queryset's Query/Scan.
+
+        Args:
+            *fields: field names (``"pk"`` is the primary-key value, see ``Entity.pk``).
+            flat: with exactly one field, return the bare values instead of 1-tuples.
+
+        Raises:
+            InvalidQuery: ``flat=True`` with more than one field, or an unknown field (before I/O).
+        """
+        if flat and len(fields) != 1:
+            raise InvalidQuery(f"values_list(flat=True) on {self.model.__name__} needs exactly one field, "
+                               f"got {len(fields)}.")
+        meta = self.model._meta
+        names = fields or tuple(meta.fields)
+        read = tuple(dict.fromkeys(f for n in names for f in (meta.key_fields if n == "pk" else (n,))))
+        rows = [tuple(getattr(obj, n) for n in names) for obj in (self.only(*read) if fields else self)]
+        return [r[0] for r in rows] if flat else rows
+
+    def latest(self, *fields: str) -> T:
+        """Return the item with the greatest sort key (a reversed Query, Limit 1), as Django's ``latest()``.
+
+        DynamoDB orders only by the sort key of the access path, so ``fields`` (optional) must
+        be fields of that sort key; ``latest()`` with none is the usual call.
+
+        Raises:
+            Entity.DoesNotExist: nothing matches.
+            InvalidQuery: ``fields`` are not the access path's sort key, or the query is a Scan
+                (no order); raised before any request.
+        """
+        self._check_order("latest", fields)
+        obj = self.last()
+        if obj is None:
+            raise self.model.DoesNotExist(f"latest(): no {self.model.__name__} matches.")
+        return obj
+
+    def earliest(self, *fields: str) -> T:
+        """Return the item with the smallest sort key (a Query, Limit 1), as Django's ``earliest()``.
+
+        Raises:
+            Entity.DoesNotExist: nothing matches.
+            InvalidQuery: as :meth:`latest`.
+        """
+        self._check_order("earliest", fields)
+        obj = self.first()
+        if obj is None:
+            raise self.model.DoesNotExist(f"earliest(): no {self.model.__name__} matches.")
+        return obj
+
+    def _check_order(self, what: str, fields: tuple[str, ...]) -> None:
+        p = self.explain()
+        if p.operation == "Scan":
+            raise InvalidQuery(f"{what}() on {self.model.__name__}: a Scan has no order; filter on a partition "
+                               "key so the query is a Query ordered by its sort key.")
+        if not fields:
+            return
+        bound = next((b for b in self.model._meta.all_indexes if b.index_name == p.index), None)
+        sort = list(bound.sk.fields) if bound is not None and bound.sk is not None else (
+            [bound.sort_field] if bound is not None and bound.sort_field else [])
+        wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
+        if wrong:
+            raise InvalidQuery(
+                f"{what}({', '.join(map(repr, fields))}) on {self.model.__name__}: DynamoDB orders by the sort key "
+                f"of the access path ({p.index or 'the table'}: {', '.join(sort) or 'none'}), not by "
+                f"{', '.join(wrong)}; call {what}() without fields, or use an index sorted on that field.")
+
+    def delete(self, **policy: Any) -> int:
+        """Delete every matching item with BatchWriteItem (25 per request) and return how many.
+
+        Reads the matches' primary keys first (the queryset's Query/Scan with a
+        ProjectionExpression), then deletes them as :meth:`bulk_delete` does: unconditionally
+        (no optimistic-locking check; use ``obj.delete()`` for that), UnprocessedItems retried.
+
+        Args:
+            **policy: ``max_attempts``, ``base_delay``, ``max_delay`` for unprocessed items.
+
+        Returns:
+            The number of items deleted.
+
+        Raises:
+            InvalidQuery: a sliced queryset or an item collection (before any request).
+            BatchIncomplete: items still unprocessed after all retries (it lists them).
+        """
+        self._check_unsliced("delete")
+        if self._state.collection:
+            raise InvalidQuery("delete() on an item collection: delete per entity "
+                               "(Entity.objects.filter(...).delete()).")
+        key_fields = self.model._meta.key_fields
+        keys = [{f: getattr(obj, f) for f in key_fields} for obj in self.only(*key_fields).iterator()]
+        if not keys:
+            return 0
+        return self.bulk_delete(keys, **policy)
+
+    delete.queryset_only = True  # type: ignore[attr-defined]
+
+    def bulk_update(self, objs: Iterable[T], fields: Iterable[str], **options: Any) -> int:
+        """Write ``fields`` of many instances: one UpdateItem per object, 100 per TransactWriteItems.
+
+        See :func:`dynorm.transaction.bulk_update` (each chunk of 100 commits or fails whole;
+        with ``fields.Version()`` every update is conditional on the version read).
+
+        Returns:
+            The number of items updated.
+        """
+        from .transaction import bulk_update
+
+        return bulk_update(self.model, objs, fields, **options)
+
+
+def _expand_pk(model: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite Django's ``pk`` alias (``pk=``, ``pk__in=``...) into the primary-key fields."""
+    if not any(k == "pk" or k.startswith("pk__") for k in kwargs):
+        return kwargs
+    fields = model._meta.key_fields
+    out: dict[str, Any] = {}
+    for k, v in kwargs.items():
+        if k != "pk" and not k.startswith("pk__"):
+            out[k] = v
+            continue
+        lookup = k[2:]
+        if len(fields) == 1:
+            out[fields[0] + lookup] = v
+        elif lookup == "" and isinstance(v, (tuple, list)) and len(v) == len(fields):
+            out.update(zip(fields, v))
+        else:
+            raise InvalidQuery(f"{model.__name__}.pk is ({', '.join(fields)}): give pk=(...) with "
+                               f"{len(fields)} values, or filter on the fields.")
+    return out
+
+
+_EMPTY_CLASSES: dict[type, type] = {}
+
+
+def _empty_class(cls: type) -> type:
+    """The :meth:`QuerySet.none` variant of a queryset class (keeps its named access patterns)."""
+    found = _EMPTY_CLASSES.get(cls)
+    if found is None:
+        found = _EMPTY_CLASSES[cls] = type(cls.__name__, (_Empty, cls), {"__module__": cls.__module__})
+    return found
+
+
+class _Empty:
+    """Evaluation without I/O for :meth:`QuerySet.none`; builders still chain (``_clone`` keeps the class)."""
+
+    model: Any
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return self
+        raise IndexError("queryset index out of range")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} []>"
+
+    def iterator(self) -> Iterator[Any]:
+        return iter(())
+
+    def count(self) -> int:
+        return 0
+
+    def exists(self) -> bool:
+        return False
+
+    def first(self) -> None:
+        return None
+
+    def last(self) -> None:
+        return None
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        raise self.model.DoesNotExist(f"{self.model.__name__}: get() on none() matches nothing.")
+
+    def page(self, size: int = 25, cursor: str | None = None) -> Page[Any]:
+        return Page([], None)
+
+    def values(self, *fields: str) -> list[dict[str, Any]]:
+        return []
+
+    def values_list(self, *fields: str, flat: bool = False) -> list[Any]:
+        return []
+
+    def grouped(self) -> dict[type, list[Any]]:
+        return {}
+
+    def in_bulk(self, keys: Any = None, **policy: Any) -> dict[Any, Any]:
+        return {}
+
+    def delete(self, **policy: Any) -> int:
+        return 0

@@ -214,18 +214,34 @@ class Table(metaclass=TableMeta):
         return dict(cls._entities)
 
     @classmethod
-    def create_table(cls, wait: bool = True) -> None:
+    def create_table(cls, wait: bool = True, exist_ok: bool = False) -> bool:
         """Create the physical table with its GSIs, LSIs and TTL.
 
         Issues CreateTable (then DescribeTable until ACTIVE when ``wait``, and
         UpdateTimeToLive when ``Meta.ttl_attribute`` is set).
 
+        Args:
+            wait: wait until the table is ACTIVE.
+            exist_ok: a table of that name existing already is not an error (nothing is
+                changed: use :meth:`sync` or ``dynorm migrate`` to add missing GSIs).
+
+        Returns:
+            True when the table was created, False when it existed (``exist_ok``).
+
         Raises:
-            ServiceError: the table exists already or DynamoDB refused the definition.
+            ServiceError: the table exists already (``code == "ResourceInUseException"``,
+                unless ``exist_ok``) or DynamoDB refused the definition.
         """
         from . import schema
+        from .exceptions import ServiceError
 
-        schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
+        try:
+            schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
+        except ServiceError as exc:
+            if exist_ok and exc.code == "ResourceInUseException":
+                return False
+            raise
+        return True
 
     @classmethod
     def delete_table(cls, wait: bool = True) -> None:
@@ -310,12 +326,10 @@ def _apply_settings_to(table: type[Table], settings: conf.Settings | None) -> No
     meta.table_name = settings.table_prefix + table._meta.table_name
     meta.region = settings.region
     meta.host = settings.endpoint
-    if settings.is_local:
-        from .backend import LOCAL_CREDENTIALS
+    from .backend import credentials_for
 
-        meta.aws_access_key_id, meta.aws_secret_access_key = LOCAL_CREDENTIALS
-    else:
-        meta.aws_access_key_id = meta.aws_secret_access_key = None
+    explicit = credentials_for(settings)  # the user's own credentials first, dummy ones only as a fallback
+    meta.aws_access_key_id, meta.aws_secret_access_key = explicit if explicit is not None else (None, None)
     table._model_base._connection = None
     for entity in table._entities.values():
         entity._connection = None

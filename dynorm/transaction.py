@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 from . import backend
-from .exceptions import TransactionCanceled, ValidationError
+from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
 from .writes import WriteOp, prepare_check, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Transaction", "transaction", "MAX_ACTIONS"]
+__all__ = ["Transaction", "transaction", "bulk_update", "MAX_ACTIONS"]
 
 #: DynamoDB's limit of actions in one TransactWriteItems.
 MAX_ACTIONS = 100
@@ -162,3 +162,67 @@ def transaction(client_request_token: str | None = None) -> Iterator[Transaction
     tx = Transaction(client_request_token)
     yield tx
     tx.commit()
+
+
+def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[str], *,
+                chunk_size: int = MAX_ACTIONS) -> int:
+    """Write ``fields`` of many instances: one Update each, ``chunk_size`` per TransactWriteItems.
+
+    Django's ``bulk_update(objs, fields)``. Every update is planned (and validated) before the
+    first request; with a ``fields.Version()`` each is conditional on the version read, and the
+    instances' versions are bumped after their chunk commits. A chunk commits whole or not at all.
+
+    Args:
+        model: the entity class; every object must be an instance of it.
+        objs: the instances, changed in memory.
+        fields: names of the fields to write (not primary-key fields, not the version).
+        chunk_size: actions per transaction (1..100).
+
+    Returns:
+        The number of items updated.
+
+    Raises:
+        ValidationError: no fields, an unknown or key field, a foreign object, one item twice,
+            a bad value (before any request; the table is unchanged).
+        TransactionCanceled: the first chunk was cancelled (a stale version, a failed
+            condition): nothing was written.
+        BatchIncomplete: a later chunk was cancelled; the message says how many items were
+            updated, ``unprocessed`` lists the objects that were not.
+    """
+    from .models import Entity
+
+    objs = list(objs)
+    names = [fields] if isinstance(fields, str) else list(fields)
+    entity = model.__name__
+    if not names:
+        raise ValidationError(f"{entity}.objects.bulk_update() needs the names of the fields to write.",
+                              entity=entity)
+    if not 1 <= chunk_size <= MAX_ACTIONS:
+        raise ValidationError(f"bulk_update chunk_size must be 1..{MAX_ACTIONS}, got {chunk_size!r}.", entity=entity)
+    ops: list[WriteOp] = []
+    seen: dict[Any, int] = {}
+    for i, obj in enumerate(objs):
+        if not isinstance(obj, model) or not isinstance(obj, Entity):
+            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
+                                  entity=entity, value=obj)
+        op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
+        if op.identity in seen:
+            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{seen[op.identity]}] and objs[{i}] are the "
+                                  "same item; pass each item once.", entity=entity, value=obj)
+        seen[op.identity] = i
+        ops.append(op)
+    done = 0
+    for start in range(0, len(ops), chunk_size):
+        tx = Transaction()
+        for op in ops[start:start + chunk_size]:
+            tx._add(op)
+        try:
+            tx.commit()
+        except TransactionCanceled as exc:
+            if done == 0:
+                raise
+            raise BatchIncomplete(
+                f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
+                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:]) from exc
+        done += len(tx.actions)
+    return done

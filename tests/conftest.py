@@ -22,3 +22,22 @@ def project(tmp_path: Path) -> Iterator[Project]:
         proj.cleanup()
 
 
+
+# On `--dynorm-backend=moto` these run on DynamoDB Local only (docs/testing.md says why).
+_DYNAMODB_LOCAL_ONLY = {
+    "tests/integration/test_docs.py": "the docs' examples show DynamoDB Local's endpoint, capacity and fault hooks",
+    "tests/integration/test_migrations.py": "moto's transactions are not thread-safe under parallel Scan segments",
+    "tests/reliability/test_migration_crash.py": "migrations need DynamoDB Local",
+    "tests/integration/test_endpoints.py": "loopback endpoints and credentials",
+    "tests/packaging/test_wheel.py": "starts DynamoDB Local from the wheel",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        reason = _DYNAMODB_LOCAL_ONLY.get(rel)
+        if reason is not None:
+            item.add_marker(pytest.mark.dynamodb_local_only(reason))

@@ -85,7 +85,8 @@ class _Group(click.Group):
             if state is not None and state.traceback:
                 raise
             if isinstance(exc, DynormError):
-                raise click.ClickException(f"{type(exc).__name__}: {exc}") from exc
+                # per-entity errors by their qualified name: Issue.DoesNotExist, not DoesNotExist
+                raise click.ClickException(f"{type(exc).__qualname__}: {exc}") from exc
             raise click.ClickException(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)") \
                 from exc
 

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import click
 
 from . import State, pass_state
+from .confirm import confirm_changes, yes_option
 
 
 def _worker(value: str | None) -> tuple[int, int]:
@@ -168,13 +169,15 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
               help="Strongly consistent scans (twice the RCU); default: eventually consistent (copy mode: consistent).")
 @click.option("--force-unlock", is_flag=True, help="Remove a lock left by a dead run (with a warning) first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress as JSON lines on stderr).")
+@yes_option
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int, mode: str,
             worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
-            force_unlock: bool, as_json: bool) -> None:
+            force_unlock: bool, as_json: bool, yes: bool) -> None:
     """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
     configured, create missing tables and GSIs).
 
+    Against a non-local endpoint it first shows endpoint, account, region and tables and asks (--yes skips).
     SIGINT (Ctrl-C) and SIGTERM stop every segment at its next checkpoint, release the lock and exit
     130 / 143; the same command resumes. Items that fail leave the migration partial (exit 1); a
     re-run retries exactly those.
@@ -182,6 +185,9 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     settings = state.settings()
     if not settings.migrations:
         click.echo(f"Endpoint: {settings.endpoint or 'AWS ' + settings.region}")
+        if not plan_only:
+            confirm_changes(settings, "create missing tables and GSIs",
+                            [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
     from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
@@ -192,6 +198,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     executor = Executor(load_migrations(settings.migrations), reporter=reporter)
     if force_unlock:
         ledger = executor.ledger()
+        confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
         if ledger.exists():
             n = ledger.force_unlock()
             click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.",
@@ -207,6 +214,11 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if not pending and not backwards:
         click.echo(json.dumps({"applied": [], "totals": {}}) if as_json else "No migrations to apply.")
         return
+    if not dry_run:
+        what = (f"reverse {len(backwards)} migration(s) (rewrite or delete items)" if backwards else
+                f"apply {len(pending)} migration(s) (create tables, rewrite or delete items)")
+        tables = sorted({settings.table_prefix + t for m in (pending or backwards) for t in m.tables})
+        confirm_changes(settings, what, tables, yes)
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
                                              "--consistent-read": consistent_read})

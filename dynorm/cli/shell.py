@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dynorm.registry import default_manager
+
 if TYPE_CHECKING:  # pragma: no cover
     from dynorm.tables import Table
 
@@ -40,13 +42,50 @@ def banner(tables: list[type[Table]]) -> str:
             for b in m.indexes.values():
                 lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk.template!r}"
                              f" sk={b.sk.template if b.sk else b.sort_field!r}")
-            qs_class = entity.objects._queryset_class
-            named = [n for n, f in inspect.getmembers(qs_class, inspect.isfunction)
+            manager = default_manager(entity)
+            named = [n for n, f in inspect.getmembers(manager._queryset_class, inspect.isfunction)
                      if not n.startswith("_") and not hasattr(QuerySet, n)]
             if named:
-                lines.append(f"    patterns: {', '.join(f'{entity.__name__}.objects.{n}()' for n in named)}")
-    lines.append("Try: Product.objects.filter(...).explain()   with capture() as c: ...")
+                lines.append(f"    patterns: {', '.join(f'{entity.__name__}.{manager.name}.{n}()' for n in named)}")
+    lines.append(f"Try: {_example(tables)}   with capture() as c: ...")
     return "\n".join(lines)
+
+
+def _example(tables: list[type[Table]]) -> str:
+    """An ``explain()`` line written with the app's own first entity (and its first index field)."""
+    entities = [e for t in tables for e in t.entities().values()]
+    if not entities:
+        return "Entity.objects.filter(...).explain()"
+    entity = entities[0]
+    meta = entity._meta
+    templates = [meta.primary.pk, meta.primary.sk] + [getattr(b, "pk", None) for b in meta.indexes.values()]
+    name = next((f for t in templates if t is not None for f in getattr(t, "fields", ())), None)
+    return f"{entity.__name__}.{default_manager(entity).name}.filter({f'{name}=...' if name else '...'}).explain()"
+
+
+def _readable(value: Any) -> Any:
+    """What the console shows for ``value``: a query plan as its text, everything else unchanged."""
+    from dynorm.plan import Plan
+
+    return _Text(str(value)) if isinstance(value, Plan) else value
+
+
+class _Text(str):
+    """A string that the console echoes without quotes (``repr`` is the text itself)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _displayhook(value: Any) -> None:
+    import builtins
+    import sys
+
+    if value is None:
+        return
+    builtins._ = None  # type: ignore[attr-defined]
+    sys.stdout.write(repr(_readable(value)) + "\n")
+    builtins._ = value  # type: ignore[attr-defined]
 
 
 @click.command()
@@ -71,10 +110,20 @@ def shell(state: State, code: str | None, interface: str | None) -> None:
         else:
             from traitlets.config import Config
 
+            from dynorm.plan import Plan
+
             cfg = Config()
             cfg.TerminalInteractiveShell.banner2 = text + "\n"
+            # a query plan prints as its readable text, not a dataclass dump
+            cfg.PlainTextFormatter.type_printers = {Plan: lambda obj, p, cycle: p.text(str(obj))}
             start_ipython(argv=[], user_ns=ns, config=cfg)
             return
     import code as _code
+    import sys
 
-    _code.interact(banner=text, local=ns, exitmsg="")
+    previous = sys.displayhook
+    sys.displayhook = _displayhook
+    try:
+        _code.interact(banner=text, local=ns, exitmsg="")
+    finally:
+        sys.displayhook = previous

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from dynorm import Entity, Index, Q, Table, fields
+from dynorm import Entity, Index, InvalidQuery, Q, Table, fields
 
 # -- models -----------------------------------------------------------------------------------
 
@@ -234,7 +234,13 @@ def test_querysets_match_a_brute_force_oracle(data: Any) -> None:
             else:
                 qs = qs.filter(to_q(extra))
             conds.append(extra)
-        p = qs.explain()
+        try:
+            p = qs.explain()
+        except InvalidQuery as exc:
+            # contradictory equalities are refused before any request; only ever for an empty answer
+            assert "must equal both" in str(exc)
+            assert not [r for r in recs if all(holds(c, r) for c in conds)]
+            continue
         # the planner picks the access path (an equality on n makes by_n the better one);
         # results come in that path's sort-key order
         order = "name" if p.access_path == "primary" else "n"
