@@ -8,7 +8,7 @@ See ``docs/`` for the tutorial and reference.
 from __future__ import annotations
 
 from . import fields
-from .backend import Capture, Stats, capture
+from .backend import Capture, Stats, aclose, capture
 from .conf import Settings, configure, get_settings
 from .exceptions import (
     AlreadyExists,
@@ -39,7 +39,7 @@ from .options import Index
 from .plan import Plan
 from .query import Page, QuerySet, UnknownItem
 from .tables import Table
-from .transaction import Transaction, transaction
+from .transaction import Transaction, atransaction, transaction
 
 __version__ = "0.1.0"
 
@@ -50,5 +50,5 @@ __all__ = [
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "Table", "TableDoesNotExist",
     "TransactionCanceled", "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
     "configure", "fields",
-    "get_settings", "transaction", "Transaction", "__version__",
+    "get_settings", "transaction", "Transaction", "__version__", "atransaction", "aclose",
 ]

@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable, Generator, Iterator
 
 from . import conf
 from .exceptions import (
     ConditionFailed,
+    ConfigurationError,
     DynormError,
     ServiceError,
     TableDoesNotExist,
     TransactionCanceled,
 )
 
-__all__ = ["client", "call", "paginate", "RetryPolicy", "register_hook", "unregister_hook", "capture", "Capture",
-           "RequestRecord", "Stats", "LOCAL_CREDENTIALS", "credentials_for", "describe_endpoint", "tables_of"]
+__all__ = ["client", "call", "paginate", "aclient", "acall", "apaginate", "aclose", "drive", "adrive", "stream",
+           "collect", "first_emit", "astream", "Send", "Sleep", "Emit", "Pager", "RetryPolicy", "register_hook",
+           "unregister_hook", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS", "credentials_for",
+           "describe_endpoint", "tables_of"]
 
 #: Dummy credentials, used only when botocore's credential chain resolves none *and* the endpoint
 #: is on the loopback interface (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
@@ -334,28 +338,42 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
     """
     from botocore.exceptions import BotoCoreError, ClientError
 
-    method = _method_name(operation)
     try:
-        response = getattr(client(), method)(**params)
+        response = getattr(client(), _method_name(operation))(**params)
     except ClientError as exc:
-        err = exc.response.get("Error", {})
-        code = err.get("Code", "")
-        _record(operation, params, None, code, stats)
-        raise _wrap(operation, params, code, err.get("Message", ""), exc.response) from exc
+        raise _client_error(operation, params, exc, stats) from exc
     except BotoCoreError as exc:
-        _record(operation, params, None, type(exc).__name__, stats)
-        settings = conf.get_settings()
-        if type(exc).__name__ == "NoCredentialsError":
-            raise ServiceError(
-                f"{operation}{_on_tables(params)}: no AWS credentials found for {describe_endpoint(settings)} "
-                "(botocore looks in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, SSO and instance roles); "
-                "for DynamoDB Local use an http://127.0.0.1:PORT endpoint (`dynorm local start`).",
-                code="NoCredentialsError", operation=operation) from exc
-        hint = (" Is DynamoDB Local running? Start it with `dynorm local start`." if settings.is_local
-                else " Check `endpoint`/`region` in dynorm.yaml (or DYNORM_ENDPOINT).")
-        where = describe_endpoint(settings)
-        raise ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
-                           f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation) from exc
+        raise _botocore_error(operation, params, exc, stats) from exc
+    return _answered(operation, params, response, stats)
+
+
+def _client_error(operation: str, params: dict[str, Any], exc: Any, stats: Stats | None) -> DynormError:
+    """Record a request DynamoDB refused and return the dynorm error for it (sync and async alike)."""
+    err = exc.response.get("Error", {})
+    code = err.get("Code", "")
+    _record(operation, params, None, code, stats)
+    return _wrap(operation, params, code, err.get("Message", ""), exc.response)
+
+
+def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stats: Stats | None) -> DynormError:
+    """Record a request that got no answer and return the dynorm error for it (sync and async alike)."""
+    _record(operation, params, None, type(exc).__name__, stats)
+    settings = conf.get_settings()
+    if type(exc).__name__ == "NoCredentialsError":
+        return ServiceError(
+            f"{operation}{_on_tables(params)}: no AWS credentials found for {describe_endpoint(settings)} "
+            "(botocore looks in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws, SSO and instance roles); "
+            "for DynamoDB Local use an http://127.0.0.1:PORT endpoint (`dynorm local start`).",
+            code="NoCredentialsError", operation=operation)
+    hint = (" Is DynamoDB Local running? Start it with `dynorm local start`." if settings.is_local
+            else " Check `endpoint`/`region` in dynorm.yaml (or DYNORM_ENDPOINT).")
+    where = describe_endpoint(settings)
+    return ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
+                        f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation)
+
+
+def _answered(operation: str, params: dict[str, Any], response: dict[str, Any], stats: Stats | None) -> dict[str, Any]:
+    """Record an answered request and return its response (sync and async alike)."""
     meta = response.get("ResponseMetadata")
     ctype = meta.get("HTTPHeaders", {}).get("content-type", "") if meta else ""
     if ctype and "json" not in ctype:
@@ -367,16 +385,154 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
     return response
 
 
+# -- asyncio: aiobotocore (the optional extra ``dynorm[async]``), imported on first use ------------
+_aclients: dict[Any, tuple[tuple[Any, ...], Any, Any]] = {}
+
+
+def _import_aiobotocore() -> Any:
+    try:
+        import aiobotocore.session
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ConfigurationError("dynorm's async API needs aiobotocore: pip install 'dynorm[async]'.") from exc
+    return aiobotocore.session
+
+
+async def aclient() -> Any:
+    """Return the aiobotocore DynamoDB client of the running event loop (built on first use).
+
+    One client per event loop (an aiohttp connection pool belongs to one loop); the same
+    settings, credentials, retries and :func:`register_hook` hooks as :func:`client`. Close it
+    with :func:`aclose` before the loop ends (``asyncio.run(main())``: ``await dynorm.aclose()``
+    at the end of ``main``).
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    settings = conf.get_settings()
+    conn = _connection(settings)
+    entry = _aclients.get(loop)
+    if entry is not None and entry[0] == conn:
+        return entry[1]
+    if entry is not None:
+        await aclose()
+    from botocore.config import Config
+
+    session = _import_aiobotocore().get_session()
+    kwargs: dict[str, Any] = {}
+    explicit = credentials_for(settings)
+    if explicit is not None:
+        kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = explicit
+    config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
+                    connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
+                    max_pool_connections=64, parameter_validation=False)
+    context = session.create_client("dynamodb", region_name=settings.region, endpoint_url=settings.endpoint,
+                                    config=config, **kwargs)
+    new = await context.__aenter__()
+    with _client_lock:
+        hooks = list(_hooks)
+    for event, handler in hooks:
+        new.meta.events.register(event, handler)
+    entry = _aclients.get(loop)
+    if entry is not None and entry[0] == conn:  # another task built one meanwhile: keep that one
+        await context.__aexit__(None, None, None)
+        return entry[1]
+    _aclients[loop] = (conn, new, context)
+    return new
+
+
+async def aclose() -> None:
+    """Close the running event loop's aiobotocore client and its connections (rebuilt on next use)."""
+    import asyncio
+
+    entry = _aclients.pop(asyncio.get_running_loop(), None)
+    if entry is not None:
+        await entry[2].__aexit__(None, None, None)
+
+
+async def acall(operation: str, params: dict[str, Any], *, stats: Stats | None = None) -> dict[str, Any]:
+    """:func:`call` for asyncio: send one request with aiobotocore and return its response.
+
+    The same records (``capture()``, ``stats``), retries and errors as :func:`call`. A
+    cancelled task cancels the request (aiohttp closes its connection): nothing stays in flight.
+
+    Raises:
+        the errors of :func:`call`.
+    """
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    method = getattr(await aclient(), _method_name(operation))
+    try:
+        response = await method(**params)
+    except ClientError as exc:
+        raise _client_error(operation, params, exc, stats) from exc
+    except BotoCoreError as exc:
+        raise _botocore_error(operation, params, exc, stats) from exc
+    return _answered(operation, params, response, stats)
+
+
+class Pager:
+    """The one loop over LastEvaluatedKey, without I/O: the next request, given the last response.
+
+    :func:`paginate`, :func:`apaginate` and the queryset pipeline drive it. The first request
+    is ``params`` exactly as given (plus ``ExclusiveStartKey`` when ``start_key`` is given);
+    each later request changes only ``ExclusiveStartKey`` and, when ``next_limit`` is given,
+    ``Limit``.
+
+    Args:
+        params: the request parameters of the first page (not modified).
+        start_key: the ExclusiveStartKey of the first request (a resumed cursor), or ``None``.
+        next_limit: called with the number of the request about to be sent (1 for the
+            second) to give its ``Limit`` (``None`` drops ``Limit``).
+    """
+
+    def __init__(self, params: dict[str, Any], start_key: dict[str, Any] | None = None,
+                 next_limit: Callable[[int], int | None] | None = None) -> None:
+        self.request: dict[str, Any] | None = dict(params)
+        if start_key:
+            self.request["ExclusiveStartKey"] = start_key
+        self.sent = 0
+        self.next_limit = next_limit
+
+    def got(self, response: dict[str, Any]) -> None:
+        """Take the response to ``self.request``; ``self.request`` becomes the next one, or ``None``."""
+        self.sent += 1
+        key = response.get("LastEvaluatedKey")
+        if not key or self.request is None:
+            self.request = None
+            return
+        request = dict(self.request)
+        request["ExclusiveStartKey"] = key
+        if self.next_limit is not None:
+            limit = self.next_limit(self.sent)
+            if limit is None:
+                request.pop("Limit", None)
+            else:
+                request["Limit"] = limit
+        self.request = request
+
+
+def page_steps(operation: str, params: dict[str, Any], *, stats: Stats | None = None,
+               start_key: dict[str, Any] | None = None,
+               next_limit: Callable[[int], int | None] | None = None) -> Steps:
+    """The steps of :func:`paginate`: a :class:`Send` per page, an :class:`Emit` of each response."""
+    pager = Pager(params, start_key, next_limit)
+    while pager.request is not None:
+        response = yield Send(operation, pager.request, stats)
+        yield Emit(response)
+        pager.got(response)
+
+
 def paginate(operation: str, params: dict[str, Any], *, stats: Stats | None = None,
              start_key: dict[str, Any] | None = None,
              next_limit: Callable[[int], int | None] | None = None) -> Iterator[dict[str, Any]]:
     """Send ``operation`` page after page, following LastEvaluatedKey; yield each response.
 
-    The one loop over LastEvaluatedKey: querysets, ``count()`` and the migration engine
-    page through it. The first request is ``params`` exactly as given (plus
+    The one loop over LastEvaluatedKey (:class:`Pager`): querysets, ``count()`` and the
+    migration engine page through it. The first request is ``params`` exactly as given (plus
     ``ExclusiveStartKey`` when ``start_key`` is given); each later request changes only
     ``ExclusiveStartKey`` and, when ``next_limit`` is given, ``Limit``. Stop early by
     leaving the loop (closing the generator): no further request is sent.
+    :func:`apaginate` is the same for asyncio.
 
     Args:
         operation: ``"Query"`` or ``"Scan"``.
@@ -392,25 +548,205 @@ def paginate(operation: str, params: dict[str, Any], *, stats: Stats | None = No
     Raises:
         the errors of :func:`call`.
     """
-    request = dict(params)
-    if start_key:
-        request["ExclusiveStartKey"] = start_key
-    sent = 0
+    return stream(page_steps(operation, params, stats=stats, start_key=start_key, next_limit=next_limit))
+
+
+# -- steps: one implementation of each decision, driven by a sync or an asyncio driver ------------
+@dataclass
+class Send:
+    """A step asking its driver to send one request (:func:`call` or :func:`acall`); the driver
+    sends the response back into the steps, or throws the dynorm error in."""
+
+    operation: str
+    params: dict[str, Any]
+    stats: Stats | None = None
+
+
+@dataclass
+class Sleep:
+    """A step asking its driver to wait ``seconds`` (``time.sleep`` or ``asyncio.sleep``)."""
+
+    seconds: float
+
+
+@dataclass
+class Emit:
+    """A step handing a value out of a streaming run (:func:`stream`, :func:`astream`)."""
+
+    value: Any
+
+
+#: A generator of :class:`Send`/:class:`Sleep`/:class:`Emit` steps; its return value is the result.
+Steps = Generator[Any, Any, Any]
+
+
+def _advance(steps: Steps, value: Any, error: BaseException | None) -> Any:
+    return steps.send(value) if error is None else steps.throw(error)
+
+
+def drive(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Any:
+    """Run ``steps`` synchronously (blocking I/O through :func:`call`) and return their result.
+
+    Args:
+        steps: the generator of steps.
+        sleep: how a :class:`Sleep` step waits (injectable for tests).
+    """
+    value: Any = None
+    error: BaseException | None = None
     while True:
-        response = call(operation, request, stats=stats)
-        sent += 1
-        yield response
-        key = response.get("LastEvaluatedKey")
-        if not key:
-            return
-        request = dict(request)
-        request["ExclusiveStartKey"] = key
-        if next_limit is not None:
-            limit = next_limit(sent)
-            if limit is None:
-                request.pop("Limit", None)
+        try:
+            step = _advance(steps, value, error)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        if isinstance(step, Send):
+            try:
+                value = call(step.operation, step.params, stats=step.stats)
+            except DynormError as exc:
+                error = exc
+        elif isinstance(step, Sleep):
+            sleep(step.seconds)
+        else:
+            steps.close()
+            raise TypeError(f"drive(): unexpected step {step!r}")
+
+
+def stream(steps: Steps) -> Iterator[Any]:
+    """Run ``steps`` synchronously, yielding each :class:`Emit` value; closing it sends nothing more."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return
+            value, error = None, None
+            if isinstance(step, Send):
+                try:
+                    value = call(step.operation, step.params, stats=step.stats)
+                except DynormError as exc:
+                    error = exc
+            elif isinstance(step, Sleep):
+                time.sleep(step.seconds)
             else:
-                request["Limit"] = limit
+                yield step.value
+    finally:
+        steps.close()
+
+
+async def adrive(steps: Steps) -> Any:
+    """Run ``steps`` on the running event loop (requests through :func:`acall`) and return their result."""
+    import asyncio
+
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            if isinstance(step, Send):
+                try:
+                    value = await acall(step.operation, step.params, stats=step.stats)
+                except DynormError as exc:
+                    error = exc
+            elif isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+            else:
+                raise TypeError(f"adrive(): unexpected step {step!r}")
+    finally:
+        steps.close()
+
+
+async def astream(steps: Steps) -> AsyncIterator[Any]:
+    """Run ``steps`` on the running event loop, yielding each :class:`Emit` value.
+
+    Closing it (``aclose()``, a cancelled task) sends nothing more.
+    """
+    import asyncio
+
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return
+            value, error = None, None
+            if isinstance(step, Send):
+                try:
+                    value = await acall(step.operation, step.params, stats=step.stats)
+                except DynormError as exc:
+                    error = exc
+            elif isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+            else:
+                yield step.value
+    finally:
+        steps.close()
+
+
+def collect(steps: Steps) -> Steps:
+    """Run ``steps`` inside other steps, gathering their :class:`Emit` values: ``out = yield from collect(s)``.
+
+    :class:`Send` and :class:`Sleep` steps pass through to the outer driver (and its answers
+    and errors back in).
+    """
+    out: list[Any] = []
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return out
+            value, error = None, None
+            if isinstance(step, Emit):
+                out.append(step.value)
+                continue
+            try:
+                value = yield step
+            except Exception as exc:  # noqa: BLE001 - handed on to the inner steps
+                error = exc
+    finally:
+        steps.close()
+
+
+def first_emit(steps: Steps, default: Any = None) -> Steps:
+    """Run ``steps`` inside other steps up to their first :class:`Emit`, then close them (no further request).
+
+    Returns:
+        the first emitted value, or ``default`` when they emit none.
+    """
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return default
+            value, error = None, None
+            if isinstance(step, Emit):
+                return step.value
+            try:
+                value = yield step
+            except Exception as exc:  # noqa: BLE001 - handed on to the inner steps
+                error = exc
+    finally:
+        steps.close()
+
+
+def apaginate(operation: str, params: dict[str, Any], *, stats: Stats | None = None,
+              start_key: dict[str, Any] | None = None,
+              next_limit: Callable[[int], int | None] | None = None) -> AsyncIterator[dict[str, Any]]:
+    """:func:`paginate` for asyncio: ``async for response in apaginate(...)`` (same requests)."""
+    return astream(page_steps(operation, params, stats=stats, start_key=start_key, next_limit=next_limit))
 
 
 _METHODS: dict[str, str] = {}
@@ -514,6 +850,7 @@ def reset_client() -> None:
     """Drop the cached client and resolved credentials (both are rebuilt on next use)."""
     global _client, _client_settings, _resolved, _session
     with _client_lock:
+        _aclients.clear()
         _client = None
         _client_settings = None
         _resolved = _UNRESOLVED

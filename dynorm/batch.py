@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
 __all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get", "send_until_processed", "send_chunk",
-           "answered"]
+           "answered", "bulk_create_steps", "batch_get_steps", "chunk_steps"]
 
 WRITE_CHUNK = 25
 READ_CHUNK = 100
@@ -74,20 +74,26 @@ def send_chunk(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy, sle
         of the failed BatchWriteItem: not written when DynamoDB answered with an error, unknown
         when no answer came (see :func:`answered`); the other requests of the chunk went in.
     """
+    return backend.drive(chunk_steps(table, chunk, policy, capacity), sleep)  # type: ignore[no-any-return]
+
+
+def chunk_steps(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy,
+                capacity: bool = True) -> backend.Steps:
+    """The steps of :func:`send_chunk` (for :func:`dynorm.backend.drive`/``adrive``)."""
     pending = chunk
     for attempt in range(1, policy.max_attempts + 1):
         params: dict[str, Any] = {"RequestItems": {table: pending}}
         if capacity:
             params["ReturnConsumedCapacity"] = "TOTAL"
         try:
-            response = backend.call("BatchWriteItem", params)
+            response = yield backend.Send("BatchWriteItem", params)
         except DynormError as exc:
             return pending, exc
         pending = response.get("UnprocessedItems", {}).get(table, [])
         if not pending:
             return [], None
         if attempt < policy.max_attempts:
-            sleep(policy.delay(attempt))
+            yield backend.Sleep(policy.delay(attempt))
     return pending, None
 
 
@@ -100,7 +106,7 @@ def answered(error: BaseException) -> bool:
 
 
 def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]],
-           policy: RetryPolicy, verb: str, sleep: Callable[[float], None]) -> list[dict[str, Any]]:
+           policy: RetryPolicy, verb: str) -> backend.Steps:
     """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25.
 
     Returns:
@@ -119,7 +125,7 @@ def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, A
     sent = 0
     for chunk in _chunks(requests, WRITE_CHUNK):
         by_identity = {_identity(key): entity_key for entity_key, key, _ in chunk}
-        pending, stop = send_chunk(table, [req for _, _, req in chunk], policy, sleep)
+        pending, stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy)
         sent += len(chunk)
         left = set()
         for req in pending:
@@ -161,6 +167,11 @@ def _check_duplicates(model: type[Entity], keys: list[dict[str, Any]]) -> None:
 
 def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy | None = None,
                 sleep: Callable[[float], None] = time.sleep) -> list[Entity]:
+    """Write many new items with BatchWriteItem (25 per request); see :func:`bulk_create_steps`."""
+    return backend.drive(bulk_create_steps(model, objs, policy), sleep)  # type: ignore[no-any-return]
+
+
+def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy | None = None) -> backend.Steps:
     """Write many new items with BatchWriteItem (25 per request).
 
     Every item is validated and its keys computed before the first request. BatchWriteItem
@@ -191,7 +202,7 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
     _check_duplicates(model, [k for _, k, _ in requests])
     written: list[dict[str, Any]] = []
     try:
-        written = _write(model, requests, policy or RetryPolicy(), "bulk_create", sleep)
+        written = yield from _write(model, requests, policy or RetryPolicy(), "bulk_create")
     except BatchIncomplete as exc:
         written = exc.written
         raise
@@ -219,8 +230,8 @@ def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any
     keys = [primary_key_of(model, t) for t in targets]
     _check_duplicates(model, keys)
     entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]
-    _write(model, [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)],
-           policy or RetryPolicy(), "bulk_delete", sleep)
+    backend.drive(_write(model, [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)],
+                         policy or RetryPolicy(), "bulk_delete"), sleep)
     return len(keys)
 
 
@@ -228,10 +239,15 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
               consistent: bool = False, policy: RetryPolicy | None = None,
               sleep: Callable[[float], None] = time.sleep,
               unreadable: list[UnreadableItem] | None = None) -> list[Any]:
+    """Read items by primary key with BatchGetItem (100 distinct keys per request); see :func:`batch_get_steps`."""
+    return backend.drive(batch_get_steps(keys, consistent, policy, unreadable), sleep)  # type: ignore[no-any-return]
+
+
+def batch_get_steps(keys: Sequence[tuple[type[Entity], dict[str, Any]]], consistent: bool = False,
+                    policy: RetryPolicy | None = None, unreadable: list[UnreadableItem] | None = None) -> backend.Steps:
     """Read items by primary key with BatchGetItem (100 distinct keys per request).
 
     Args:
-        model: unused hint (keys carry their entity class).
         keys: (entity class, primary key in DynamoDB JSON) pairs; duplicates are read once.
         unreadable: when given, items that cannot be decoded are skipped and appended here
             (``skip_unreadable()``); when ``None`` they raise :class:`UnreadableItems` at the end.
@@ -260,7 +276,7 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
                 spec["ConsistentRead"] = True
         tables = {cls._meta.table.table_name(): cls._meta.table for cls, _ in chunk}
         for attempt in range(1, policy.max_attempts + 1):
-            resp = backend.call("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"})
+            resp = yield backend.Send("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"})
             for table_name, items in resp.get("Responses", {}).items():
                 table = tables[table_name]
                 type_attr = table._meta.type_attribute
@@ -276,7 +292,7 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
             if not request:
                 break
             if attempt < policy.max_attempts:
-                sleep(policy.delay(attempt))
+                yield backend.Sleep(policy.delay(attempt))
         for spec in request.values():
             failed += spec.get("Keys", [])
     if failed:

@@ -23,7 +23,7 @@ from .expressions import Q
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
-from .sender import send
+from .sender import asend, send
 from .tables import Table
 from .writes import prepare_delete, prepare_put, prepare_update, stored_key
 
@@ -245,6 +245,11 @@ class Entity(Model, metaclass=EntityMeta):
         send(prepare_put(self, create=_create, update_fields=update_fields))
         return self
 
+    async def asave(self, *, update_fields: Iterable[str] | None = None, _create: bool = False) -> Entity:
+        """:meth:`save` for asyncio: the same plan, condition, revision token and errors (``await obj.asave()``)."""
+        await asend(prepare_put(self, create=_create, update_fields=update_fields))
+        return self
+
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
         """Change fields in one UpdateItem (ReturnValues ALL_NEW) and refresh the instance.
 
@@ -270,6 +275,11 @@ class Entity(Model, metaclass=EntityMeta):
         send(prepare_update(type(self), instance=self, changes=changes, condition=condition))
         return self
 
+    async def aupdate(self, *, condition: Q | None = None, **changes: Any) -> Entity:
+        """:meth:`update` for asyncio (one UpdateItem, the same plan and errors)."""
+        await asend(prepare_update(type(self), instance=self, changes=changes, condition=condition))
+        return self
+
     def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
         """Delete the item (DeleteItem); with a ``fields.Version()`` only if unchanged since read.
 
@@ -281,6 +291,10 @@ class Entity(Model, metaclass=EntityMeta):
             ConditionFailed: ``condition`` did not hold.
         """
         send(prepare_delete(type(self), self, condition=condition))
+
+    async def adelete(self, *, condition: Q | None = None) -> None:
+        """:meth:`delete` for asyncio (one DeleteItem, the same plan and errors)."""
+        await asend(prepare_delete(type(self), self, condition=condition))
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).
@@ -312,9 +326,16 @@ class Entity(Model, metaclass=EntityMeta):
         Raises:
             Entity.DoesNotExist: the item is gone.
         """
+        backend.drive(self._refresh_steps())
+
+    async def arefresh_from_db(self) -> None:
+        """:meth:`refresh_from_db` for asyncio (one GetItem, ConsistentRead)."""
+        await backend.adrive(self._refresh_steps())
+
+    def _refresh_steps(self) -> backend.Steps:
         meta = self._meta
-        resp = backend.call("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
-                                        "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+        resp = yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
+                                              "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
         self.deserialize(resp["Item"])

@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Callable,
+    Generic,
+    Iterable,
+    Iterator,
+    Mapping,
+    TypeVar,
+    overload,
+)
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
@@ -371,7 +382,17 @@ class QuerySet(Generic[T]):
 
     def _run(self, p: Plan, *, start: int = 0, stop: int | None = None, start_key: dict[str, Any] | None = None,
              tail: _Tail | None = None, prefetch: bool = True) -> Iterator[list[Any]]:
+        """Drive :meth:`_run_steps` synchronously: one list of results per response."""
+        return backend.stream(self._run_steps(p, start=start, stop=stop, start_key=start_key, tail=tail,
+                                              prefetch=prefetch))
+
+    def _run_steps(self, p: Plan, *, start: int = 0, stop: int | None = None,
+                   start_key: dict[str, Any] | None = None, tail: _Tail | None = None,
+                   prefetch: bool = True) -> backend.Steps:
         """The one result pipeline: send ``p`` page by page, decode, apply the window, prefetch.
+
+        Written as steps (:mod:`dynorm.backend`: ``Send``/``Sleep``/``Emit``) so that the sync
+        driver and the asyncio driver share every decision and differ only in the I/O call.
 
         Every evaluation goes through here (iteration, ``iterator()``, ``page()``, ``get()``,
         ``first()``, ``exists()``). Yields one list of results per response: the matches
@@ -383,16 +404,18 @@ class QuerySet(Generic[T]):
 
         With ``tail``, one match more than ``stop`` is read to learn whether there is more;
         ``tail`` then holds the raw last returned item and whether more matches exist.
+
+        Yields :class:`~dynorm.backend.Send`/``Sleep`` steps and an ``Emit`` of each list of results.
         """
         decode = self._decoder(p)
-        resolve = self._resolve_prefetch if prefetch else (lambda objs: None)
         if p.operation == "GetItem":
-            resp = backend.call("GetItem", p.params, stats=self.stats)
+            resp = yield backend.Send("GetItem", p.params, self.stats)
             item = resp.get("Item")
             obj = decode(item) if item else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
-            resolve(objs)
-            yield objs
+            if prefetch:
+                yield from self._prefetch_steps(objs)
+            yield backend.Emit(objs)
             return
         if stop is not None and stop <= start:
             return  # qs[:0] reads nothing
@@ -407,8 +430,10 @@ class QuerySet(Generic[T]):
             need = stop + peek - seen
             return max(need, min(first_limit * 8 ** sent, 1000)) if read_ahead else need
 
-        for resp in backend.paginate(p.operation, p.params, stats=self.stats, start_key=start_key,
-                                     next_limit=next_limit):
+        pager = backend.Pager(p.params, start_key, next_limit)
+        while pager.request is not None:
+            resp = yield backend.Send(p.operation, pager.request, self.stats)
+            pager.got(resp)
             batch: list[Any] = []
             for raw in resp.get("Items", ()):
                 obj = decode(raw)
@@ -423,9 +448,10 @@ class QuerySet(Generic[T]):
                     if tail is not None:
                         tail.last = raw
                 seen += 1
-            resolve(batch)
+            if prefetch:
+                yield from self._prefetch_steps(batch)
             if batch:
-                yield batch
+                yield backend.Emit(batch)
             if tail is not None and tail.more:
                 return
             if stop is not None and seen >= stop and tail is None:
@@ -433,14 +459,56 @@ class QuerySet(Generic[T]):
 
     def _fetch_all(self) -> list[Any]:
         if self._cache is None:
+            backend.drive(self._fetch_all_steps())
+        assert self._cache is not None
+        return self._cache
+
+    def _fetch_all_steps(self) -> backend.Steps:
+        if self._cache is None:
             p = self._plan()
-            out: list[Any] = []
             self.unreadable = []
-            for batch in self._run(p, start=self._window.start, stop=self._window.stop):
-                out += batch
+            batches = yield from backend.collect(self._run_steps(p, start=self._window.start, stop=self._window.stop))
+            out = [obj for batch in batches for obj in batch]
             self._settle_unreadable(out)
             self._cache = out
         return self._cache
+
+    async def __aiter__(self) -> AsyncIterator[T]:
+        """``async for obj in qs``: the results, page by page as the responses arrive (asyncio).
+
+        The same requests as ``for obj in qs``; a completed iteration fills the result cache.
+        Leaving the loop early (``break``, a cancelled task) sends no further request.
+        """
+        if self._cache is not None:
+            for obj in self._cache:
+                yield obj
+            return
+        p = self._plan()
+        self.unreadable = []
+        out: list[Any] = []
+        pages = backend.astream(self._run_steps(p, start=self._window.start, stop=self._window.stop))
+        try:
+            async for batch in pages:
+                out += batch
+                for obj in batch:
+                    yield obj
+        finally:
+            await pages.aclose()  # type: ignore[attr-defined]
+        self._settle_unreadable([])  # every item that decoded was yielded first
+        self._cache = out
+
+    async def aiterator(self) -> AsyncIterator[T]:
+        """:meth:`iterator` for asyncio: ``async for obj in qs.aiterator()`` (no result cache)."""
+        p = self._plan()
+        self.unreadable = []
+        pages = backend.astream(self._run_steps(p, start=self._window.start, stop=self._window.stop))
+        try:
+            async for batch in pages:
+                for obj in batch:
+                    yield obj
+        finally:
+            await pages.aclose()  # type: ignore[attr-defined]
+        self._settle_unreadable([])
 
     def __iter__(self) -> Iterator[T]:
         return iter(self._fetch_all())
@@ -519,19 +587,26 @@ class QuerySet(Generic[T]):
             ScanRequired: no access path serves the conditions.
             UnreadableItems: a matching stored item cannot be decoded (names its key and attribute).
         """
+        return backend.drive(self._get_steps(args, kwargs))  # type: ignore[no-any-return]
+
+    async def aget(self, *args: Q, **kwargs: Any) -> T:
+        """:meth:`get` for asyncio: ``await Product.objects.aget(product_id=...)`` (the same requests and errors)."""
+        return await backend.adrive(self._get_steps(args, kwargs))  # type: ignore[no-any-return]
+
+    def _get_steps(self, args: tuple[Q, ...], kwargs: dict[str, Any]) -> backend.Steps:
         kwargs = _expand_pk(self.model, kwargs)
         qs = self.filter(*args, **kwargs) if (args or kwargs) else self
         p = qs._plan(limit=None if qs._window.stop is not None else 2)
         items: list[Any] = []
         qs.unreadable = []
         if p.operation == "GetItem":
-            items = next(qs._run(p), [])
+            items = yield from backend.first_emit(qs._run_steps(p), [])
             if not items:
-                items = qs._get_older_versions(p, kwargs)
+                items = yield from qs._get_older_versions(p, kwargs)
         else:
             stop = qs._window.start + 2 if qs._window.stop is None else min(qs._window.stop, qs._window.start + 2)
-            for batch in qs._run(p, start=qs._window.start, stop=stop):
-                items += batch
+            batches = yield from backend.collect(qs._run_steps(p, start=qs._window.start, stop=stop))
+            items = [obj for batch in batches for obj in batch]
         self.stats = qs.stats
         self.unreadable = qs.unreadable
         self._settle_unreadable(items)
@@ -546,7 +621,7 @@ class QuerySet(Generic[T]):
             f"get() matched more than one {self.model.__name__} for {described}; add conditions "
             "or use filter().")
 
-    def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> list[Any]:
+    def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> backend.Steps:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
 
         Costs one extra GetItem per older version tried. An item found this way is saved
@@ -560,7 +635,8 @@ class QuerySet(Generic[T]):
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
         for version in older:
             key = meta.primary_key(values, version)
-            found = next(self._run(replace(p, params={**p.params, "Key": key}, key=key)), [])
+            found = yield from backend.first_emit(self._run_steps(replace(p, params={**p.params, "Key": key},
+                                                                           key=key)), [])
             if found:
                 found[0]._state.fallback = version
                 return found
@@ -572,9 +648,17 @@ class QuerySet(Generic[T]):
         One Query with ``Limit`` 1 (``qs[:1].explain()``); behind a FilterExpression the
         following requests read ahead (8, 64, ... items), so a few requests find the first match.
         """
+        return backend.drive(self._first_steps())  # type: ignore[no-any-return]
+
+    async def afirst(self) -> T | None:
+        """:meth:`first` for asyncio (the same request)."""
+        return await backend.adrive(self._first_steps())  # type: ignore[no-any-return]
+
+    def _first_steps(self) -> backend.Steps:
         qs = self[:1] if self._window.stop is None or self._window.stop > self._window.start + 1 else self
         assert isinstance(qs, QuerySet)
-        items = qs._fetch_all() if qs is not self else list(self)[:1]
+        items = yield from qs._fetch_all_steps()
+        items = items if qs is not self else items[:1]
         return items[0] if items else None
 
     def last(self) -> T | None:
@@ -582,11 +666,22 @@ class QuerySet(Generic[T]):
         self._check_unsliced("take last() of")
         return self.reverse().first()
 
+    async def alast(self) -> T | None:
+        """:meth:`last` for asyncio (the same reversed Query, Limit 1)."""
+        self._check_unsliced("take last() of")
+        return await self.reverse().afirst()
+
     def exists(self) -> bool:
         """Return True when at least one item matches (the request of :meth:`first`)."""
         if self._cache is not None:
             return bool(self._cache)
         return self.first() is not None
+
+    async def aexists(self) -> bool:
+        """:meth:`exists` for asyncio (the request of :meth:`afirst`)."""
+        if self._cache is not None:
+            return bool(self._cache)
+        return await self.afirst() is not None
 
     def count(self) -> int:
         """Count the matches: Select=COUNT over all pages (``explain(count=True)`` shows the request).
@@ -594,14 +689,24 @@ class QuerySet(Generic[T]):
         A sliced queryset counts what the slice returns (reading it); a full primary key
         is one GetItem.
         """
+        return backend.drive(self._count_steps())  # type: ignore[no-any-return]
+
+    async def acount(self) -> int:
+        """:meth:`count` for asyncio (the same Select=COUNT requests)."""
+        return await backend.adrive(self._count_steps())  # type: ignore[no-any-return]
+
+    def _count_steps(self) -> backend.Steps:
         if self._cache is not None:
             return len(self._cache)
         if self._window.start or self._window.stop is not None:
-            return len(self._fetch_all())
+            items = yield from self._fetch_all_steps()
+            return len(items)
         p = self._plan(count=True)
         if p.operation == "GetItem":
-            return sum(len(batch) for batch in self._run(p, prefetch=False))
-        return sum(int(resp.get("Count", 0)) for resp in backend.paginate(p.operation, p.params, stats=self.stats))
+            batches = yield from backend.collect(self._run_steps(p, prefetch=False))
+            return sum(len(batch) for batch in batches)
+        responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
+        return sum(int(resp.get("Count", 0)) for resp in responses)
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Evaluate and return dicts of ``fields`` (all fields when none given).
@@ -641,6 +746,13 @@ class QuerySet(Generic[T]):
             UnreadableItems: an item of the page cannot be decoded; ``.items`` holds the page's
                 other items and ``.cursor`` the next page's cursor (or use ``skip_unreadable()``).
         """
+        return backend.drive(self._page_steps(size, cursor))  # type: ignore[no-any-return]
+
+    async def apage(self, size: int = 25, cursor: str | None = None) -> Page[T]:
+        """:meth:`page` for asyncio: ``await qs.apage(25, cursor)`` (the same requests and cursors)."""
+        return await backend.adrive(self._page_steps(size, cursor))  # type: ignore[no-any-return]
+
+    def _page_steps(self, size: int, cursor: str | None) -> backend.Steps:
         if not isinstance(size, int) or not 1 <= size <= 1000:
             raise InvalidQuery(f"page size must be an int from 1 to 1000, got {size!r}.")
         self._check_unsliced("page")
@@ -650,15 +762,14 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             if cursor is not None:
                 raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
-            found = next(self._run(p), [])
+            found = yield from backend.first_emit(self._run_steps(p), [])
             self._settle_unreadable(found)
             return Page(found, None, list(self.unreadable))
         context, secret, key_attrs = self._cursor_context(p)
         start = decode_cursor(cursor, context, secret, key_attrs) if cursor is not None else None
         tail = _Tail()
-        items: list[Any] = []
-        for batch in self._run(p, stop=size, start_key=start, tail=tail):
-            items += batch
+        batches = yield from backend.collect(self._run_steps(p, stop=size, start_key=start, tail=tail))
+        items: list[Any] = [obj for batch in batches for obj in batch]
         if not tail.more or tail.last is None:
             self._settle_unreadable(items)
             return Page(items, None, list(self.unreadable))
@@ -896,10 +1007,10 @@ class QuerySet(Generic[T]):
                 raise InvalidQuery(f"prefetch({n!r}): {self.model.__name__}.{n} is not a fields.Reference.")
         return self._clone(prefetch=(*self._state.prefetch, *names))
 
-    def _resolve_prefetch(self, objs: list[Any]) -> None:
+    def _prefetch_steps(self, objs: list[Any]) -> backend.Steps:
         if not self._state.prefetch or not objs:
             return
-        from .batch import batch_get
+        from .batch import batch_get_steps
         from .writes import primary_key_of
 
         wanted: list[tuple[Any, str, Any, dict[str, Any]]] = []
@@ -910,8 +1021,8 @@ class QuerySet(Generic[T]):
                 value = getattr(obj, name, None)
                 if value:
                     wanted.append((obj, name, target, primary_key_of(target, value)))
-        found = batch_get(None, [(t, k) for _, _, t, k in wanted], consistent=self._state.consistent,
-                          unreadable=self.unreadable if self._skip_unreadable else None)
+        found = yield from batch_get_steps([(t, k) for _, _, t, k in wanted], consistent=self._state.consistent,
+                                           unreadable=self.unreadable if self._skip_unreadable else None)
         index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
         for obj, name, target, key in wanted:
             hit = index.get((target, tuple(v["S"] for v in key.values())))

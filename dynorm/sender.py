@@ -17,10 +17,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
     from .writes import WriteOp
 
-__all__ = ["send"]
+__all__ = ["send", "asend", "send_steps"]
 
 
 def send(op: WriteOp) -> Entity | None:
+    """Send one planned write alone and apply it to its instance (see :func:`send_steps`)."""
+    return backend.drive(send_steps(op))  # type: ignore[no-any-return]
+
+
+async def asend(op: WriteOp) -> Entity | None:
+    """:func:`send` for asyncio (the same steps, requests through :func:`dynorm.backend.acall`)."""
+    return await backend.adrive(send_steps(op))  # type: ignore[no-any-return]
+
+
+def send_steps(op: WriteOp) -> backend.Steps:
     """Send one planned write alone and apply it to its instance.
 
     Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`).
@@ -36,7 +46,7 @@ def send(op: WriteOp) -> Entity | None:
     """
     operation, params = op.request()
     try:
-        response = backend.call(operation, params)
+        response = yield backend.Send(operation, params)
     except ConditionFailed as exc:
         if op.applied_earlier(exc):
             # the first attempt was applied; the item returned is the state it left (ALL_OLD of

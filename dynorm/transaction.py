@@ -19,7 +19,7 @@ from .writes import WriteOp, prepare_check, prepare_delete, prepare_put, prepare
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Transaction", "transaction", "bulk_update", "MAX_ACTIONS"]
+__all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "MAX_ACTIONS"]
 
 #: DynamoDB's limit of actions in one TransactWriteItems.
 MAX_ACTIONS = 100
@@ -110,6 +110,13 @@ class Transaction:
             TransactionCanceled: nothing was written; ``.reasons`` has one entry per action
                 (``action``, ``description``, ``code``, ``message``, ``error``).
         """
+        backend.drive(self._commit_steps())
+
+    async def acommit(self) -> None:
+        """:meth:`commit` for asyncio: the same TransactWriteItems, ClientRequestToken and errors."""
+        await backend.adrive(self._commit_steps())
+
+    def _commit_steps(self) -> backend.Steps:
         if self.committed:
             return
         if not self.actions:
@@ -118,7 +125,7 @@ class Transaction:
         params = {"TransactItems": [op.transact_item() for op in self.actions],
                   "ClientRequestToken": self.token, "ReturnConsumedCapacity": "TOTAL"}
         try:
-            backend.call("TransactWriteItems", params)
+            yield backend.Send("TransactWriteItems", params)
         except TransactionCanceled as exc:
             reasons = []
             lines = []
@@ -226,3 +233,29 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
                 f"objs[{start}:] were not ({exc})", unprocessed=objs[start:]) from exc
         done += len(tx.actions)
     return done
+
+
+class atransaction:  # noqa: N801 - named like the function it mirrors
+    """``async with dynorm.atransaction() as tx``: :func:`transaction` for asyncio.
+
+    The block collects actions exactly as :func:`transaction` does (adding actions sends
+    nothing); leaving it awaits one TransactWriteItems with the transaction's
+    ClientRequestToken. If the block raises, nothing is sent.
+
+    Args:
+        client_request_token: idempotency token (default: a new UUID).
+
+    Raises:
+        TransactionCanceled: DynamoDB cancelled it; nothing was written.
+        ValidationError: bad input, more than 100 actions, or two actions on one item.
+    """
+
+    def __init__(self, client_request_token: str | None = None) -> None:
+        self.tx = Transaction(client_request_token)
+
+    async def __aenter__(self) -> Transaction:
+        return self.tx
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            await self.tx.acommit()
