@@ -812,6 +812,20 @@ class QuerySet(Generic[T]):
         obj.save(_create=True)
         return obj
 
+    async def acreate(self, **fields: Any) -> T:
+        """:meth:`create` for asyncio (``await obj.asave()``: the same conditional PutItem and errors)."""
+        obj = self.model(**fields)
+        await obj.asave(_create=True)
+        return obj
+
+    def _create_steps(self, fields: dict[str, Any]) -> backend.Steps:
+        from .sender import send_steps
+        from .writes import prepare_put
+
+        obj = self.model(**fields)
+        yield from send_steps(prepare_put(obj, create=True))
+        return obj
+
     def _primary_key_filter(self, what: str) -> dict[str, Any]:
         """The primary-key fields of a queryset that names exactly one item (else InvalidQuery)."""
         p = self.explain()
@@ -836,11 +850,18 @@ class QuerySet(Generic[T]):
             InvalidQuery: the queryset does not name one item by its primary key.
             DoesNotExist: there is no such item. ConditionFailed: ``condition`` did not hold.
         """
-        from .sender import send
+        return backend.drive(self._update_steps(condition, changes))  # type: ignore[no-any-return]
+
+    async def aupdate(self, *, condition: Q | None = None, **changes: Any) -> T:
+        """:meth:`update` for asyncio (the same UpdateItem and errors)."""
+        return await backend.adrive(self._update_steps(condition, changes))  # type: ignore[no-any-return]
+
+    def _update_steps(self, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
+        from .sender import send_steps
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
-        return send(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
+        return (yield from send_steps(prepare_update(self.model, key=key, changes=changes, condition=condition)))
 
     def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:
@@ -861,11 +882,20 @@ class QuerySet(Generic[T]):
             StaleWrite: every attempt lost its race. DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
-        import time
+        return backend.drive(self._update_with_retry_steps(key, fn, attempts, base_delay))  # type: ignore
 
+    async def aupdate_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
+                                 base_delay: float = 0.02) -> T:
+        """:meth:`update_with_retry` for asyncio (``fn`` is a plain function; waits with ``asyncio.sleep``)."""
+        return await backend.adrive(self._update_with_retry_steps(key, fn, attempts, base_delay))  # type: ignore
+
+    def _update_with_retry_steps(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int,
+                                 base_delay: float) -> backend.Steps:
         from .backend import RetryPolicy
         from .exceptions import ModelError, StaleWrite
         from .registry import default_manager
+        from .sender import send_steps
+        from .writes import prepare_put
 
         if not self.model._meta.version_field:
             raise ModelError(f"{self.model.__name__} has no fields.Version(); update_with_retry needs optimistic "
@@ -873,15 +903,15 @@ class QuerySet(Generic[T]):
         keydict = key.key if hasattr(key, "key") and not isinstance(key, Mapping) else dict(key)
         policy = RetryPolicy(max_attempts=max(attempts, 1), base_delay=base_delay, max_delay=float("inf"))
         for attempt in range(max(attempts, 1)):
-            obj = default_manager(self.model).get_queryset().consistent().get(**keydict)
+            obj = yield from default_manager(self.model).get_queryset().consistent()._get_steps((), keydict)
             fn(obj)
             try:
-                obj.save()
-                return obj  # type: ignore[no-any-return]
+                yield from send_steps(prepare_put(obj))
+                return obj
             except StaleWrite:
                 if attempt >= attempts - 1:
                     raise
-                time.sleep(policy.delay(attempt + 1))
+                yield backend.Sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def get_or_create(self, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[T, bool]:
@@ -893,6 +923,13 @@ class QuerySet(Generic[T]):
 
         Requests: GetItem, then PutItem if missing (then GetItem if another caller won).
         """
+        return backend.drive(self._get_or_create_steps(defaults, kwargs))  # type: ignore[no-any-return]
+
+    async def aget_or_create(self, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> tuple[T, bool]:
+        """:meth:`get_or_create` for asyncio (the same requests, race-safe the same way)."""
+        return await backend.adrive(self._get_or_create_steps(defaults, kwargs))  # type: ignore[no-any-return]
+
+    def _get_or_create_steps(self, defaults: Mapping[str, Any] | None, kwargs: dict[str, Any]) -> backend.Steps:
         from .exceptions import AlreadyExists
 
         missing = [f for f in self.model._meta.key_fields if f not in kwargs]
@@ -901,13 +938,13 @@ class QuerySet(Generic[T]):
                                f"{', '.join(missing)}: only a conditional write on one key is race-safe.")
         validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         try:
-            return self.get(**kwargs), False
+            return (yield from self._get_steps((), kwargs)), False
         except self.model.DoesNotExist:
             pass
         try:
-            return self.create(**{**(defaults or {}), **kwargs}), True
+            return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
         except AlreadyExists:
-            return self.consistent().get(**kwargs), False
+            return (yield from self.consistent()._get_steps((), kwargs)), False
 
     def update_or_create(self, defaults: Mapping[str, Any] | None = None, attempts: int = 5,
                          **kwargs: Any) -> tuple[T, bool]:
@@ -918,7 +955,18 @@ class QuerySet(Generic[T]):
 
         Requests: GetItem (ConsistentRead), then UpdateItem or PutItem.
         """
+        return backend.drive(self._update_or_create_steps(defaults, attempts, kwargs))  # type: ignore
+
+    async def aupdate_or_create(self, defaults: Mapping[str, Any] | None = None, attempts: int = 5,
+                                **kwargs: Any) -> tuple[T, bool]:
+        """:meth:`update_or_create` for asyncio (the same requests, race-safe the same way)."""
+        return await backend.adrive(self._update_or_create_steps(defaults, attempts, kwargs))  # type: ignore
+
+    def _update_or_create_steps(self, defaults: Mapping[str, Any] | None, attempts: int,
+                                kwargs: dict[str, Any]) -> backend.Steps:
         from .exceptions import AlreadyExists, StaleWrite
+        from .sender import send_steps
+        from .writes import prepare_update
 
         missing = [f for f in self.model._meta.key_fields if f not in kwargs]
         if missing:
@@ -927,15 +975,15 @@ class QuerySet(Generic[T]):
         validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
         for attempt in range(max(attempts, 1)):
             try:
-                obj = self.consistent().get(**kwargs)
+                obj = yield from self.consistent()._get_steps((), kwargs)
             except self.model.DoesNotExist:
                 try:
-                    return self.create(**{**(defaults or {}), **kwargs}), True
+                    return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
                 except AlreadyExists:
                     continue
             try:
                 if defaults:
-                    obj.update(**defaults)
+                    yield from send_steps(prepare_update(type(obj), instance=obj, changes=dict(defaults)))
                 return obj, False
             except (StaleWrite, self.model.DoesNotExist):
                 if attempt >= attempts - 1:
@@ -952,6 +1000,12 @@ class QuerySet(Generic[T]):
         from .batch import RetryPolicy, bulk_create
 
         return bulk_create(self.model, objs, RetryPolicy(**policy))  # type: ignore[return-value]
+
+    async def abulk_create(self, objs: Iterable[T], **policy: Any) -> list[T]:
+        """:meth:`bulk_create` for asyncio (the same BatchWriteItem requests, retries and errors)."""
+        from .batch import RetryPolicy, bulk_create_steps
+
+        return await backend.adrive(bulk_create_steps(self.model, objs, RetryPolicy(**policy)))  # type: ignore
 
     def bulk_delete(self, targets: Iterable[T | Mapping[str, Any]], **policy: Any) -> int:
         """Delete many items (instances or key dicts) with BatchWriteItem; see :func:`dynorm.batch.bulk_delete`."""
@@ -971,12 +1025,20 @@ class QuerySet(Generic[T]):
             ``{pk: obj}`` for the items found; the key is the bare value for one-field
             primary keys, else a tuple of the key fields in order (``obj.pk``).
         """
-        from .batch import RetryPolicy, batch_get
+        return backend.drive(self._in_bulk_steps(keys, policy))  # type: ignore[no-any-return]
+
+    async def ain_bulk(self, keys: Iterable[Mapping[str, Any] | Any] | None = None, **policy: Any) -> dict[Any, T]:
+        """:meth:`in_bulk` for asyncio (the same BatchGetItem requests)."""
+        return await backend.adrive(self._in_bulk_steps(keys, policy))  # type: ignore[no-any-return]
+
+    def _in_bulk_steps(self, keys: Iterable[Mapping[str, Any] | Any] | None, policy: dict[str, Any]) -> backend.Steps:
+        from .batch import RetryPolicy, batch_get_steps
         from .writes import primary_key_of
 
         fields = self.model._meta.key_fields
         if keys is None:
-            return {obj.pk: obj for obj in self}  # type: ignore[attr-defined]
+            objs = yield from self._fetch_all_steps()
+            return {obj.pk: obj for obj in objs}
         pairs = []
         for k in keys:
             if isinstance(k, tuple) and len(k) == len(fields) and len(fields) > 1:
@@ -986,8 +1048,8 @@ class QuerySet(Generic[T]):
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
             pairs.append((self.model, primary_key_of(self.model, kd)))
         self.unreadable = []
-        found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
-                          unreadable=self.unreadable if self._skip_unreadable else None)
+        found = yield from batch_get_steps(pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
+                                           unreadable=self.unreadable if self._skip_unreadable else None)
         out: dict[Any, T] = {}
         for obj in found:
             kv = tuple(getattr(obj, f) for f in fields)
