@@ -458,11 +458,16 @@ async def acall(operation: str, params: dict[str, Any], *, stats: Stats | None =
     Raises:
         the errors of :func:`call`.
     """
+    import asyncio
+
     from botocore.exceptions import BotoCoreError, ClientError
 
     method = getattr(await aclient(), _method_name(operation))
     try:
         response = await method(**params)
+    except asyncio.CancelledError:
+        _record(operation, params, None, "Cancelled", stats)  # it may have reached DynamoDB
+        raise
     except ClientError as exc:
         raise _client_error(operation, params, exc, stats) from exc
     except BotoCoreError as exc:
