@@ -152,6 +152,8 @@ _hooks: list[tuple[str, Any]] = []
 def register_hook(event: str, handler: Any) -> None:
     """Register a botocore event hook on the client, now and on every client built later.
 
+    The asyncio clients (:func:`aclient`) get it too, already built or not.
+
     Args:
         event: a botocore event name (``"before-send.dynamodb.PutItem"``, ``"after-call.dynamodb.*"``).
         handler: the callable botocore calls with the event's keyword arguments.
@@ -159,6 +161,8 @@ def register_hook(event: str, handler: Any) -> None:
     with _client_lock:
         _hooks.append((event, handler))
     client().meta.events.register(event, handler)
+    for _, aio, _ in list(_aclients.values()):  # the asyncio clients already built
+        aio.meta.events.register(event, handler)
 
 
 def unregister_hook(event: str, handler: Any) -> None:
@@ -166,6 +170,8 @@ def unregister_hook(event: str, handler: Any) -> None:
     with _client_lock:
         _hooks[:] = [(e, h) for e, h in _hooks if (e, h) != (event, handler)]
     client().meta.events.unregister(event, handler)
+    for _, aio, _ in list(_aclients.values()):
+        aio.meta.events.unregister(event, handler)
 
 
 @dataclass

@@ -70,10 +70,10 @@ def _raw(model: type[Entity], **key: Any) -> dict[str, Any]:
     return dict(resp["Item"])
 
 
-def test_create_whose_response_was_lost_is_reported_created(lose: Any) -> None:
+def test_create_whose_response_was_lost_is_reported_created(lose: Any, io: Any) -> None:
     fault = lose("PutItem")
     with dynorm.capture() as c:
-        obj = Counter.objects.create(name="c1", value=3)
+        obj = io(Counter.objects, "create", name="c1", value=3)
     assert fault.delivered == 1 and c.operations == ["PutItem"]
     assert obj.version == 1 and not obj._state.adding
     stored = _raw(Counter, name="c1")
@@ -81,49 +81,49 @@ def test_create_whose_response_was_lost_is_reported_created(lose: Any) -> None:
     assert stored["_dynorm_rev"]["S"]  # the token that told the retry apart
 
 
-def test_get_or_create_whose_create_response_was_lost_says_created(lose: Any) -> None:
+def test_get_or_create_whose_create_response_was_lost_says_created(lose: Any, io: Any) -> None:
     lose("PutItem")
-    obj, created = Counter.objects.get_or_create(name="g1", defaults={"value": 7})
+    obj, created = io(Counter.objects, "get_or_create", name="g1", defaults={"value": 7})
     assert created is True and obj.value == 7
     assert Counter.objects.get(name="g1").value == 7
 
 
-def test_versioned_save_whose_response_was_lost_is_not_stale(lose: Any) -> None:
-    obj = Counter.objects.create(name="s1")
+def test_versioned_save_whose_response_was_lost_is_not_stale(lose: Any, io: Any) -> None:
+    obj = io(Counter.objects, "create", name="s1")
     obj.value = 5
     fault = lose("UpdateItem")  # save() of an item read is one UpdateItem
-    obj.save()
+    io(obj, "save")
     assert fault.delivered == 1 and obj.version == 2
     again = Counter.objects.get(name="s1")
     assert (again.value, again.version) == (5, 2)
 
 
-def test_versioned_update_whose_response_was_lost_is_applied_once(lose: Any) -> None:
-    obj = Counter.objects.create(name="u1")
+def test_versioned_update_whose_response_was_lost_is_applied_once(lose: Any, io: Any) -> None:
+    obj = io(Counter.objects, "create", name="u1")
     lose("UpdateItem")
-    obj.update(value=F("value") + 1)
+    io(obj, "update", value=F("value") + 1)
     assert (obj.value, obj.version) == (1, 2)
     assert Counter.objects.get(name="u1").value == 1
 
 
-def test_update_with_retry_plus_one_is_applied_once(lose: Any) -> None:
-    Counter.objects.create(name="r1")
+def test_update_with_retry_plus_one_is_applied_once(lose: Any, io: Any) -> None:
+    io(Counter.objects, "create", name="r1")
     fault = lose("UpdateItem")
 
     def bump(c: Counter) -> None:
         c.value += 1
 
     with dynorm.capture() as c:
-        obj = Counter.objects.update_with_retry({"name": "r1"}, bump)
+        obj = io(Counter.objects, "update_with_retry", {"name": "r1"}, bump)
     assert fault.delivered == 1 and c.operations == ["GetItem", "UpdateItem"]
     assert obj.value == 1 and Counter.objects.get(name="r1").value == 1
 
 
-def test_unversioned_increment_whose_response_was_lost_is_applied_once(lose: Any) -> None:
-    Tally.objects.create(name="t1")
+def test_unversioned_increment_whose_response_was_lost_is_applied_once(lose: Any, io: Any) -> None:
+    io(Tally.objects, "create", name="t1")
     fault = lose("UpdateItem")
     with dynorm.capture() as c:
-        result = Tally.objects.filter(name="t1").update(n=F("n") + 1)
+        result = io(Tally.objects.filter(name="t1"), "update", n=F("n") + 1)
     assert fault.delivered == 1 and c.operations == ["UpdateItem"]
     assert result.n == 1  # the item as the first attempt left it (ALL_OLD of the retry)
     assert Tally.objects.get(name="t1").n == 1
@@ -137,11 +137,11 @@ def test_keyed_update_of_a_versioned_entity_is_applied_once(lose: Any) -> None:
     assert (stored.value, stored.version) == (10, 2)
 
 
-def test_versioned_delete_whose_response_was_lost_is_not_stale(lose: Any) -> None:
-    obj = Counter.objects.create(name="d1")
+def test_versioned_delete_whose_response_was_lost_is_not_stale(lose: Any, io: Any) -> None:
+    obj = io(Counter.objects, "create", name="d1")
     lose("DeleteItem")
-    obj.delete()
-    assert not Counter.objects.filter(name="d1").exists()
+    io(obj, "delete")
+    assert not io(Counter.objects.filter(name="d1"), "exists")
 
 
 def test_a_real_conflict_after_a_retry_is_still_reported() -> None:
