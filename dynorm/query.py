@@ -1301,3 +1301,33 @@ class _Empty:
 
     def delete(self, **policy: Any) -> int:
         return 0
+
+    # the asyncio twins: no I/O either
+    async def __aiter__(self) -> AsyncIterator[Any]:
+        return
+        yield  # an async generator that yields nothing
+
+    async def aiterator(self) -> AsyncIterator[Any]:
+        return
+        yield
+
+    async def acount(self) -> int:
+        return 0
+
+    async def aexists(self) -> bool:
+        return False
+
+    async def afirst(self) -> None:
+        return None
+
+    async def alast(self) -> None:
+        return None
+
+    async def aget(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get(*args, **kwargs)
+
+    async def apage(self, size: int = 25, cursor: str | None = None) -> Page[Any]:
+        return Page([], None)
+
+    async def ain_bulk(self, keys: Any = None, **policy: Any) -> dict[Any, Any]:
+        return {}

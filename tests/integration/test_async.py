@@ -228,6 +228,17 @@ def test_transaction_commits_whole_or_nothing(io: Any) -> None:
     assert c.count == 0
 
 
+def test_none_sends_nothing(io: Any) -> None:
+    qs = Product.objects.by_brand("3").none()
+    with dynorm.capture() as c:
+        assert io.list(qs) == [] and io(qs, "count") == 0 and io(qs, "exists") is False
+        assert io(qs, "first") is None and io(qs, "last") is None and io(qs, "in_bulk", ["x"]) == {}
+        assert io(qs, "page", 5).items == []
+        with pytest.raises(Product.DoesNotExist):
+            io(qs, "get")
+    assert c.count == 0
+
+
 def test_unreachable_endpoint_is_the_same_error(io: Any) -> None:
     settings = dynorm.get_settings()
     dynorm.configure(endpoint="http://127.0.0.1:9", max_attempts=1, connect_timeout=1.0)
