@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -146,30 +146,32 @@ def filter_cond(draw: Any, recs: list[dict[str, Any]], depth: int = 0) -> Cond:
 SHAPES = ["list", "reverse", "slice", "count", "first", "exists", "pages"]
 
 
-def run_shape(draw: Any, qs: Any, expected: list[Any], key: Callable[[Any], Any]) -> None:
+def run_shape(draw: Any, qs: Any, expected: list[Any], key: Callable[[Any], Any], ios: dict[str, Any]) -> None:
+    """Evaluate ``qs`` one drawn way, through the sync or the asyncio API (drawn too)."""
+    io = ios[draw(st.sampled_from(["sync", "async"]))]
     shape = draw(st.sampled_from(SHAPES))
     if shape == "reverse":
         qs, expected = qs.reverse(), expected[::-1]
         shape = "list"
     if shape == "list":
-        assert [key(o) for o in qs] == [key(o) for o in expected]
+        assert [key(o) for o in io.list(qs)] == [key(o) for o in expected]
     elif shape == "slice":
         a = draw(st.integers(0, 4))
         b = draw(st.integers(a, 8))
-        assert [key(o) for o in qs[a:b]] == [key(o) for o in expected[a:b]]
+        assert [key(o) for o in io.list(qs[a:b])] == [key(o) for o in expected[a:b]]
     elif shape == "count":
-        assert qs.count() == len(expected)
+        assert io(qs, "count") == len(expected)
     elif shape == "first":
-        got = qs.first()
+        got = io(qs, "first")
         assert (key(got) if got is not None else None) == (key(expected[0]) if expected else None)
     elif shape == "exists":
-        assert qs.exists() is bool(expected)
+        assert io(qs, "exists") is bool(expected)
     else:
         size = draw(st.integers(1, 4))
         seen: list[Any] = []
         cursor = None
         for _ in range(len(expected) + 3):
-            page = qs.page(size=size, cursor=cursor)
+            page = io(qs, "page", size, cursor)
             assert len(page.items) <= size
             seen += [key(o) for o in page.items]
             cursor = page.cursor
@@ -179,6 +181,20 @@ def run_shape(draw: Any, qs: Any, expected: list[Any], key: Callable[[Any], Any]
         assert seen == [key(o) for o in expected]
 
 
+@pytest.fixture(scope="module")
+def ios(request: Any) -> Iterator[dict[str, Any]]:
+    """One sync and one asyncio runner for every example (the async one skipped on moto)."""
+    from dynorm.testing import _backend_name
+    from tests.conftest import IO
+
+    runners = {"sync": IO("sync")}
+    runners["async"] = runners["sync"] if _backend_name(request.config) == "moto" else IO("async")
+    try:
+        yield runners
+    finally:
+        runners["async"].close()
+
+
 @pytest.mark.usefixtures("dynorm_tables")
 # no shrinking: every example writes to DynamoDB Local, and shrinking one took minutes; the
 # failure report lists every drawn value anyway
@@ -186,7 +202,7 @@ def run_shape(draw: Any, qs: Any, expected: list[Any], key: Callable[[Any], Any]
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())
-def test_querysets_match_a_brute_force_oracle(data: Any) -> None:
+def test_querysets_match_a_brute_force_oracle(data: Any, ios: dict[str, Any]) -> None:
     draw = data.draw
     tenant = f"t{next(_tenants)}#\U0010ffff"
     recs = draw(st.lists(st.fixed_dictionaries({"name": names, "n": numbers, "tag": tags}), max_size=9,
@@ -210,14 +226,14 @@ def test_querysets_match_a_brute_force_oracle(data: Any) -> None:
         path = draw(st.sampled_from(["name", "name", "n", "ev", "collection"]))
         if path == "collection":
             expected = sorted(evs, key=lambda e: e["at"]) + sorted(recs, key=lambda r: r["name"])
-            run_shape(draw, Rec.objects.collection(tenant=tenant), expected, anykey)
+            run_shape(draw, Rec.objects.collection(tenant=tenant), expected, anykey, ios)
             continue
         if path == "ev":
             cond = leaf(draw, "at", [e["at"] for e in evs], moments,
                         ["exact", "lt", "lte", "gt", "gte", "between"])
             qs = Ev.objects.filter(tenant=tenant).filter(to_q(cond))
             expected = sorted((e for e in evs if holds(cond, e)), key=lambda e: e["at"])
-            run_shape(draw, qs, expected, ekey)
+            run_shape(draw, qs, expected, ekey, ios)
             continue
         qs = Rec.objects.filter(tenant=tenant)
         if path == "name":
@@ -250,4 +266,4 @@ def test_querysets_match_a_brute_force_oracle(data: Any) -> None:
             got = list(qs)
             assert [rkey(o) for o in got] == [rkey(o) for o in expected]
             continue
-        run_shape(draw, qs, expected, rkey)
+        run_shape(draw, qs, expected, rkey, ios)
