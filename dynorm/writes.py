@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
-           "check_key_sizes"]
+           "check_key_sizes", "is_instance"]
 
 
 def new_token() -> str:
@@ -269,7 +269,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
 
 
-def _is_instance(value: Any) -> bool:
+def is_instance(value: Any) -> bool:
+    """True for an entity instance (by capability: it has ``_state`` and ``attribute_values``)."""
     return not isinstance(value, Mapping) and hasattr(value, "_state") and hasattr(value, "attribute_values")
 
 
@@ -281,7 +282,7 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
         InvalidKeyValue: a value cannot be put in a key.
     """
     meta = model._meta
-    if _is_instance(key):
+    if is_instance(key):
         if not isinstance(key, model):
             raise ValidationError(f"expected a {model.__name__} or a key dict, got a {type(key).__name__}.",
                                   entity=meta.entity)
@@ -517,7 +518,7 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
     b = ExpressionBuilder()
     conditions = []
     version = None
-    instance: Any = target if _is_instance(target) else None
+    instance: Any = target if is_instance(target) else None
     vf = meta.version_field
     if instance is not None and vf:
         version = getattr(instance, vf)

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import click
 
-from . import State, pass_state
+from ._common import State, pass_state
 from .confirm import confirm_changes, yes_option
 
 
