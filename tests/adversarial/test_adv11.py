@@ -1,0 +1,179 @@
+"""Adversarial tests for issue 11 ("Queries return exactly what they promise"), session adv11.
+
+Each test fails on the code at 34e0e74 and passes once the bug it names is fixed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+import dynorm
+from dynorm import Entity, Table, backend, fields
+
+UTC = dt.timezone.utc
+
+
+class AdvOrdered(Table):
+    class Meta:
+        table_name = "adv11-ordered"
+
+
+class AdvPercent(Table):
+    class Meta:
+        table_name = "adv11-percent"
+        key_encoding = "percent"
+
+
+class AdvEvent(Entity):
+    """A lossy date spec followed by another field: the key orders by date, then by eid."""
+
+    g = fields.String()
+    day = fields.DateTime()
+    eid = fields.String()
+
+    class Meta:
+        table = AdvOrdered
+        entity_type = "ADVEV"
+        pk = "EV#{g}"
+        sk = "D#{day:%Y-%m-%d}#{eid}"
+
+
+class AdvDotted(Entity):
+    """An unordered spec (day first): the key text does not sort like the datetime."""
+
+    g = fields.String()
+    day = fields.DateTime()
+
+    class Meta:
+        table = AdvOrdered
+        entity_type = "ADVDM"
+        pk = "DM#{g}"
+        sk = "D#{day:%d.%m.%Y %H%M%S%f}"
+
+
+class AdvTrunc(Entity):
+    g = fields.String()
+    name = fields.String()
+    tag = fields.String(default="a")
+
+    class Meta:
+        table = AdvOrdered
+        entity_type = "ADVTR"
+        pk = "TR#{g}"
+        sk = "N#{name:.3}"
+
+
+class AdvWord(Entity):
+    g = fields.String()
+    k = fields.String()
+
+    class Meta:
+        table = AdvOrdered
+        entity_type = "ADVWORD"
+        pk = "W#{g}"
+        sk = "K#{k}"
+
+
+class AdvLegacyName(Entity):
+    """A percent-encoded (legacy) table: its key text does not sort like the names."""
+
+    g = fields.String()
+    name = fields.String()
+
+    class Meta:
+        table = AdvPercent
+        entity_type = "ADVPN"
+        pk = "PN#{g}"
+        sk = "N#{name}"
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_a_field_behind_a_lossy_spec_is_refused_or_exact() -> None:
+    """order_by("day") on sk "D#{day:%Y-%m-%d}#{eid}": within one date the key orders by eid,
+    not by day, yet the order is accepted and returned silently in eid order."""
+    hours = [9, 3, 15, 1]
+    for i, h in enumerate(hours):
+        AdvEvent.objects.create(g="g", day=dt.datetime(2024, 3, 1, h, tzinfo=UTC), eid="abcd"[i])
+    try:
+        got = [e.day.hour for e in AdvEvent.objects.filter(g="g").order_by("day")]
+    except dynorm.InvalidQuery:
+        return  # refused: fine
+    assert got == sorted(hours)
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_a_field_behind_an_unordered_spec_is_refused_or_exact() -> None:
+    """order_by("day") on sk "D#{day:%d.%m.%Y ...}" (an *unordered* spec per docs/modelling.md)
+    is accepted and returns day-of-month order."""
+    days = [dt.datetime(2024, 1, 31, tzinfo=UTC), dt.datetime(2024, 2, 1, tzinfo=UTC),
+            dt.datetime(2023, 12, 15, tzinfo=UTC)]
+    for d in days:
+        AdvDotted.objects.create(g="g", day=d)
+    try:
+        got = [e.day for e in AdvDotted.objects.filter(g="g").order_by("day")]
+    except dynorm.InvalidQuery:
+        return
+    assert got == sorted(days)
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_string_key_field_on_percent_encoded_table_is_refused_or_exact() -> None:
+    """key_encoding='percent' "does not preserve order" (docs), yet order_by("name") is accepted
+    and returns a#, a#z after a$ (percent text order)."""
+    names = ["a#", "a$", "a", "a%", "a#z", "b"]
+    for n in names:
+        AdvLegacyName.objects.create(g="g", name=n)
+    try:
+        got = [p.name for p in AdvLegacyName.objects.filter(g="g").order_by("name")]
+    except dynorm.InvalidQuery:
+        return
+    assert got == sorted(names)
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_in_bulk_through_a_lossy_key_returns_only_matching_items() -> None:
+    """in_bulk([{"name": "abcz"}]) on sk "N#{name:.3}" returns the stored item "abcq" (same
+    truncated key), while get()/filter() correctly add the exact value as a filter."""
+    AdvTrunc.objects.create(g="g", name="abcq", tag="q")
+    with pytest.raises(AdvTrunc.DoesNotExist):
+        AdvTrunc.objects.get(g="g", name="abcz")  # the documented behaviour for equality
+    try:
+        got = AdvTrunc.objects.in_bulk([{"g": "g", "name": "abcz"}])
+    except dynorm.InvalidQuery:
+        return
+    assert {obj.name for obj in got.values()} == set()
+
+
+def _put_foreign(sk: str, k: str) -> None:
+    """Another writer (e.g. the legacy percent encoding) stores an item whose key text is not
+    this version's encoding of its attribute."""
+    backend.call("PutItem", {"TableName": AdvOrdered.table_name(), "Item": {
+        "PK": {"S": "W#g"}, "SK": {"S": sk}, "entityType": {"S": "ADVWORD"},
+        "g": {"S": "g"}, "k": {"S": k}}})
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_begins_with_on_key_field_checks_the_value_not_only_the_key_text() -> None:
+    """begins_with on the sort-key field goes into the KeyConditionExpression only (unlike a
+    range, which keeps its lookup in the filter): an item written by another writer with the
+    percent encoding (k="a#x" keyed "K#a%23x") comes back for k__begins_with="a%"."""
+    AdvWord.objects.create(g="g", k="a%b")
+    _put_foreign("K#a%23x", "a#x")
+    got = sorted(o.k for o in AdvWord.objects.filter(g="g", k__begins_with="a%"))
+    assert got == ["a%b"]
+    # a range on the same field is exact (its lookup stays in the FilterExpression)
+    assert sorted(o.k for o in AdvWord.objects.filter(g="g", k__gte="a%")) == ["a%b"]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_get_by_key_never_returns_an_item_whose_key_field_differs() -> None:
+    """get(k="a%23x") is a GetItem of "K#a%23x"; the item there (written by a percent-encoding
+    writer) has k="a#x", and dynorm returns it as the answer to k="a%23x"."""
+    _put_foreign("K#a%23x", "a#x")
+    try:
+        obj = AdvWord.objects.get(g="g", k="a%23x")
+    except (AdvWord.DoesNotExist, dynorm.UnreadableItems):
+        return
+    assert obj.k == "a%23x"
