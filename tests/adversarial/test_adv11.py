@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 import dynorm
-from dynorm import Entity, Table, backend, fields
+from dynorm import Entity, Index, Table, backend, fields
 
 UTC = dt.timezone.utc
 
@@ -177,3 +177,78 @@ def test_get_by_key_never_returns_an_item_whose_key_field_differs() -> None:
     except (AdvWord.DoesNotExist, dynorm.UnreadableItems):
         return
     assert obj.k == "a%23x"
+
+
+class AdvLsiTable(Table):
+    class Meta:
+        table_name = "adv11-lsi"
+        lsis = {"LSI1": "score", "LSI2": "label"}
+
+
+class AdvScore(Entity):
+    g = fields.String()
+    sid = fields.String()
+    score = fields.Decimal(null=True)
+    label = fields.String(null=True)
+    note = fields.Integer(null=True)
+
+    class Meta:
+        table = AdvLsiTable
+        entity_type = "ADVSC"
+        pk = "SC#{g}"
+        sk = "S#{sid}"
+        indexes = {"by_score": Index("LSI1"), "by_label": Index("LSI2")}
+
+
+def _scores() -> None:
+    import decimal
+
+    AdvScore.objects.create(g="g", sid="a", score=decimal.Decimal(5), label="x", note=5)
+    AdvScore.objects.create(g="g", sid="b", score=decimal.Decimal(1), label="y", note=1)
+
+
+def _answer(qs: object) -> object:
+    """The result ids, or "refused" for InvalidQuery (raised before any request)."""
+    try:
+        return sorted(o.sid for o in qs)  # type: ignore[attr-defined]
+    except dynorm.InvalidQuery:
+        return "refused"
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("extra", ["exclude", "ne", "in", "or"])
+def test_lsi_range_with_another_condition_on_the_lsi_attribute(extra: str) -> None:
+    """filter(score__gte=0) picks LSI1; a second, non-range condition on score (exclude, ne, in,
+    Q|Q) goes into the FilterExpression, which DynamoDB rejects for a key attribute of the index:
+    ServiceError (ValidationException) instead of ['b']."""
+    import decimal
+
+    _scores()
+    qs = AdvScore.objects.filter(g="g", score__gte=decimal.Decimal(0))
+    qs = {"exclude": qs.exclude(score=decimal.Decimal(5)),
+          "ne": qs.filter(score__ne=decimal.Decimal(5)),
+          "in": qs.filter(score__in=[decimal.Decimal(1)]),
+          "or": qs.filter(dynorm.Q(score=decimal.Decimal(1)) | dynorm.Q(score=decimal.Decimal(7)))}[extra]
+    assert _answer(qs) == ["b"]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("lookup", ["gt", "gte"])
+def test_lsi_string_lower_bound_empty_string(lookup: str) -> None:
+    """label__gte="" (every label) / label__gt="" on an LSI over a string attribute sends an
+    empty string as a key-condition value: ServiceError instead of both items."""
+    _scores()
+    assert _answer(AdvScore.objects.filter(g="g", **{f"label__{lookup}": ""})) == ["a", "b"]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("field,bounds", [("sid", ("b", "a")), ("label", ("y", "x")), ("score", (5, 1)),
+                                           ("note", (5, 1))])
+def test_reversed_between_is_empty_or_refused_before_any_request(field: str, bounds: tuple) -> None:
+    """between=(high, low) matches nothing; docs/querying.md: "Bounds that no value can meet are
+    refused before any request". dynorm sends BETWEEN high AND low and DynamoDB answers
+    ValidationException (ServiceError) on the sort key, an LSI attribute and a plain attribute."""
+    _scores()
+    with dynorm.capture() as c:
+        got = _answer(AdvScore.objects.filter(g="g", **{f"{field}__between": bounds}))
+    assert got == [] or (got == "refused" and c.count == 0)
