@@ -252,3 +252,99 @@ def test_reversed_between_is_empty_or_refused_before_any_request(field: str, bou
     with dynorm.capture() as c:
         got = _answer(AdvScore.objects.filter(g="g", **{f"{field}__between": bounds}))
     assert got == [] or (got == "refused" and c.count == 0)
+
+
+class AdvCollTable(Table):
+    class Meta:
+        table_name = "adv11-coll"
+
+
+class AdvMember(Entity):
+    a = fields.String()
+    m = fields.String()
+
+    class Meta:
+        table = AdvCollTable
+        entity_type = "ADVMEMB"
+        pk = "A#{a}"
+        sk = "M#{m}"
+
+
+class AdvNote(Entity):
+    """Its sort key starts with AdvMember's: "M#{m}#N#{k}" (a member and its notes)."""
+
+    a = fields.String()
+    m = fields.String()
+    k = fields.String()
+
+    class Meta:
+        table = AdvCollTable
+        entity_type = "ADVNOTE"
+        pk = "A#{a}"
+        sk = "M#{m}#N#{k}"
+
+
+class AdvFree(Entity):
+    """Its sort key starts with a placeholder: it shares every partition of the table."""
+
+    a = fields.String()
+    x = fields.String()
+
+    class Meta:
+        table = AdvCollTable
+        entity_type = "ADVFREE"
+        pk = "A#{a}"
+        sk = "{x}"
+
+
+def _collection() -> None:
+    for m in "abc":
+        AdvMember.objects.create(a="1", m=m)
+    for k in "xyz":
+        AdvNote.objects.create(a="1", m="a", k=k)
+    for x in ("p", "q"):
+        AdvFree.objects.create(a="1", x=x)
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("lookups", [{}, {"m__gte": "a"}, {"m__begins_with": "a"}])
+def test_count_matches_iteration_when_another_template_extends_the_prefix(lookups: dict) -> None:
+    """AdvMember "M#{m}" and AdvNote "M#{m}#N#{k}" share the prefix "M#": iteration drops the
+    notes, but count() (Select=COUNT) counts them: 6 where list() has 3 (1 vs 4 with
+    begins_with). Table.check() reports nothing."""
+    _collection()
+    qs = AdvMember.objects.filter(a="1", **lookups)
+    assert qs.count() == len(list(AdvMember.objects.filter(a="1", **lookups)))
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_collection_of_placeholder_sk_entity_count_matches_iteration() -> None:
+    """collection(a=...).of(AdvFree) iterates the 2 AdvFree items but count() counts the whole
+    partition (8): the issue's "count() in a shared partition" case on the collection path."""
+    _collection()
+    of = AdvMember.objects.collection(a="1").of(AdvFree)
+    assert len(list(of)) == 2
+    assert AdvMember.objects.collection(a="1").of(AdvFree).count() == 2
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_count_ignores_an_undeclared_type_under_the_prefix_like_iteration() -> None:
+    """An item of a type no model declares, written under "M#" by another service: iteration
+    skips it, count() counts it (4 vs 3)."""
+    _collection()
+    backend.call("PutItem", {"TableName": AdvCollTable.table_name(), "Item": {
+        "PK": {"S": "A#2"}, "SK": {"S": "M#zzz"}, "entityType": {"S": "ALIEN"}, "a": {"S": "2"}, "m": {"S": "zzz"}}})
+    AdvMember.objects.create(a="2", m="a")
+    qs = AdvMember.objects.filter(a="2")
+    assert qs.count() == len(list(AdvMember.objects.filter(a="2")))
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("method", ["first", "earliest"])
+def test_first_and_earliest_on_an_evaluated_queryset(method: str) -> None:
+    """Django habit: evaluate a queryset, then call first()/earliest() on it. dynorm raises
+    AssertionError (query.py first(): self[:1] on a cached queryset is a list)."""
+    _collection()
+    qs = AdvMember.objects.filter(a="1")
+    assert [o.m for o in qs] == ["a", "b", "c"]
+    assert getattr(qs, method)().m == "a"
