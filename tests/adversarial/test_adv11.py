@@ -348,3 +348,30 @@ def test_first_and_earliest_on_an_evaluated_queryset(method: str) -> None:
     qs = AdvMember.objects.filter(a="1")
     assert [o.m for o in qs] == ["a", "b", "c"]
     assert getattr(qs, method)().m == "a"
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_earliest_by_a_field_behind_a_lossy_spec_is_refused_or_exact() -> None:
+    """earliest("day") on sk "D#{day:%Y-%m-%d}#{eid}" returns the item with the smallest eid of
+    the date (9:00), not the earliest day (3:00)."""
+    for h, e in ((9, "a"), (3, "b"), (15, "c")):
+        AdvEvent.objects.create(g="g", day=dt.datetime(2024, 3, 1, h, tzinfo=UTC), eid=e)
+    try:
+        got = AdvEvent.objects.filter(g="g").earliest("day")
+    except dynorm.InvalidQuery:
+        return
+    assert got.day.hour == 3
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_in_bulk_through_a_lossy_date_spec_in_the_middle_of_the_key() -> None:
+    """in_bulk([{g, day=8:00, eid}]) returns the 9:00 item (same "D#2024-03-01#a" key)."""
+    AdvEvent.objects.create(g="g", day=dt.datetime(2024, 3, 1, 9, tzinfo=UTC), eid="a")
+    eight = dt.datetime(2024, 3, 1, 8, tzinfo=UTC)
+    with pytest.raises(AdvEvent.DoesNotExist):
+        AdvEvent.objects.get(g="g", day=eight, eid="a")
+    try:
+        got = AdvEvent.objects.in_bulk([{"g": "g", "day": eight, "eid": "a"}])
+    except dynorm.InvalidQuery:
+        return
+    assert got == {}
