@@ -375,3 +375,21 @@ def test_in_bulk_through_a_lossy_date_spec_in_the_middle_of_the_key() -> None:
     except dynorm.InvalidQuery:
         return
     assert got == {}
+
+
+@pytest.mark.parametrize("host", ["127.dynamodb.corp.example", "127.attacker.example"])
+def test_a_dns_name_starting_with_127_is_not_loopback(host: str) -> None:
+    """Settings.is_local is `host.startswith("127.")`: a DNS name such as "127.dynamodb.corp.example"
+    counts as DynamoDB Local, so cursors are issued and read without cursor_secret (a per-process
+    key: cursors break across processes instead of the documented ConfigurationError), and the CLI
+    skips its confirmation for that endpoint."""
+    from dynorm import conf
+
+    settings = dataclasses_replace(conf.get_settings(), endpoint=f"https://{host}:8000", cursor_secret=None)
+    assert settings.is_local is False
+
+
+def dataclasses_replace(obj: object, **changes: object) -> object:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
