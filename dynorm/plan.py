@@ -205,8 +205,21 @@ def _scan_required(meta: Any, leaves: list[Leaf], complex_: list[Q]) -> ScanRequ
 
 def _text_orders(meta: Any, template: Any, fieldname: str) -> bool:
     """True when the key text of ``fieldname`` in ``template`` sorts like its values."""
-    f = meta.fields[fieldname]
-    return bool(getattr(f, "sortable_text", False) or template.spec_of(fieldname))
+    from .keys import EXACT, ORDERED, spec_kind
+
+    # the percent encoding escapes '%' and the delimiter as '%25'/'%23', which sort apart from
+    # the characters they stand for: text is not ordered (values without such characters are,
+    # but nothing stops a later item from holding one)
+    if template.encoding != ORDERED:
+        return False
+    for _literal, name, spec in template.tokens:
+        if name == fieldname:
+            f = meta.fields[fieldname]
+            kind = spec_kind(spec)
+            return kind == EXACT and bool(spec or getattr(f, "sortable_text", False))
+        if name is not None and spec_kind(spec) != EXACT:
+            return False  # a lossy/unordered spec before the field: its text decides the order first
+    return False
 
 
 def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:

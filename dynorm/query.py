@@ -572,6 +572,8 @@ class QuerySet(Generic[T]):
         One Query with ``Limit`` 1 (``qs[:1].explain()``); behind a FilterExpression the
         following requests read ahead (8, 64, ... items), so a few requests find the first match.
         """
+        if self._cache is not None:  # evaluated: the answer is in the cache, no request
+            return self._cache[0] if self._cache else None
         qs = self[:1] if self._window.stop is None or self._window.stop > self._window.start + 1 else self
         assert isinstance(qs, QuerySet)
         items = qs._fetch_all() if qs is not self else list(self)[:1]
@@ -986,9 +988,15 @@ class QuerySet(Generic[T]):
                                "key so the query is a Query ordered by its sort key.")
         if not fields:
             return
-        bound = next((b for b in self.model._meta.all_indexes if b.index_name == p.index), None)
-        sort = list(bound.sk.fields) if bound is not None and bound.sk is not None else (
-            [bound.sort_field] if bound is not None and bound.sort_field else [])
+        from .plan import _equalities, _split, orderable
+
+        meta = self.model._meta
+        bound = p.bound if p.bound is not None else next(
+            (b for b in meta.all_indexes if b.index_name == p.index), None)
+        # what this access path really orders by: the key text of a field behind a lossy or
+        # unordered spec, or under the percent encoding, does not sort like its values
+        sort = ([] if bound is None
+                else [f for f in orderable(bound, _equalities(meta, _split(self._state)[0]), meta) if f != "sk"])
         wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
         if wrong:
             raise InvalidQuery(
