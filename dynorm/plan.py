@@ -366,6 +366,18 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
         raise _scan_required(meta, leaves, complex_)
+    # DynamoDB refuses a FilterExpression on a key attribute of the index queried: a condition
+    # on an index's own sort attribute that the key condition cannot carry (ne, in, OR, NOT)
+    # rules that index out
+    carried = [c for c in candidates if _key_attribute_in_filter(c, leaves, complex_) is None]
+    if not carried:
+        bad = _key_attribute_in_filter(candidates[0], leaves, complex_)
+        raise InvalidQuery(
+            f"{meta.entity}: {bad} cannot be sent: {candidates[0].sort_field} is the sort key of index "
+            f"{candidates[0].index_name}, DynamoDB takes one key condition on it and refuses it in a "
+            "FilterExpression. Use lt/lte/gt/gte/between/exact on it only, or query another access path "
+            "(using('primary')) where it is a plain attribute; refused before any request.")
+    candidates = carried
     if state.order_field is not None:
         ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
         if not ordering:
@@ -443,12 +455,29 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         if not mine:
             return None
         used.update(mine)
-        if len(mine) == 1:
-            f, lk, v = leaves[mine[0]]
+        conds = [leaves[i][1:] for i in mine]
+        # between('', high) is lte high: '' is below every stored text
+        conds = [("lte", v[1]) if lk == "between" and isinstance(v, (tuple, list)) and len(v) == 2
+                 and isinstance(v[0], str) and v[0] == "" else (lk, v) for lk, v in conds]
+        for lk, v in conds:
+            if isinstance(v, str) and v == "" and lk in ("exact", "lt", "lte"):
+                raise InvalidQuery(
+                    f"{meta.entity}.{best.sort_field}__{lk}='': {best.sort_field} is the sort key of index "
+                    f"{best.index_name}, and DynamoDB stores no empty string in an index key, so no item "
+                    "of this index can match; the query is refused before any request.")
+        # '' is below every stored text: a lower bound of '' (or begins_with '') holds every item
+        # of this sparse index, and DynamoDB refuses '' as a key-condition value
+        conds = [(lk, v) for lk, v in conds
+                 if not (isinstance(v, str) and v == "" and lk in ("gt", "gte", "begins_with"))]
+        if not conds:
+            return None
+        if len(conds) == 1 and conds[0][0] != "between":
+            lk, v = conds[0]
+            f = best.sort_field
             return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
         # DynamoDB takes one condition on the sort key and no filter on a key attribute:
         # the conditions become one inclusive range (BETWEEN)
-        return _attribute_range(meta, best.sort_field, [leaves[i][1:] for i in mine], sk_name, b)
+        return _attribute_range(meta, best.sort_field, conds, sk_name, b)
     if state.collection and state.of is None:
         return None  # the whole item collection
     if state.collection and state.of is not None:
@@ -490,6 +519,20 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
                     return _key_range_expr(sk_name, rng, b)
     if pre.used or (pre.value and _partition_shared(meta, best)):
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})"
+    return None
+
+
+def _key_attribute_in_filter(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q]) -> str | None:
+    """The condition on ``bound``'s own sort attribute that would end in the FilterExpression, or ``None``."""
+    f = bound.sort_field
+    if f is None:
+        return None
+    for fname, lookup, value in leaves:
+        if fname == f and lookup not in ("exact", *_RANGE):
+            return f"{fname}__{lookup}={value!r}"
+    for q in complex_:
+        if any(fname == f for fname, _, _ in q.leaves()):
+            return f"a condition on {f} inside OR/NOT (Q(...) | Q(...), exclude())"
     return None
 
 
