@@ -424,11 +424,15 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     if sk_cond:
         conds.append(sk_cond)
     filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
-    if not state.collection and _needs_type_filter(meta, best):
+    # the type the results are read as (collection().of(X): X; a plain collection: any)
+    typed = state.of._meta if state.collection and state.of is not None else None if state.collection else meta
+    if typed is not None and (count or (not state.collection and _needs_type_filter(meta, best))):
         # another entity type's items share these partitions and the sort key starts with a
         # placeholder, so no key condition keeps them out: filter on the type attribute, so
-        # count() and Limit mean this entity's items
-        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        # Limit means this entity's items. count() always filters: iteration drops every item
+        # of another type (one whose key text extends this prefix, "M#{m}#N#{k}" under
+        # "M#{m}", or a type no model declares), so Select=COUNT must not count them
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': typed.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
     params = {"TableName": table}
     if best.index_name:
@@ -505,7 +509,9 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
             fobj = meta.fields[f]
             spec = best.sk.spec_of(f)
             if lk == "begins_with" and isinstance(v, str) and fobj.attr_type == "S" and not spec:
-                used.add(i)
+                # the lookup stays in the FilterExpression too (as a range does): an item another
+                # writer keyed differently (the percent encoding's "K#a%23x" for "a#x") has key
+                # text under the prefix but a value that does not start with it
                 text = best.sk.encode(f, v, entity=meta.entity) if v else ""
                 return f"begins_with({sk_name}, {b.value({'S': pre.value + text})})"
             if lk != "begins_with":
