@@ -1000,15 +1000,24 @@ class QuerySet(Generic[T]):
                                "key so the query is a Query ordered by its sort key.")
         if not fields:
             return
-        from .plan import _equalities, _split, orderable
+        from .plan import _equalities, _split, _text_orders
 
         meta = self.model._meta
         bound = p.bound if p.bound is not None else next(
             (b for b in meta.all_indexes if b.index_name == p.index), None)
-        # what this access path really orders by: the key text of a field behind a lossy or
-        # unordered spec, or under the percent encoding, does not sort like its values
-        sort = ([] if bound is None
-                else [f for f in orderable(bound, _equalities(meta, _split(self._state)[0]), meta) if f != "sk"])
+        # what this access path really orders by: the sort-key fields in template order, each
+        # pinned by an equality or named here, whose key text sorts like the values (not behind
+        # a lossy or unordered spec, not under the percent encoding)
+        sort: list[str] = []
+        named = {f.lstrip("-") for f in fields}
+        if bound is not None and bound.sort_field is not None:
+            sort = [bound.sort_field]
+        elif bound is not None and bound.sk is not None:
+            eq = _equalities(meta, _split(self._state)[0])
+            for f in bound.sk.fields:
+                if f not in eq and (f not in named or not _text_orders(meta, bound.sk, f)):
+                    break
+                sort.append(f)
         wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
         if wrong:
             raise InvalidQuery(
