@@ -503,7 +503,7 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         return f"{sk_name} = {b.value({'S': pre.value})}"
     nxt = pre.next_field
     if nxt is not None:
-        for i, (f, lk, v) in enumerate(leaves):
+        for f, lk, v in leaves:
             if f != nxt or lk not in _RANGE:
                 continue
             fobj = meta.fields[f]
