@@ -58,13 +58,23 @@ class Settings:
 
     @property
     def is_local(self) -> bool:
-        """True when the endpoint is on the loopback interface (DynamoDB Local)."""
+        """True when the endpoint is on the loopback interface (DynamoDB Local).
+
+        The host must be ``localhost`` or a loopback IP address (``127.0.0.1``, ``::1``); a DNS
+        name such as ``127.dynamodb.corp.example`` is not loopback, whatever it starts with.
+        """
+        import ipaddress
         from urllib.parse import urlparse
 
         if not self.endpoint:
             return False
         host = urlparse(self.endpoint).hostname or ""
-        return host in {"localhost", "::1"} or host.startswith("127.")
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
 
 
 _lock = threading.RLock()

@@ -205,8 +205,21 @@ def _scan_required(meta: Any, leaves: list[Leaf], complex_: list[Q]) -> ScanRequ
 
 def _text_orders(meta: Any, template: Any, fieldname: str) -> bool:
     """True when the key text of ``fieldname`` in ``template`` sorts like its values."""
-    f = meta.fields[fieldname]
-    return bool(getattr(f, "sortable_text", False) or template.spec_of(fieldname))
+    from .keys import EXACT, ORDERED, spec_kind
+
+    # the percent encoding escapes '%' and the delimiter as '%25'/'%23', which sort apart from
+    # the characters they stand for: text is not ordered (values without such characters are,
+    # but nothing stops a later item from holding one)
+    if template.encoding != ORDERED:
+        return False
+    for _literal, name, spec in template.tokens:
+        if name == fieldname:
+            f = meta.fields[fieldname]
+            kind = spec_kind(spec)
+            return kind == EXACT and bool(spec or getattr(f, "sortable_text", False))
+        if name is not None and spec_kind(spec) != EXACT:
+            return False  # a lossy/unordered spec before the field: its text decides the order first
+    return False
 
 
 def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
@@ -353,6 +366,18 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
         raise _scan_required(meta, leaves, complex_)
+    # DynamoDB refuses a FilterExpression on a key attribute of the index queried: a condition
+    # on an index's own sort attribute that the key condition cannot carry (ne, in, OR, NOT)
+    # rules that index out
+    carried = [c for c in candidates if _key_attribute_in_filter(c, leaves, complex_) is None]
+    if not carried:
+        bad = _key_attribute_in_filter(candidates[0], leaves, complex_)
+        raise InvalidQuery(
+            f"{meta.entity}: {bad} cannot be sent: {candidates[0].sort_field} is the sort key of index "
+            f"{candidates[0].index_name}, DynamoDB takes one key condition on it and refuses it in a "
+            "FilterExpression. Use lt/lte/gt/gte/between/exact on it only, or query another access path "
+            "(using('primary')) where it is a plain attribute; refused before any request.")
+    candidates = carried
     if state.order_field is not None:
         ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
         if not ordering:
@@ -399,11 +424,15 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     if sk_cond:
         conds.append(sk_cond)
     filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
-    if not state.collection and _needs_type_filter(meta, best):
+    # the type the results are read as (collection().of(X): X; a plain collection: any)
+    typed = state.of._meta if state.collection and state.of is not None else None if state.collection else meta
+    if typed is not None and (count or (not state.collection and _needs_type_filter(meta, best))):
         # another entity type's items share these partitions and the sort key starts with a
         # placeholder, so no key condition keeps them out: filter on the type attribute, so
-        # count() and Limit mean this entity's items
-        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        # Limit means this entity's items. count() always filters: iteration drops every item
+        # of another type (one whose key text extends this prefix, "M#{m}#N#{k}" under
+        # "M#{m}", or a type no model declares), so Select=COUNT must not count them
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': typed.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
     params = {"TableName": table}
     if best.index_name:
@@ -430,12 +459,29 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         if not mine:
             return None
         used.update(mine)
-        if len(mine) == 1:
-            f, lk, v = leaves[mine[0]]
+        conds = [leaves[i][1:] for i in mine]
+        # between('', high) is lte high: '' is below every stored text
+        conds = [("lte", v[1]) if lk == "between" and isinstance(v, (tuple, list)) and len(v) == 2
+                 and isinstance(v[0], str) and v[0] == "" else (lk, v) for lk, v in conds]
+        for lk, v in conds:
+            if isinstance(v, str) and v == "" and lk in ("exact", "lt", "lte"):
+                raise InvalidQuery(
+                    f"{meta.entity}.{best.sort_field}__{lk}='': {best.sort_field} is the sort key of index "
+                    f"{best.index_name}, and DynamoDB stores no empty string in an index key, so no item "
+                    "of this index can match; the query is refused before any request.")
+        # '' is below every stored text: a lower bound of '' (or begins_with '') holds every item
+        # of this sparse index, and DynamoDB refuses '' as a key-condition value
+        conds = [(lk, v) for lk, v in conds
+                 if not (isinstance(v, str) and v == "" and lk in ("gt", "gte", "begins_with"))]
+        if not conds:
+            return None
+        if len(conds) == 1 and conds[0][0] != "between":
+            lk, v = conds[0]
+            f = best.sort_field
             return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
         # DynamoDB takes one condition on the sort key and no filter on a key attribute:
         # the conditions become one inclusive range (BETWEEN)
-        return _attribute_range(meta, best.sort_field, [leaves[i][1:] for i in mine], sk_name, b)
+        return _attribute_range(meta, best.sort_field, conds, sk_name, b)
     if state.collection and state.of is None:
         return None  # the whole item collection
     if state.collection and state.of is not None:
@@ -457,13 +503,15 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         return f"{sk_name} = {b.value({'S': pre.value})}"
     nxt = pre.next_field
     if nxt is not None:
-        for i, (f, lk, v) in enumerate(leaves):
+        for f, lk, v in leaves:
             if f != nxt or lk not in _RANGE:
                 continue
             fobj = meta.fields[f]
             spec = best.sk.spec_of(f)
             if lk == "begins_with" and isinstance(v, str) and fobj.attr_type == "S" and not spec:
-                used.add(i)
+                # the lookup stays in the FilterExpression too (as a range does): an item another
+                # writer keyed differently (the percent encoding's "K#a%23x" for "a#x") has key
+                # text under the prefix but a value that does not start with it
                 text = best.sk.encode(f, v, entity=meta.entity) if v else ""
                 return f"begins_with({sk_name}, {b.value({'S': pre.value + text})})"
             if lk != "begins_with":
@@ -477,6 +525,20 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
                     return _key_range_expr(sk_name, rng, b)
     if pre.used or (pre.value and _partition_shared(meta, best)):
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})"
+    return None
+
+
+def _key_attribute_in_filter(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q]) -> str | None:
+    """The condition on ``bound``'s own sort attribute that would end in the FilterExpression, or ``None``."""
+    f = bound.sort_field
+    if f is None:
+        return None
+    for fname, lookup, value in leaves:
+        if fname == f and lookup not in ("exact", *_RANGE):
+            return f"{fname}__{lookup}={value!r}"
+    for q in complex_:
+        if any(fname == f for fname, _, _ in q.leaves()):
+            return f"a condition on {f} inside OR/NOT (Q(...) | Q(...), exclude())"
     return None
 
 

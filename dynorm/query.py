@@ -534,6 +534,7 @@ class QuerySet(Generic[T]):
                 items += batch
         self.stats = qs.stats
         self.unreadable = qs.unreadable
+        items = _matching_keys(self.model, qs._state, items)
         self._settle_unreadable(items)
         if len(items) == 1:
             return items[0]  # type: ignore[no-any-return]
@@ -572,6 +573,8 @@ class QuerySet(Generic[T]):
         One Query with ``Limit`` 1 (``qs[:1].explain()``); behind a FilterExpression the
         following requests read ahead (8, 64, ... items), so a few requests find the first match.
         """
+        if self._cache is not None:  # evaluated: the answer is in the cache, no request
+            return self._cache[0] if self._cache else None
         qs = self[:1] if self._window.stop is None or self._window.stop > self._window.start + 1 else self
         assert isinstance(qs, QuerySet)
         items = qs._fetch_all() if qs is not self else list(self)[:1]
@@ -867,6 +870,9 @@ class QuerySet(Generic[T]):
         if keys is None:
             return {obj.pk: obj for obj in self}  # type: ignore[attr-defined]
         pairs = []
+        wanted: list[Mapping[str, Any]] = []
+        lossy = bool(self.model._meta.primary.pk.lossy_fields or (
+            self.model._meta.primary.sk is not None and self.model._meta.primary.sk.lossy_fields))
         for k in keys:
             if isinstance(k, tuple) and len(k) == len(fields) and len(fields) > 1:
                 k = dict(zip(fields, k))
@@ -874,12 +880,20 @@ class QuerySet(Generic[T]):
             if kd is None:
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
             pairs.append((self.model, primary_key_of(self.model, kd)))
+            wanted.append(kd)
         self.unreadable = []
         found = batch_get(self.model, pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
                           unreadable=self.unreadable if self._skip_unreadable else None)
+        meta = self.model._meta
+        # a key through a lossy spec ({name:.3}, {day:%Y-%m-%d}) is shared by different values:
+        # keep only the items whose key fields hold a value that was asked for
+        asked = {tuple(meta.fields[f].validate(kd[f], meta.entity) for f in fields)
+                 for kd in wanted} if lossy else set()
         out: dict[Any, T] = {}
         for obj in found:
             kv = tuple(getattr(obj, f) for f in fields)
+            if lossy and kv not in asked:
+                continue
             out[kv[0] if len(kv) == 1 else kv] = obj
         return out
 
@@ -986,9 +1000,24 @@ class QuerySet(Generic[T]):
                                "key so the query is a Query ordered by its sort key.")
         if not fields:
             return
-        bound = next((b for b in self.model._meta.all_indexes if b.index_name == p.index), None)
-        sort = list(bound.sk.fields) if bound is not None and bound.sk is not None else (
-            [bound.sort_field] if bound is not None and bound.sort_field else [])
+        from .plan import _equalities, _split, _text_orders
+
+        meta = self.model._meta
+        bound = p.bound if p.bound is not None else next(
+            (b for b in meta.all_indexes if b.index_name == p.index), None)
+        # what this access path really orders by: the sort-key fields in template order, each
+        # pinned by an equality or named here, whose key text sorts like the values (not behind
+        # a lossy or unordered spec, not under the percent encoding)
+        sort: list[str] = []
+        named = {f.lstrip("-") for f in fields}
+        if bound is not None and bound.sort_field is not None:
+            sort = [bound.sort_field]
+        elif bound is not None and bound.sk is not None:
+            eq = _equalities(meta, _split(self._state)[0])
+            for f in bound.sk.fields:
+                if f not in eq and (f not in named or not _text_orders(meta, bound.sk, f)):
+                    break
+                sort.append(f)
         wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
         if wrong:
             raise InvalidQuery(
@@ -1037,6 +1066,26 @@ class QuerySet(Generic[T]):
         from .transaction import bulk_update
 
         return bulk_update(self.model, objs, fields, **options)
+
+
+def _matching_keys(model: Any, state: QueryState, items: list[Any]) -> list[Any]:
+    """Drop the items whose key fields differ from the equalities asked (``get()``).
+
+    A key text names one value under this version's encoding, but an item written by another
+    writer (the legacy percent encoding keys ``"a#x"`` as ``"K#a%23x"``, this one reads that
+    text as the value ``"a%23x"``) can sit under it: the value read back decides.
+    """
+    meta = model._meta
+    asked: dict[str, Any] = {}
+    for q in state.where:
+        for fname, lookup, value in q.flatten_and()[0]:
+            if lookup == "exact" and fname in meta.key_fields and value is not None:
+                asked[fname] = meta.fields[fname].validate(value, meta.entity)
+    if not asked:
+        return items
+    missing = object()
+    return [o for o in items if not isinstance(o, model)
+            or all(getattr(o, f, missing) == v for f, v in asked.items())]
 
 
 def _expand_pk(model: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
