@@ -249,3 +249,36 @@ def test_save_of_an_oversize_item_is_refused_before_any_request_like_create() ->
         with pytest.raises(dynorm.ValidationError):
             obj.save()  # today: ServiceError from DynamoDB after one UpdateItem
     assert c.count == 0
+
+
+# -- a write that succeeded reported as failed (unreadable item as written) ---------------------
+
+def _poison(model: type[Entity], attr: str, **key: Any) -> None:
+    """Another writer stores ``attr`` with the wrong type (a number where the model has a string)."""
+    dynorm.backend.call("UpdateItem", {
+        "TableName": model._meta.table.table_name(), "Key": model._meta.primary_key(key),
+        "UpdateExpression": "SET #a = :v", "ExpressionAttributeNames": {"#a": attr},
+        "ExpressionAttributeValues": {":v": {"N": "5"}}})
+
+
+def test_update_that_was_applied_is_not_reported_as_a_failure_when_the_item_has_a_bad_attribute() -> None:
+    """The UpdateItem is applied, then decoding ALL_NEW raises pynamodb's AttributeDeserializationError:
+    the caller is told the write failed (and the error names neither item nor dynorm)."""
+    A9Tally.objects.create(name="p")
+    _poison(A9Tally, "note", name="p")
+    try:
+        A9Tally.objects.filter(name="p").update(n=F("n") + 1)
+        reported_applied = True
+    except Exception as exc:  # noqa: BLE001
+        reported_applied = False
+        failure = exc
+    stored = _raw(A9Tally, name="p")
+    assert stored is not None and stored["n"] == {"N": "1"}  # it was applied...
+    assert reported_applied, f"...but reported as failed: {failure!r}"
+
+
+def test_failed_condition_on_an_item_with_a_bad_attribute_raises_condition_failed() -> None:
+    A9Tally.objects.create(name="q")
+    _poison(A9Tally, "note", name="q")
+    with pytest.raises(dynorm.ConditionFailed):
+        A9Tally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
