@@ -282,3 +282,18 @@ def test_failed_condition_on_an_item_with_a_bad_attribute_raises_condition_faile
     _poison(A9Tally, "note", name="q")
     with pytest.raises(dynorm.ConditionFailed):
         A9Tally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
+
+
+def test_bulk_update_batch_incomplete_lists_the_items_written() -> None:
+    """BatchIncomplete.written is documented as 'the keys written'; bulk_update leaves it empty."""
+    A9Counter.objects.bulk_create([A9Counter(name=f"c{i}") for i in range(6)])
+    objs = [A9Counter.objects.get(name=f"c{i}") for i in range(6)]
+    other = A9Counter.objects.get(name="c4")
+    other.value = 7
+    other.save()  # objs[4] is now stale: the third chunk is cancelled
+    for obj in objs:
+        obj.value = 1
+    with pytest.raises(dynorm.BatchIncomplete) as info:
+        A9Counter.objects.bulk_update(objs, ["value"], chunk_size=2)
+    assert len(info.value.unprocessed) == 2
+    assert len(info.value.written) == 4, f"written={info.value.written!r}"
