@@ -65,6 +65,19 @@ class A9Stock(Entity):
         indexes = {"by_wh": Index("GSI1", pk="{version}#A9WH#{warehouse}", sk="A9STOCK#{sku}")}
 
 
+class A9Lsi(Entity):
+    """``label`` is stored as ``placed_at``, the sort key of Retail's LSI1 (1024-byte limit)."""
+
+    lid = fields.String()
+    label = fields.String(null=True, attr_name="placed_at")
+
+    class Meta:
+        table = Retail
+        entity_type = "A9_LSI"
+        pk = "{version}#A9LSI#{lid}"
+        sk = "METADATA"
+
+
 class A9Num(Entity):
     nid = fields.String()
     num = fields.Number(null=True)
@@ -297,3 +310,28 @@ def test_bulk_update_batch_incomplete_lists_the_items_written() -> None:
         A9Counter.objects.bulk_update(objs, ["value"], chunk_size=2)
     assert len(info.value.unprocessed) == 2
     assert len(info.value.written) == 4, f"written={info.value.written!r}"
+
+
+@pytest.mark.parametrize("how", ["update", "queryset_update", "save_update_fields", "transaction_update"])
+def test_lsi_sort_key_over_1024_bytes_is_refused_before_any_request_on_every_write(how: str) -> None:
+    """create() and save() refuse it (docs: 'checked on every table, GSI and LSI key attribute');
+    update(), queryset update(), save(update_fields) and transaction updates send it."""
+    with pytest.raises(dynorm.ValidationError):
+        A9Lsi.objects.create(lid="a", label="x" * 1100)
+    A9Lsi.objects.create(lid="b", label="short")
+    obj = A9Lsi.objects.get(lid="b")
+    long = "y" * 1100
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError):
+            if how == "update":
+                obj.update(label=long)
+            elif how == "queryset_update":
+                A9Lsi.objects.filter(lid="b").update(label=long)
+            elif how == "save_update_fields":
+                obj.label = long
+                obj.save(update_fields=["label"])
+            else:
+                with dynorm.transaction() as tx:
+                    tx.update(obj, label=long)
+    assert c.count == 0
+    assert A9Lsi.objects.get(lid="b").label == "short"
