@@ -335,3 +335,12 @@ def test_lsi_sort_key_over_1024_bytes_is_refused_before_any_request_on_every_wri
                     tx.update(obj, label=long)
     assert c.count == 0
     assert A9Lsi.objects.get(lid="b").label == "short"
+
+
+def test_empty_string_in_an_lsi_sort_key_attribute_is_refused_before_any_request() -> None:
+    """DynamoDB refuses an empty string in any index key attribute; today create() sends a PutItem and
+    gets ServiceError(ValidationException) back (an empty GSI key is refused before the request)."""
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError):
+            A9Lsi.objects.create(lid="e", label="")
+    assert c.count == 0
