@@ -360,3 +360,16 @@ def test_retried_unversioned_save_does_not_overwrite_a_later_acknowledged_write(
         pass  # reporting the conflict is fine
     stored = _raw(A9Stock, sku="w")
     assert stored is not None and stored["name"] == {"S": "theirs"}, f"the later write was lost: {stored['name']}"
+
+
+def test_retried_delete_does_not_delete_an_item_created_after_it(lose: Any) -> None:
+    """An unconditional DeleteItem whose response was lost is retried by botocore and deletes the
+    item that another writer created (and was told was created) in between."""
+    obj = A9Stock.objects.create(sku="del", name="old")
+    lose("DeleteItem", between=lambda: A9Stock.objects.create(sku="del", name="new"))
+    try:
+        obj.delete()
+    except dynorm.DynormError:
+        pass  # reporting the conflict is fine
+    stored = _raw(A9Stock, sku="del")
+    assert stored is not None and stored["name"] == {"S": "new"}, "an acknowledged create() vanished"
