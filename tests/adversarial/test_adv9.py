@@ -414,3 +414,18 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
             t.join(120)
     stored = _raw(A9Tally, name="conc")
     assert stored is not None and int(stored["n"]["N"]) == len(acknowledged) == 40
+
+
+@pytest.mark.parametrize("how", ["refresh_from_db", "deferred_field"])
+def test_refresh_and_deferred_load_of_a_bad_item_raise_unreadable_items(how: str) -> None:
+    """get()/list()/in_bulk()/related() raise dynorm.UnreadableItems naming key and attribute;
+    refresh_from_db() and the load of a deferred field raise pynamodb's bare AttributeDeserializationError."""
+    A9Tally.objects.create(name="bad")
+    _poison(A9Tally, "note", name="bad")
+    obj = A9Tally.objects.only("name", "n").get(name="bad")
+    with pytest.raises(dynorm.UnreadableItems) as info:
+        if how == "refresh_from_db":
+            obj.refresh_from_db()
+        else:
+            obj.note  # noqa: B018 - loads the deferred field
+    assert info.value.errors and info.value.errors[0].attribute == "note"
