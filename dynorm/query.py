@@ -747,7 +747,10 @@ class QuerySet(Generic[T]):
             the saved instance.
 
         Raises:
-            StaleWrite: every attempt lost its race. DoesNotExist: no such item.
+            StaleWrite: every attempt lost its race, or botocore retried a request whose response
+                was lost and the item changed since (``exc.maybe_applied`` is True: the change may
+                have been applied once; fn is never run again after such an attempt).
+                DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
         import time
@@ -767,8 +770,10 @@ class QuerySet(Generic[T]):
             try:
                 obj.save()
                 return obj  # type: ignore[no-any-return]
-            except StaleWrite:
-                if attempt >= attempts - 1:
+            except StaleWrite as exc:
+                if attempt >= attempts - 1 or getattr(exc, "maybe_applied", False):
+                    # a lost response whose first attempt may have been applied: running fn
+                    # again could apply it twice, so the uncertainty is reported instead
                     raise
                 time.sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover

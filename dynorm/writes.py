@@ -13,8 +13,12 @@ after the write succeeded (through the instance's ``_state``).
 response was lost although DynamoDB applied it, the retry's condition fails and DynamoDB
 returns the stored item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): finding our own
 token there proves the first attempt was applied, so the write is reported as done, exactly
-once, at no extra request. Updates that no other condition protects (``F("n") + 1``) carry the
-condition ``attribute_not_exists(rev) OR rev <> :token`` for that purpose.
+once, at no extra request. Idempotent updates that no other condition protects carry the
+condition ``attribute_not_exists(rev) OR rev <> :token`` for that purpose. That condition cannot
+protect a non-idempotent update (``F("n") + 1``, ``append()``) when another write lands between
+the lost attempt and the retry (the stored token is no longer ours), so such an update without a
+version condition is marked ``once`` and sent as a one-action TransactWriteItems with a
+``ClientRequestToken`` (see :mod:`dynorm.sender`).
 """
 
 from __future__ import annotations
@@ -68,6 +72,10 @@ class WriteOp:
         key_values: key attributes (Python attribute name -> text) to set on the instance then.
         token: the revision token this write stores (``None`` for Delete and ConditionCheck).
         returns_item: the single-item form asks for ``ReturnValues=ALL_NEW``.
+        once: a non-idempotent write (``F("n") + 1``, ``append()``) that no version condition
+            protects: sent alone, it goes as a one-action TransactWriteItems whose
+            ``ClientRequestToken`` (DynamoDB applies a token once for 10 minutes) makes botocore's
+            retry of a lost request harmless even when another write landed in between.
     """
 
     kind: str
@@ -83,6 +91,7 @@ class WriteOp:
     key_values: dict[str, Any] = field(default_factory=dict)
     token: str | None = None
     returns_item: bool = False
+    once: bool = False
 
     @property
     def create(self) -> bool:
@@ -404,7 +413,12 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     vf = meta.version_field
     vattr = meta.fields[vf].attr_name if vf else None
     current = None if fresh or not vf else values.get(vf)
-    new_version = (current or 0) + 1 if vf else None
+    # an item read without a version attribute (written before the model had fields.Version(),
+    # or by another writer) is at version 0: saved on condition attribute_not_exists(version)
+    unversioned_read = bool(vf) and current is None and not state.adding and not fresh and not create
+    # save(update_fields) of an instance never read: the stored version is incremented, never reset
+    blind = bool(vf) and current is None and state.adding and update_fields is not None
+    new_version = None if blind else (current or 0) + 1 if vf else None
     token = new_token()
     key_values = {model._dynamo_to_python_attr(a): t for a, t in keys.items()}
     verb = "create" if create else "save"
@@ -412,7 +426,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     b = ExpressionBuilder()
     conditions: list[str] = []
 
-    if update_fields is None and (create or (vf and current is None)):
+    if update_fields is None and (create or (vf and current is None and not unversioned_read)):
         # PutItem of a new item: nothing stored can be lost
         item = {tmeta.type_attribute: {"S": meta.entity_type}}
         for attr, text in keys.items():
@@ -469,13 +483,20 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         sets.append(f"{b.name(attr)} = {b.value(av)}")
     if vattr:
         vpath = b.name(vattr)
-        sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
-        if current is not None:
+        if blind:
+            sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+        else:
+            sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
+        if unversioned_read:
+            conditions.append(f"attribute_not_exists({vpath})")
+        elif current is not None:
             match = f"{vpath} = {b.value({'N': str(current)})}"
             conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR {match}" if fallback else match)
     sets.append(f"{b.name(tmeta.revision_attribute)} = {b.value({'S': token})}")
     if update_fields is None:
-        _check_size(meta, obj, item)
+        # the item as stored: the key, type and revision attributes count too (as in create)
+        _check_size(meta, obj, {**item, **key, tmeta.type_attribute: {"S": meta.entity_type},
+                                tmeta.revision_attribute: {"S": token}})
     expression = "SET " + ", ".join(sets)
     if removes:
         expression += " REMOVE " + ", ".join(removes)
@@ -484,8 +505,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     if update_fields is not None:
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
-                   expected_version=current, new_version=new_version, local_changes=local,
-                   key_values=key_values, token=token)
+                   expected_version=0 if unversioned_read else current, new_version=new_version,
+                   local_changes=local, key_values=key_values, token=token)
 
 
 def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
@@ -554,6 +575,11 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
 # -- Update ------------------------------------------------------------------------------
 def _value_av(meta: Any, name: str, value: Any) -> dict[str, Any]:
     return serialize_value(meta, name, value, purpose="stored")
+
+
+def _idempotent(expr: F) -> bool:
+    """False for an expression whose second application changes the item again (+, -, append)."""
+    return not any(op in ("+", "-", "append") for op, _ in expr.ops)
 
 
 def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
@@ -709,9 +735,10 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     rev = b.name(tmeta.revision_attribute)
     tok = b.value({"S": token})
     sets.append(f"{rev} = {tok}")
-    if expected is None:
-        # nothing else stops a retried request from applying twice (F("n") + 1): a retry finds
-        # its own token stored and fails, and the sender reports the first attempt's result
+    once = expected is None and any(isinstance(v, F) and not _idempotent(v) for v in changes.values())
+    if expected is None and not once:
+        # a retried idempotent request finds its own token stored and fails, and the sender
+        # reports the first attempt's result (applying it again would change nothing anyway)
         conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
     if condition is not None:
         conditions.append(b.condition(condition, meta))
@@ -728,4 +755,4 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     return WriteOp("Update", model, params, target_key,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
-                   local_changes=plain, key_values=key_values, token=token, returns_item=True)
+                   local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once)
