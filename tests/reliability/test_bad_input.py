@@ -12,8 +12,8 @@ import pytest
 
 import dynorm
 from demo_project.catalog.models import Product
-from dynorm import F, conf
-from tests.models import Measure, Order, Person, Reading, StoreEmployee
+from dynorm import Entity, F, conf, fields
+from tests.models import Measure, Order, Person, Reading, Retail, StoreEmployee
 
 
 def _bad_yaml(tmp: Path) -> Any:
@@ -194,3 +194,29 @@ def test_bad_input_gets_its_error_and_sends_nothing(tmp_path: Path, name: str, a
         with pytest.raises(error, match=re.escape(message)):
             action(tmp_path)
     assert c.count == 0, f"{name}: {c.operations}"
+
+
+class W9Big(Entity):
+    sku = fields.String()
+    name = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_BIG"
+        pk = "{version}#W9BIG#{sku}"
+        sk = "METADATA"
+
+
+def test_save_of_an_oversize_item_is_refused_before_any_request_like_create() -> None:
+    size = 400 * 1024 - 60  # the declared fields fit; PK/SK/type/revision push the item over 400 KB
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError):
+            W9Big.objects.create(sku="big1", name="x" * size)
+    assert c.count == 0
+    W9Big.objects.create(sku="big2", name="small")
+    obj = W9Big.objects.get(sku="big2")
+    obj.name = "x" * size
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match="400 KB"):
+            obj.save()
+    assert c.count == 0
