@@ -609,6 +609,23 @@ def unreadable_item(cls: Any, raw: Mapping[str, Any], error: BaseException,
                           key=key, attribute=attribute, stored=stored, raw=raw)
 
 
+def decode_item(cls: Any, raw: Mapping[str, Any]) -> Any:
+    """Decode one item read by key (``refresh_from_db()``, a deferred-field load).
+
+    Raises:
+        UnreadableItems: the item cannot be decoded; its one error names the entity, the table
+            key and the attribute (``.errors[0].raw`` is the item in DynamoDB JSON).
+    """
+    from .exceptions import UnreadableItems
+
+    try:
+        return cls.from_raw_data(dict(raw))
+    except Exception as exc:  # noqa: BLE001 - pynamodb raises several kinds
+        tmeta = cls._meta.table._meta
+        problem = unreadable_item(cls, raw, exc, (tmeta.pk_attribute, tmeta.sk_attribute or ""))
+        raise UnreadableItems(f"{problem} Repair it (.errors[0].raw) or read it by hand.", [problem]) from exc
+
+
 def validate_values(meta: Any, values: Mapping[str, Any]) -> None:
     """Validate plain field values up front (before a read that precedes a write, as in
     ``get_or_create``), so a bad value is refused before any request.

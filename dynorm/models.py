@@ -311,14 +311,19 @@ class Entity(Model, metaclass=EntityMeta):
 
         Raises:
             Entity.DoesNotExist: the item is gone.
+            UnreadableItems: the stored item cannot be decoded (names key and attribute); the
+                instance is unchanged.
         """
         meta = self._meta
         resp = backend.call("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
                                         "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
-        self.deserialize(resp["Item"])
+        from .fields import decode_item
+
+        self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
         self._state.partial = False
+        self._state.deferred = None
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())

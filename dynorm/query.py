@@ -96,6 +96,7 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
 
     Raises:
         Entity.DoesNotExist: the item is gone.
+        UnreadableItems: the stored item cannot be decoded (names key and attribute).
     """
     unread, _loader = obj._state.deferred
     obj._state.deferred = None
@@ -114,7 +115,13 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
         obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
                                f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
-    loaded = type(obj).from_raw_data(resp["Item"])
+    from .fields import decode_item
+
+    try:
+        loaded = decode_item(type(obj), resp["Item"])
+    except Exception:
+        obj._state.deferred = (unread, _loader)
+        raise
     for name in unread:
         if name in loaded.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]

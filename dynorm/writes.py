@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -40,6 +41,7 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, serialize_value
+from .fields import unreadable_item
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -166,8 +168,13 @@ class WriteOp:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist; save(update_fields=...) changes existing "
                 "items only.")
-        item = self.model.from_raw_data(dict(raw)) if raw else None
-        return ConditionFailed(f"{self.description}: the condition did not hold; nothing was written.", item=item)
+        item, unreadable = decode_written(self.model, raw) if raw else (None, None)
+        error = ConditionFailed(f"{self.description}: the condition did not hold; nothing was written."
+                                + (f" The stored item cannot be read whole ({unreadable}); it is in .raw."
+                                   if unreadable is not None else ""), item=item)
+        error.raw = dict(raw) if raw else None  # type: ignore[attr-defined]
+        error.unreadable = unreadable  # type: ignore[attr-defined]
+        return error
 
     def applied(self, attributes: Mapping[str, Any] | None = None) -> Entity | None:
         """Apply a successful write to the instance and return it (the only place an instance changes).
@@ -180,12 +187,15 @@ class WriteOp:
         """
         obj = self.instance
         if obj is None:
-            return self.model.from_raw_data(dict(attributes)) if attributes is not None else None
+            return decode_written(self.model, attributes, self.description)[0] if attributes is not None else None
         state = obj._state
+        decoded = None
         if attributes is not None:
-            obj.deserialize(dict(attributes))
+            decoded, _ = decode_written(self.model, attributes, self.description, whole_only=True)
+        if decoded is not None:
+            obj.attribute_values = decoded.attribute_values
             state.partial = False
-        else:
+        else:  # nothing returned, or the item as written cannot be read: keep the planned values
             values = obj.attribute_values
             for name, value in self.key_values.items():
                 if value is None:
@@ -201,6 +211,46 @@ class WriteOp:
             state.adding = False
             state.fallback = None
         return obj
+
+
+def decode_written(model: type[Entity], raw: Mapping[str, Any], description: str | None = None, *,
+                   whole_only: bool = False) -> tuple[Entity | None, Any]:
+    """Decode an item a write returned, never failing the write because of it.
+
+    An attribute another writer stored with a type the model does not read would make the
+    decoding raise although the write was applied. Here the problem is reported as a
+    :class:`RuntimeWarning` naming item and attribute (when ``description`` is given) and the
+    item is decoded without the unreadable attributes.
+
+    Args:
+        model: the entity class; raw: the item in DynamoDB JSON; description: the write, for
+            the warning (``None``: no warning); whole_only: return ``None`` rather than an
+            instance missing attributes.
+
+    Returns:
+        (instance or ``None``, the :class:`dynorm.UnreadableItem` describing the first problem or ``None``).
+    """
+    data = dict(raw)
+    first = None
+    tmeta = model._meta.table._meta
+    for _ in range(len(data) + 1):
+        try:
+            obj = model.from_raw_data(dict(data))
+        except Exception as exc:  # noqa: BLE001 - pynamodb raises several kinds
+            problem = unreadable_item(model, data, exc, (tmeta.pk_attribute, tmeta.sk_attribute or ""))
+            if first is None:
+                first = problem
+                if description is not None:
+                    warnings.warn(f"{description} was applied, but the item as written cannot be read whole: "
+                                  f"{problem}", RuntimeWarning, stacklevel=4)
+            if whole_only or problem.attribute is None or problem.attribute not in data:
+                return None, first
+            data.pop(problem.attribute)
+            continue
+        if first is not None:
+            obj._state.partial = True  # not whole: saving it whole would drop what could not be read
+        return obj, first
+    return None, first
 
 
 def _describe(op: WriteOp) -> str:

@@ -8,7 +8,6 @@ writer act, then raises a connection error so botocore retries the same request.
 
 from __future__ import annotations
 
-import decimal
 import urllib.error
 import urllib.request
 from typing import Any, Callable, Iterator, Optional
@@ -161,7 +160,6 @@ def test_save_update_fields_after_only_does_not_remove_a_field_that_was_not_read
 
 # -- values and sizes --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value", [decimal.Decimal("0.1"), decimal.Decimal("1E-130")])
 # -- a write that succeeded reported as failed (unreadable item as written) ---------------------
 
 def _poison(model: type[Entity], attr: str, **key: Any) -> None:
@@ -229,7 +227,6 @@ def test_empty_string_in_an_lsi_sort_key_attribute_is_refused_before_any_request
     assert c.count == 0
 
 
-@pytest.mark.parametrize("update_fields", [None, ["name"]])
 @pytest.mark.parametrize("how", ["refresh_from_db", "deferred_field"])
 def test_refresh_and_deferred_load_of_a_bad_item_raise_unreadable_items(how: str) -> None:
     """get()/list()/in_bulk()/related() raise dynorm.UnreadableItems naming key and attribute;
