@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
-           "check_key_sizes", "is_instance"]
+           "check_key_sizes", "check_lsi_values", "decode_written", "is_instance"]
 
 
 def new_token() -> str:
@@ -520,6 +520,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         index_attrs = {a: t for a, t in keys.items() if a in own}
         local = dict(auto)
     item, absent = _item_values(meta, values, names)
+    if update_fields is not None:
+        check_lsi_values(meta, item, values)
     sets: list[str] = []
     removes: list[str] = [b.name(a) for a in absent]
     if update_fields is None:
@@ -559,10 +561,36 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
                    local_changes=local, key_values=key_values, token=token)
 
 
-def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
+def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Refuse an LSI sort-key value DynamoDB would refuse: empty, or over 1024 bytes.
+
+    An LSI's sort key is a field's own attribute (not rendered from a template), so the checks
+    the key renderer makes for table and GSI keys are made here, on every write path.
+
+    Args:
+        meta: the entity's ``Options``; item: attribute -> DynamoDB JSON about to be written;
+            values: field name -> value, to name field and value.
+
+    Raises:
+        InvalidKeyValue: naming entity, field and value, before any request.
+    """
     lsis = meta.table._meta.lsis
-    if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
-        check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
+    if not lsis:
+        return
+    attrs = {a: name for name, a in lsis.items() if a in item}
+    for attr, index in attrs.items():
+        av = item[attr]
+        if av.get("S") == "" or av.get("B") in (b"", ""):
+            field = next((n for n, f in meta.fields.items() if f.attr_name == attr), attr)
+            raise InvalidKeyValue(
+                f"{meta.entity}.{field}='': attribute {attr} is the sort key of index {index}, and DynamoDB refuses an "
+                "empty string in an index key attribute; give a non-empty value, or None to leave the item out of "
+                "the index. Nothing was sent.", entity=meta.entity, field=field, value="")
+    check_key_sizes(meta, {a: item[a] for a in attrs}, values)
+
+
+def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
+    check_lsi_values(meta, item, obj.attribute_values)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -727,6 +755,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
         else:
             av = _value_av(meta, name, value)
             plain[name] = f.validate(value, entity)
+            check_lsi_values(meta, {f.attr_name: av}, plain)
             sets.append(f"{path} = {b.value(av)}")
     now = _dt.datetime.now(_dt.timezone.utc)
     for name, f in meta.fields.items():
