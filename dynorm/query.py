@@ -123,7 +123,8 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
         obj._state.deferred = (unread, _loader)
         raise
     for name in unread:
-        if name in loaded.attribute_values:
+        # a deferred field assigned since the read keeps the assigned value
+        if name in loaded.attribute_values and name not in obj.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]
     obj._state.partial = False
 
