@@ -118,7 +118,7 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
     from .fields import decode_item
 
     try:
-        loaded = decode_item(type(obj), resp["Item"])
+        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
     except Exception:
         obj._state.deferred = (unread, _loader)
         raise

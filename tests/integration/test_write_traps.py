@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import dynorm
-from dynorm import Entity, F, Manager, fields
+from dynorm import Entity, F, Index, Manager, fields
 from tests.faults import Hook
 from tests.models import Counter, Order, Retail
 
@@ -313,3 +313,41 @@ def test_bulk_update_batch_incomplete_lists_the_items_written() -> None:
         W9Counter.objects.bulk_update(objs, ["value"], chunk_size=2)
     assert info.value.unprocessed == objs[4:]
     assert info.value.written == objs[:4]
+
+
+class W9Indexed(Entity):
+    sku = fields.String()
+    name = fields.String(null=True)
+    warehouse = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_INDEXED"
+        pk = "{version}#W9IDX#{sku}"
+        sk = "METADATA"
+        indexes = {"by_wh": Index("GSI1", pk="{version}#W9WH#{warehouse}", sk="W9IDX#{sku}")}
+
+
+def test_save_update_fields_after_only_loads_a_deferred_field_instead_of_removing_it() -> None:
+    """Django loads a deferred field before saving it; dynorm used to REMOVE it and its GSI keys."""
+    W9Indexed.objects.create(sku="s1", name="bolt", warehouse="north")
+    obj = W9Indexed.objects.only("sku", "name").get(sku="s1")
+    obj.name = "bolt M8"
+    with dynorm.capture() as c:
+        obj.save(update_fields=["name", "warehouse"])
+    assert c.operations == ["GetItem", "UpdateItem"]
+    stored = _w9raw(W9Indexed, sku="s1")
+    assert stored["name"] == {"S": "bolt M8"} and stored["warehouse"] == {"S": "north"}
+    assert stored["GSI1PK"] == {"S": "v1#W9WH#north"} and stored["GSI1SK"] == {"S": "W9IDX#s1"}
+    assert [s.sku for s in W9Indexed.objects.filter(warehouse="north")] == ["s1"]
+
+
+def test_save_update_fields_after_only_keeps_an_assigned_deferred_field() -> None:
+    W9Indexed.objects.create(sku="s2", name="nut", warehouse="north")
+    obj = W9Indexed.objects.only("sku", "name").get(sku="s2")
+    obj.warehouse = "south"
+    with dynorm.capture() as c:
+        obj.save(update_fields=["warehouse"])
+    assert c.operations == ["UpdateItem"]
+    assert _w9raw(W9Indexed, sku="s2")["GSI1PK"] == {"S": "v1#W9WH#south"}
+    assert _w9raw(W9Indexed, sku="s2")["name"] == {"S": "nut"}
