@@ -14,6 +14,7 @@ When the caller needs the item as written, a consistent GetItem follows.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from . import backend
@@ -68,15 +69,22 @@ def send(op: WriteOp) -> Entity | None:
 
 
 def _send_once(op: WriteOp) -> Entity | None:
-    params = {"TransactItems": [op.transact_item()], "ClientRequestToken": op.token,
-              "ReturnConsumedCapacity": "TOTAL"}
-    try:
-        backend.call("TransactWriteItems", params)
-    except TransactionCanceled as exc:
-        raw = exc.reasons[0] if exc.reasons else {}
-        if raw.get("code") == "ConditionalCheckFailed":
-            raise op.error(None, raw_item=raw.get("item")) from exc
-        raise
+    policy = backend.RetryPolicy()
+    for attempt in range(1, policy.max_attempts + 1):
+        # a cancellation that arrived means nothing was applied under that token, so a
+        # transaction conflict (another transaction on the item) is sent again under a new one
+        params = {"TransactItems": [op.transact_item()], "ClientRequestToken": f"{op.token}-{attempt}",
+                  "ReturnConsumedCapacity": "TOTAL"}
+        try:
+            backend.call("TransactWriteItems", params)
+            break
+        except TransactionCanceled as exc:
+            raw = exc.reasons[0] if exc.reasons else {}
+            if raw.get("code") == "ConditionalCheckFailed":
+                raise op.error(None, raw_item=raw.get("item")) from exc
+            if raw.get("code") != "TransactionConflict" or attempt == policy.max_attempts:
+                raise
+            time.sleep(policy.delay(attempt))
     if not op.returns_item:
         return op.applied(None)
     response = backend.call("GetItem", {"TableName": op.params["TableName"], "Key": op.key,

@@ -376,3 +376,26 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
         for t in threads:
             t.join(120)
     assert int(_raw(LrTally, name="conc")["n"]["N"]) == len(acknowledged) == 40
+
+
+def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_new_token() -> None:
+    """A cancellation that arrived applied nothing: the increment is resent (new token), once."""
+    import json
+
+    from tests.faults import fake_response
+
+    LrTally.objects.create(name="tc")
+    tokens: list[str] = []
+
+    def conflict_twice(request: Any, **kwargs: Any) -> Any:
+        tokens.append(json.loads(request.body)["ClientRequestToken"])
+        if len(tokens) > 2:
+            return None
+        return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                                   "Message": "Transaction cancelled",
+                                   "CancellationReasons": [{"Code": "TransactionConflict"}]})
+
+    with Hook("before-send.dynamodb.TransactWriteItems", conflict_twice):
+        result = LrTally.objects.filter(name="tc").update(n=F("n") + 1)
+    assert result.n == 1 and len(set(tokens)) == 3
+    assert _raw(LrTally, name="tc")["n"] == {"N": "1"}
