@@ -230,7 +230,8 @@ class Entity(Model, metaclass=EntityMeta):
         Args:
             update_fields: write only these fields (plus the index keys built from them,
                 ``auto_now`` fields and the version): one UpdateItem, conditional on the item
-                existing.
+                existing. On an instance read with ``only()``, a field it needs that was not
+                read (nor assigned) is loaded first with one GetItem, as Django does.
 
         Returns:
             self.
@@ -242,6 +243,17 @@ class Entity(Model, metaclass=EntityMeta):
             AlreadyExists: (``create``) an item with this primary key exists.
             DoesNotExist: (``update_fields``) the item does not exist.
         """
+        state = self._state
+        if update_fields is not None and state.deferred is not None and not isinstance(update_fields, str):
+            # as Django does: a deferred field the write needs (a named field, or a field of an
+            # index key it rewrites) is loaded first (one GetItem), never written as None
+            names = set(update_fields)
+            needed = set(names)
+            for bound in self._meta.indexes.values():
+                if bound.writes_key_attributes and names & set(bound.fields):
+                    needed |= set(bound.fields)
+            if any(n in state.deferred[0] and n not in self.attribute_values for n in needed):
+                state.deferred[1](self)
         send(prepare_put(self, create=_create, update_fields=update_fields))
         return self
 
@@ -311,14 +323,19 @@ class Entity(Model, metaclass=EntityMeta):
 
         Raises:
             Entity.DoesNotExist: the item is gone.
+            UnreadableItems: the stored item cannot be decoded (names key and attribute); the
+                instance is unchanged.
         """
         meta = self._meta
         resp = backend.call("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
                                         "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
-        self.deserialize(resp["Item"])
+        from .fields import decode_item
+
+        self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
         self._state.partial = False
+        self._state.deferred = None
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())

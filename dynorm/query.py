@@ -96,6 +96,7 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
 
     Raises:
         Entity.DoesNotExist: the item is gone.
+        UnreadableItems: the stored item cannot be decoded (names key and attribute).
     """
     unread, _loader = obj._state.deferred
     obj._state.deferred = None
@@ -114,9 +115,16 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
         obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
                                f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
-    loaded = type(obj).from_raw_data(resp["Item"])
+    from .fields import decode_item
+
+    try:
+        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
+    except Exception:
+        obj._state.deferred = (unread, _loader)
+        raise
     for name in unread:
-        if name in loaded.attribute_values:
+        # a deferred field assigned since the read keeps the assigned value
+        if name in loaded.attribute_values and name not in obj.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]
     obj._state.partial = False
 
@@ -750,7 +758,10 @@ class QuerySet(Generic[T]):
             the saved instance.
 
         Raises:
-            StaleWrite: every attempt lost its race. DoesNotExist: no such item.
+            StaleWrite: every attempt lost its race, or botocore retried a request whose response
+                was lost and the item changed since (``exc.maybe_applied`` is True: the change may
+                have been applied once; fn is never run again after such an attempt).
+                DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
         import time
@@ -770,8 +781,10 @@ class QuerySet(Generic[T]):
             try:
                 obj.save()
                 return obj  # type: ignore[no-any-return]
-            except StaleWrite:
-                if attempt >= attempts - 1:
+            except StaleWrite as exc:
+                if attempt >= attempts - 1 or getattr(exc, "maybe_applied", False):
+                    # a lost response whose first attempt may have been applied: running fn
+                    # again could apply it twice, so the uncertainty is reported instead
                     raise
                 time.sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover

@@ -223,6 +223,6 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
                 raise
             raise BatchIncomplete(
                 f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
-                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:]) from exc
+                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:], written=objs[:done]) from exc
         done += len(tx.actions)
     return done
