@@ -220,3 +220,34 @@ def test_local_start_with_another_port_does_not_silently_reuse_the_recorded_serv
     other = port + 1 if port < 65535 else port - 1
     result = CliRunner().invoke(cli, ["local", "start", "--port", str(other), "--no-install"])
     assert result.exit_code != 0 or f":{other}" in result.output, result.output
+
+
+# -- hints that send the user into a wall -------------------------------------------------
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_the_isnull_hint_names_a_lookup_that_works() -> None:
+    # the isnull error says "... or exact=None"; filter(note=None) is then refused
+    Adv12Ev(dev="d", seq=1).save()
+    Adv12Ev(dev="d", seq=2, note="x").save()
+    with pytest.raises(InvalidQuery) as err:
+        list(Adv12Ev.objects.filter(dev="d", note__isnull=True))
+    if "exact=None" in str(err.value):
+        assert [o.seq for o in Adv12Ev.objects.filter(dev="d", note=None)] == [1]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_a_key_dynamodb_local_refuses_is_explained(dynamodb_local: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # dynorm now signs with the user's own keys on loopback; DynamoDB Local refuses keys that are not
+    # letters and digits ("fake_key"), and the error is only "The Access Key ID or security token is invalid"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fake_key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake_secret")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    backend.reset_client()
+    try:
+        with pytest.raises(dynorm.ServiceError) as err:
+            Adv12Thing.objects.get(tid="a")
+        msg = str(err.value)
+        assert "fake_key" in msg or "AWS_ACCESS_KEY_ID" in msg or "letters" in msg.lower(), msg
+    finally:
+        monkeypatch.undo()
+        backend.reset_client()
