@@ -251,3 +251,52 @@ def test_a_key_dynamodb_local_refuses_is_explained(dynamodb_local: str, monkeypa
     finally:
         monkeypatch.undo()
         backend.reset_client()
+
+
+# -- create_table(exist_ok=True) and a lost response -------------------------------------
+
+def test_create_table_with_a_lost_response_is_created_and_finished(dynamodb_local: str) -> None:
+    # CreateTable reaches DynamoDB, its answer is lost, botocore retries: ResourceInUseException.
+    # exist_ok=True then reports "it existed" (False) and skips UpdateTimeToLive: the table the call
+    # itself created has no TTL; exist_ok=False reports a failure for a table it created.
+    import urllib.request
+    import uuid
+
+    import botocore.exceptions
+
+    from tests.faults import Hook
+
+    class LostTable(Table):
+        class Meta:
+            table_name = f"adv12-lost-{uuid.uuid4().hex[:8]}"
+            ttl_attribute = "expires"
+
+    class LostItem(Entity):
+        xid = fields.String()
+        expires = fields.TTL(null=True)
+
+        class Meta:
+            table = LostTable
+            pk = "X#{xid}"
+            sk = "X"
+
+    sent = {"n": 0}
+
+    def applied_then_lost(request: Any, **kwargs: Any) -> None:
+        sent["n"] += 1
+        if sent["n"] == 1:
+            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+            urllib.request.urlopen(urllib.request.Request(request.url, data=request.body, headers=headers),
+                                   timeout=10).read()
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    try:
+        with Hook("before-send.dynamodb.CreateTable", applied_then_lost):
+            created = LostTable.create_table(exist_ok=True)
+        ttl = backend.call("DescribeTimeToLive", {"TableName": LostTable.table_name()})["TimeToLiveDescription"]
+        assert (created, ttl.get("TimeToLiveStatus")) == (True, "ENABLED")
+    finally:
+        try:
+            LostTable.delete_table(wait=False)
+        except Exception:  # noqa: BLE001
+            pass
