@@ -176,13 +176,14 @@ def test_a_missing_aws_profile_is_a_dynorm_error(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/adv12-credentials")
     backend.reset_client()
     previous = conf.get_settings().endpoint
-    conf.configure(endpoint="http://127.0.0.1:9")  # loopback: nothing listens on the discard port
     try:
         with pytest.raises(dynorm.DynormError, match="adv12-no-such-profile"):
+            conf.configure(endpoint="http://127.0.0.1:9")  # loopback: nothing listens on the discard port
             Adv12Thing.objects.get(tid="a")
     finally:
-        conf.configure(endpoint=previous)
         monkeypatch.delenv("AWS_PROFILE")
+        backend.reset_client()
+        conf.configure(endpoint=previous)
         backend.reset_client()
 
 
