@@ -316,3 +316,50 @@ def test_django_methods_the_docs_list_as_not_in_dynamodb_name_the_dynorm_way(hab
         except dynorm.DynormError as exc:
             assert dynorm_way in str(exc)
     assert c.count == 0
+
+
+def test_ctrl_c_while_dynorm_local_start_waits_leaves_no_unstoppable_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `dynorm local start` (keep=True: java in its own session, so the terminal's Ctrl-C does not reach it)
+    # interrupted while waiting for the server to answer: the java process survives, nothing records it,
+    # `dynorm local stop` says "No DynamoDB Local was running" and the port stays taken.
+    import dynorm.local as local
+
+    jar = local.find_jar()
+    monkeypatch.chdir(tmp_path)
+    server = local.LocalDynamoDB(port=local._free_port(), jar=jar)
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "ping", ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.start(keep=True)
+        assert server.process is not None
+        time.sleep(0.5)
+        monkeypatch.undo()
+        recorded = local.STATE_FILE.is_file() and \
+            json.loads(local.STATE_FILE.read_text()).get("pid") == server.process.pid
+        assert server.process.poll() is not None or recorded, "orphan DynamoDB Local left running, unrecorded"
+    finally:
+        server.stop()
+
+
+def test_dynamodb_local_listens_on_loopback_only(dynamodb_local: str) -> None:
+    # docs: "in memory, on 127.0.0.1:8000"; local.py: "clients reach it only at http://127.0.0.1:PORT".
+    # The java server listens on every interface (*:PORT): anyone on the network can read and write it.
+    port = int(dynamodb_local.rsplit(":", 1)[1])
+    listening = []
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            pytest.skip("no /proc/net")
+        for line in lines:
+            local_addr, state = line.split()[1], line.split()[3]
+            addr, hexport = local_addr.rsplit(":", 1)
+            if state == "0A" and int(hexport, 16) == port:
+                listening.append(addr)
+    loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+    assert listening and all(a in loopback for a in listening), f"listening on {listening}"
