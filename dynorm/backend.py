@@ -356,13 +356,14 @@ def call(operation: str, params: dict[str, Any], *, stats: Stats | None = None) 
         where = describe_endpoint(settings)
         raise ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
                            f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation) from exc
-    meta = response.get("ResponseMetadata")
-    ctype = meta.get("HTTPHeaders", {}).get("content-type", "") if meta else ""
-    if ctype and "json" not in ctype:
-        # a web server that answers 200 with a page: botocore parses it into an empty response,
-        # which would read as "no such item"; refuse it instead
+    meta = response.get("ResponseMetadata") or {}
+    if meta.get("HTTPStatusCode") != 200 or not meta.get("RequestId") \
+            or "x-amz-json" not in meta.get("HTTPHeaders", {}).get("content-type", ""):
+        # DynamoDB (real, Local and moto) answers 200, application/x-amz-json-1.0 and a request id;
+        # anything else (a web server's 204, an empty 200, a page, a JSON "{}") would read as
+        # "written" or "no such item": refuse it
         _record(operation, params, None, "NotDynamoDB", stats)
-        raise _wrap(operation, params, "200", "", response)
+        raise _foreign_success(operation, params, meta)
     _record(operation, params, response, None, stats)
     return response
 
@@ -449,6 +450,20 @@ def _one_line(text: str, limit: int) -> str:
     """Collapse whitespace and cut at ``limit`` characters: error messages stay one line."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _foreign_success(operation: str, params: dict[str, Any], meta: dict[str, Any]) -> ServiceError:
+    """The error for a "successful" answer that lacks DynamoDB's marks (status 200, an
+    ``application/x-amz-json-1.0`` body, a request id): one line naming endpoint and operation."""
+    headers = meta.get("HTTPHeaders") or {}
+    ctype = str(headers.get("content-type", "")).split(";")[0].strip() or "no Content-Type"
+    status = meta.get("HTTPStatusCode", "?")
+    rid = "" if meta.get("RequestId") else ", no request id"
+    return ServiceError(
+        f"{operation}{_on_tables(params)}: the server at {describe_endpoint()} did not answer as DynamoDB "
+        f"(HTTP {status}, {ctype}{rid}); check `endpoint` "
+        "in dynorm.yaml or DYNORM_ENDPOINT (`dynorm local start` runs DynamoDB Local).",
+        code="NotDynamoDB", operation=operation)
 
 
 def _not_dynamodb(response: dict[str, Any], code: str, message: str) -> str | None:
