@@ -120,6 +120,7 @@ def test_pk_alias_inside_q_objects() -> None:
 
 # -- endpoints and credentials ------------------------------------------------------------
 
+@pytest.mark.xfail(strict=True, reason="q11c fixes is_local")
 @pytest.mark.parametrize("endpoint", ["http://127.example.com:8000", "https://127.0.0.1.attacker.example/"])
 def test_hostnames_starting_with_127_are_not_loopback(endpoint: str) -> None:
     # only IP literals 127.0.0.0/8 are loopback; a DNS name that starts with "127." can be anywhere,
@@ -351,23 +352,36 @@ def test_ctrl_c_while_dynorm_local_start_waits_leaves_no_unstoppable_server(
         server.stop()
 
 
-def test_dynamodb_local_listens_on_loopback_only(dynamodb_local: str) -> None:
-    # docs: "in memory, on 127.0.0.1:8000"; local.py: "clients reach it only at http://127.0.0.1:PORT".
-    # The java server listens on every interface (*:PORT): anyone on the network can read and write it.
-    port = int(dynamodb_local.rsplit(":", 1)[1])
-    listening = []
-    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(name).read_text().splitlines()[1:]
-        except OSError:
-            pytest.skip("no /proc/net")
-        for line in lines:
-            local_addr, state = line.split()[1], line.split()[3]
-            addr, hexport = local_addr.rsplit(":", 1)
-            if state == "0A" and int(hexport, 16) == port:
-                listening.append(addr)
-    loopback = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
-    assert listening and all(a in loopback for a in listening), f"listening on {listening}"
+def test_dynamodb_local_exposure_is_documented_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lead's decision 10: DynamoDB Local has no bind-address option (it listens on every interface);
+    # the docs and `dynorm local start`'s output say so instead of promising 127.0.0.1 only
+    import dynorm.local as local
+    from dynorm.cli import cli
+
+    root = Path(__file__).resolve().parents[2]
+    for doc in ("docs/cli.md", "docs/getting-started.md"):
+        text = " ".join((root / doc).read_text().split())
+        assert "every network interface" in text and "firewall" in text, doc
+    assert "127.0.0.1 only" not in (root / "docs/getting-started.md").read_text()
+
+    started: list[Any] = []
+
+    def fake_start(self: Any, keep: bool = False, timeout: float = 60.0) -> Any:
+        started.append(self.port)
+        self.process = subprocess.Popen(["sleep", "30"])
+        return self
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(local.LocalDynamoDB, "start", fake_start)
+    monkeypatch.setattr(local, "check_java", lambda *a: ("java", 17))
+    monkeypatch.setattr(local, "find_jar", lambda *a: tmp_path / "DynamoDBLocal.jar")
+    monkeypatch.setattr(local, "read_state", lambda *a: None)
+    result = CliRunner().invoke(cli, ["local", "start", "--port", "8765", "--no-install"])
+    state = json.loads((tmp_path / ".dynamodb-local" / "server.json").read_text())
+    subprocess.run(["kill", str(state["pid"])], check=False)
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert started == [8765] and "every network interface" in out and "firewall" in out, out
 
 
 class Adv12Reading(Entity):
