@@ -231,9 +231,17 @@ def configure(**settings: Any) -> Settings:
     global _settings
     with _lock:
         _build({**settings})  # validate before changing anything
+        previous = dict(_overrides)
         _overrides.update(settings)
         _settings = None
-        return get_settings()
+        try:
+            return get_settings()
+        except BaseException:
+            # all or nothing: a configure() that fails (a listener, a file) leaves the previous settings
+            _overrides.clear()
+            _overrides.update(previous)
+            _settings = None
+            raise
 
 
 def use_file(path: str | os.PathLike[str] | None) -> None:

@@ -31,7 +31,8 @@ HABIT_LOOKUPS = {
     "istartswith": "DynamoDB compares case-sensitively: store a lowercased copy and use begins_with",
     "startswith": "use begins_with",
     "endswith": "DynamoDB has no ends-with: store the reversed text and use begins_with",
-    "isnull": "use exists=False / not_exists=True (a missing attribute), or exact=None",
+    "isnull": ("use not_exists=True for isnull=True and exists=True for isnull=False "
+               "(dynorm stores no attribute for None)"),
     "year": "put the date in a key template ({created_at:%Y}) and filter on a prefix, or use between",
     "month": "use between on the date, or a key template with {created_at:%Y-%m}",
     "day": "use between on the date",

@@ -202,12 +202,14 @@ class QuerySet(Generic[T]):
         sort-key prefix uses the most given fields; the rest becomes a FilterExpression.
         """
         self._check_unsliced("filter")
-        return self._clone(where=(*self._state.where, Q(*args, **_expand_pk(self.model, kwargs))))
+        return self._clone(where=(*self._state.where,
+                                  Q(*_expand_q(self.model, args), **_expand_pk(self.model, kwargs))))
 
     def exclude(self, *args: Q, **kwargs: Any) -> QuerySet[T]:
         """Drop items matching the conditions (a negated FilterExpression); no I/O."""
         self._check_unsliced("exclude")
-        return self._clone(where=(*self._state.where, ~Q(*args, **_expand_pk(self.model, kwargs))))
+        return self._clone(where=(*self._state.where,
+                                  ~Q(*_expand_q(self.model, args), **_expand_pk(self.model, kwargs))))
 
     def using(self, access_path: str) -> QuerySet[T]:
         """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O."""
@@ -239,6 +241,8 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("order_by takes one key: 'sk' or '-sk' (DynamoDB sorts by the sort key only).")
         key = keys[0]
         name = key.lstrip("-")
+        if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
+            name = self.model._meta.key_fields[-1]
         if name != "sk" and name not in self.model._meta.fields:
             raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
         return self._clone(descending=key.startswith("-"), order_field=None if name == "sk" else name)
@@ -255,8 +259,10 @@ class QuerySet(Generic[T]):
         deferred field of that item with one GetItem (seen by ``capture()``). An item read
         this way refuses ``save()`` until its deferred fields are loaded.
         """
+        meta = self.model._meta
+        fields = tuple(dict.fromkeys(k for f in fields for k in (meta.key_fields if f == "pk" else (f,))))
         for f in fields:
-            if f not in self.model._meta.fields:
+            if f not in meta.fields:
                 raise InvalidQuery(f"only({f!r}): {self.model.__name__} has no field {f!r}.")
         return self._clone(projection=tuple(fields))
 
@@ -882,6 +888,11 @@ class QuerySet(Generic[T]):
         fields = self.model._meta.key_fields
         if keys is None:
             return {obj.pk: obj for obj in self}  # type: ignore[attr-defined]
+        if self._state.where or self._state.collection or self._window.start or self._window.stop is not None:
+            # BatchGetItem takes no condition: the filter would be silently ignored
+            raise InvalidQuery(
+                f"in_bulk(ids) on a filtered {self.model.__name__} queryset: BatchGetItem cannot apply the "
+                f"filter; call {self.model.__name__}.objects.in_bulk(ids) and filter the found items in Python.")
         pairs = []
         wanted: list[Mapping[str, Any]] = []
         lossy = bool(self.model._meta.primary.pk.lossy_fields or (
@@ -980,15 +991,17 @@ class QuerySet(Generic[T]):
         """Return the item with the greatest sort key (a reversed Query, Limit 1), as Django's ``latest()``.
 
         DynamoDB orders only by the sort key of the access path, so ``fields`` (optional) must
-        be fields of that sort key; ``latest()`` with none is the usual call.
+        order as that sort key does: one field ``order_by()`` accepts, or a prefix of the sort
+        key's fields whose key text sorts like their values. A leading ``"-"`` reverses the
+        direction, as in Django (``latest("-seq")`` is the smallest ``seq``).
 
         Raises:
             Entity.DoesNotExist: nothing matches.
-            InvalidQuery: ``fields`` are not the access path's sort key, or the query is a Scan
-                (no order); raised before any request.
+            InvalidQuery: ``fields`` do not order as the access path's sort key, mixed signs, or
+                the query is a Scan (no order); raised before any request.
         """
-        self._check_order("latest", fields)
-        obj = self.last()
+        qs, descending = self._ordered_by("latest", fields)
+        obj = qs.first() if descending else qs.last()
         if obj is None:
             raise self.model.DoesNotExist(f"latest(): no {self.model.__name__} matches.")
         return obj
@@ -1000,43 +1013,49 @@ class QuerySet(Generic[T]):
             Entity.DoesNotExist: nothing matches.
             InvalidQuery: as :meth:`latest`.
         """
-        self._check_order("earliest", fields)
-        obj = self.first()
+        qs, descending = self._ordered_by("earliest", fields)
+        obj = qs.last() if descending else qs.first()
         if obj is None:
             raise self.model.DoesNotExist(f"earliest(): no {self.model.__name__} matches.")
         return obj
 
-    def _check_order(self, what: str, fields: tuple[str, ...]) -> None:
+    def _ordered_by(self, what: str, fields: tuple[str, ...]) -> tuple[QuerySet[T], bool]:
+        """The queryset ordered ascending by ``fields`` and whether they asked for descending order.
+
+        Validated against the plan (no I/O): InvalidQuery unless the access path's sort key
+        orders exactly as ``fields`` do.
+        """
+        from .plan import _text_orders
+
+        self._check_unsliced(f"take {what}() of")
         p = self.explain()
         if p.operation == "Scan":
             raise InvalidQuery(f"{what}() on {self.model.__name__}: a Scan has no order; filter on a partition "
                                "key so the query is a Query ordered by its sort key.")
         if not fields:
-            return
-        from .plan import _equalities, _split, _text_orders
-
+            return self, False
+        signs = {f.startswith("-") for f in fields}
+        names = [f.lstrip("-") for f in fields]
+        refuse = (f"{what}({', '.join(map(repr, fields))}) on {self.model.__name__}: DynamoDB orders a Query by "
+                  f"the sort key of its access path only ({p.index or 'the table'})")
+        if len(signs) > 1:
+            raise InvalidQuery(f"{refuse}, in one direction: give all fields with or all without '-'.")
+        descending = signs == {True}
+        if len(names) == 1:
+            try:
+                qs = self.order_by(names[0])
+                qs.explain()
+            except InvalidQuery as exc:
+                raise InvalidQuery(f"{refuse}; {exc}") from None
+            return qs, descending
+        bound = p.bound
+        sk = list(bound.sk.fields) if bound is not None and bound.sk is not None else []
         meta = self.model._meta
-        bound = p.bound if p.bound is not None else next(
-            (b for b in meta.all_indexes if b.index_name == p.index), None)
-        # what this access path really orders by: the sort-key fields in template order, each
-        # pinned by an equality or named here, whose key text sorts like the values (not behind
-        # a lossy or unordered spec, not under the percent encoding)
-        sort: list[str] = []
-        named = {f.lstrip("-") for f in fields}
-        if bound is not None and bound.sort_field is not None:
-            sort = [bound.sort_field]
-        elif bound is not None and bound.sk is not None:
-            eq = _equalities(meta, _split(self._state)[0])
-            for f in bound.sk.fields:
-                if f not in eq and (f not in named or not _text_orders(meta, bound.sk, f)):
-                    break
-                sort.append(f)
-        wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
-        if wrong:
-            raise InvalidQuery(
-                f"{what}({', '.join(map(repr, fields))}) on {self.model.__name__}: DynamoDB orders by the sort key "
-                f"of the access path ({p.index or 'the table'}: {', '.join(sort) or 'none'}), not by "
-                f"{', '.join(wrong)}; call {what}() without fields, or use an index sorted on that field.")
+        if sk[:len(names)] != names or not all(_text_orders(meta, bound.sk, n) for n in names):  # type: ignore[union-attr]
+            raise InvalidQuery(f"{refuse}: its sort-key fields are ({', '.join(sk) or 'none'}), and {what}() "
+                               "needs a prefix of them whose key text sorts like the values; sort in Python "
+                               "(max(qs, key=...)) or declare an Index sorted that way.")
+        return self.order_by("sk"), descending
 
     def delete(self, **policy: Any) -> int:
         """Delete every matching item with BatchWriteItem (25 per request) and return how many.
@@ -1122,6 +1141,58 @@ def _expand_pk(model: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _expand_q(model: Any, qs: tuple[Q, ...]) -> tuple[Q, ...]:
+    """Rewrite the ``pk`` alias inside ``Q`` trees (``Q(pk=1) | Q(pk=2)``), keeping connectors and negation."""
+    def walk(q: Q) -> Q:
+        children: list[Any] = []
+        for child in q.children:
+            if isinstance(child, Q):
+                children.append(walk(child))
+            elif child[0] == "pk" or child[0].startswith("pk__"):
+                children.append(Q(**_expand_pk(model, {child[0]: child[1]})))
+            else:
+                children.append(child)
+        out = Q(_connector=q.connector, _negated=q.negated)
+        out.children = children
+        return out
+    return tuple(walk(q) if isinstance(q, Q) else q for q in qs)
+
+
+_DJANGO_ONLY = {
+    "select_related": "DynamoDB has no joins: use prefetch(\"<reference field>\") (one BatchGetItem per 100 "
+                      "referenced items) or obj.related(name)",
+    "aggregate": "DynamoDB computes no aggregates: count() gives Select=COUNT; sum/min/max/avg in Python over "
+                 "values_list(field, flat=True), or keep a counter item updated with F() in the same transaction",
+    "annotate": "DynamoDB computes nothing per item: compute the value in Python, or store it as a field "
+                "written with the item",
+    "distinct": "DynamoDB returns each item once per Query/Scan: results are already distinct; for distinct "
+                "values use set(values_list(field, flat=True))",
+    "extra": "dynorm builds every request itself: use filter()/Q, or backend.call() for a raw request",
+    "raw": "dynorm builds every request itself: use backend.call(\"Query\", params) for a raw request",
+    "defer": "use only(<fields to read>): the other fields are deferred",
+    "select_for_update": "DynamoDB has no row locks: use fields.Version() (optimistic locking) or "
+                         "dynorm.transaction()",
+    "union": "run the queries and combine them in Python (itertools.chain), or one filter(Q(...) | Q(...))",
+    "intersection": "filter with both conditions (filter(a).filter(b))",
+    "difference": "filter(...).exclude(...)",
+    "dates": "values_list(\"<date field>\", flat=True) and group in Python",
+    "datetimes": "values_list(\"<datetime field>\", flat=True) and group in Python",
+    "alias": "compute the value in Python",
+}
+
+
+def _django_only(name: str) -> Callable[..., Any]:
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidQuery(f"{self.model.__name__}.objects.{name}() is not in dynorm: {_DJANGO_ONLY[name]}.")
+    refuse.__name__ = name
+    refuse.__doc__ = f"Not in dynorm (raises InvalidQuery, no request): {_DJANGO_ONLY[name]}."
+    return refuse
+
+
+for _name in _DJANGO_ONLY:
+    setattr(QuerySet, _name, _django_only(_name))
+
+
 _EMPTY_CLASSES: dict[type, type] = {}
 
 
@@ -1190,3 +1261,33 @@ class _Empty:
 
     def delete(self, **policy: Any) -> int:
         return 0
+
+    # writes: none() matches nothing, so nothing is written and nothing is sent (Django returns 0)
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def update_with_retry(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def bulk_update(self, objs: Any, fields: Any, **options: Any) -> int:
+        list(objs)
+        return 0
+
+    def bulk_delete(self, targets: Any, **policy: Any) -> int:
+        return 0
+
+    def _refuse_write(self, what: str) -> Any:
+        raise InvalidQuery(f"{self.model.__name__}.objects.none().{what}(): none() matches nothing and never "
+                           f"writes; call {self.model.__name__}.objects.{what}() instead.")
+
+    def create(self, **fields: Any) -> Any:
+        return self._refuse_write("create")
+
+    def bulk_create(self, objs: Any, **policy: Any) -> Any:
+        return self._refuse_write("bulk_create")
+
+    def get_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("get_or_create")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("update_or_create")

@@ -220,13 +220,19 @@ class Table(metaclass=TableMeta):
         Issues CreateTable (then DescribeTable until ACTIVE when ``wait``, and
         UpdateTimeToLive when ``Meta.ttl_attribute`` is set).
 
+        A CreateTable whose response was lost (botocore retried, and the retry met
+        ResourceInUseException: ``RetryAttempts > 0``) created the table: it counts as created
+        by this call and is finished (ACTIVE, TTL) as if the response had arrived.
+
         Args:
             wait: wait until the table is ACTIVE.
-            exist_ok: a table of that name existing already is not an error (nothing is
-                changed: use :meth:`sync` or ``dynorm migrate`` to add missing GSIs).
+            exist_ok: a table of that name existing already is not an error. Its GSIs are not
+                changed (use :meth:`sync` or ``dynorm migrate`` to add missing ones), but the
+                declared TTL attribute is turned on when it is off (DescribeTimeToLive, then
+                UpdateTimeToLive once the table is ACTIVE).
 
         Returns:
-            True when the table was created, False when it existed (``exist_ok``).
+            True when this call created the table, False when it existed (``exist_ok``).
 
         Raises:
             ServiceError: the table exists already (``code == "ResourceInUseException"``,
@@ -238,10 +244,32 @@ class Table(metaclass=TableMeta):
         try:
             schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
         except ServiceError as exc:
-            if exist_ok and exc.code == "ResourceInUseException":
-                return False
-            raise
+            if exc.code != "ResourceInUseException":
+                raise
+            cause = getattr(exc.__cause__, "response", None) or {}
+            lost = int(cause.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
+            if not (lost or exist_ok):
+                raise
+            if wait or (lost and cls._meta.ttl_attribute):
+                schema.wait_active(cls.table_name())
+            cls._ensure_ttl()
+            return lost
         return True
+
+    @classmethod
+    def _ensure_ttl(cls) -> None:
+        """Turn on the declared TTL attribute when it is not (DescribeTimeToLive, UpdateTimeToLive)."""
+        from . import schema
+        from .backend import call
+
+        attr = cls._meta.ttl_attribute
+        if not attr:
+            return
+        desc = call("DescribeTimeToLive", {"TableName": cls.table_name()}).get("TimeToLiveDescription", {})
+        if desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attr:
+            return
+        schema.wait_active(cls.table_name())
+        schema.apply(cls, [schema._ttl_action(cls)], wait=False)
 
     @classmethod
     def delete_table(cls, wait: bool = True) -> None:
