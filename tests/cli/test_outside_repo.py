@@ -276,7 +276,6 @@ def test_shell_uses_ipython_when_installed_and_prints_plans_as_text(tmp_path: Pa
 
 # -- found by the adversarial pass on issue 12 --------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="q11c fixes is_local")
 @pytest.mark.parametrize("endpoint", ["http://127.example.com:8000", "https://127.0.0.1.attacker.example/"])
 def test_hostnames_starting_with_127_are_not_loopback(endpoint: str) -> None:
     # only IP literals 127.0.0.0/8 are loopback; a DNS name that starts with "127." can be anywhere,
