@@ -159,3 +159,71 @@ def test_plan_write_bound_is_an_upper_bound_with_mixed_item_sizes(project: Proje
     report = executor.migrate(MigrateOptions(segments=1, max_wcu=1_000_000))
     assert report.totals()["rewritten"] == 100
     assert report.write_units <= bound.wcu, (report.write_units, bound.wcu)  # actual: 900 > 612
+
+
+def test_an_interrupted_reverse_is_not_shown_applied_nor_no_op_forwards(project: Project) -> None:
+    """Ctrl-C during `migrate 0001`: part of the items are back at v1. `showmigrations` still says
+    [X] 0002 and a forward `migrate` says "No migrations to apply", leaving them at v1 for good
+    (unless the operator happens to re-run the reverse)."""
+    import threading
+
+    from dynorm.cli import cli
+    from dynorm.migrations.executor import MigrationInterrupted
+
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    stop = threading.Event()
+    sent = {"n": 0}
+
+    def stop_after_two(**kwargs: Any) -> None:
+        sent["n"] += 1
+        if sent["n"] == 2:
+            stop.set()
+
+    with Hook("after-call.dynamodb.TransactWriteItems", stop_after_two):
+        with pytest.raises(MigrationInterrupted):
+            project.executor().migrate(MigrateOptions(target="0001", segments=1, stop=stop))
+    at_v1 = sum(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+    assert 0 < at_v1 < 400
+    cfg = str(project.config())
+    shown = CliRunner().invoke(cli, ["--config", cfg, "showmigrations"])
+    assert "[X] 0002_widget_v2" not in shown.output, shown.output
+    forward = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    after = widgets(project.table)
+    assert "No migrations to apply" not in forward.output and all(i["PK"]["S"].startswith("v2#") for i in after), \
+        (forward.output, sum(i["PK"]["S"].startswith("v1#") for i in after))
+
+
+def test_move_keeps_a_concurrent_update_to_an_item_first_written_outside_dynorm(project: Project) -> None:
+    """(Section 2, reported lightly.) A legacy item put with boto3 (no version, no revision token);
+    the app's `update(counter=5)` lands between the migration's Scan and its transaction. The
+    update *adds* attributes, so the all-attributes condition on the old item still holds and the
+    new item is written without them: an acknowledged write is lost."""
+    load_v1(project, 5)
+    name = project.table.table_name()
+    backend.call("PutItem", {"TableName": name, "Item": {
+        "PK": {"S": "v1#W#legacy"}, "SK": {"S": "METADATA"}, "entityType": {"S": "WIDGET"},
+        "widget_id": {"S": "legacy"}, "maker": {"S": "m1"}, "size": {"N": "3"},
+        "GSI1PK": {"S": "v1#M#m1"}, "GSI1SK": {"S": "W#legacy"}}})
+    models = project.write_models(**V2)
+    v1_models = None
+    project.makemigrations()
+    from tests.migproject import V1
+    v1_models = project.write_models(**V1)
+    done = {"n": 0}
+
+    def app_write_first(request: Any, **kwargs: Any) -> None:
+        if done["n"] == 0 and b"v1#W#legacy" in request.body:
+            done["n"] = 1
+            w = v1_models.Widget.objects.filter(widget_id="legacy").update(counter=5)
+            assert w.counter == 5  # acknowledged
+
+    with Hook("before-send.dynamodb.TransactWriteItems", app_write_first):
+        report = project.executor().migrate(MigrateOptions(segments=1))
+    assert done["n"] == 1 and report.applied == ["0002_widget_v2"]
+    got = _get_raw(project, "v2#W#legacy")
+    assert _get_raw(project, "v1#W#legacy") is None
+    assert got is not None and got.get("counter") == {"N": "5"}, got  # actual: no counter
+    del models
