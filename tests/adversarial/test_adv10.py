@@ -227,3 +227,26 @@ def test_move_keeps_a_concurrent_update_to_an_item_first_written_outside_dynorm(
     assert _get_raw(project, "v1#W#legacy") is None
     assert got is not None and got.get("counter") == {"N": "5"}, got  # actual: no counter
     del models
+
+
+def test_max_wcu_is_not_exceeded_by_one_transaction_many_times_over(project: Project) -> None:
+    """--max-wcu 20 (one second of burst, docs): each moved item here costs 6 WCU by the documented
+    rules (Put 2 + Delete 2 + one GSI entry removed and one written), yet a transaction of 50 items
+    (300 WCU, 15x the budget) is sent in one go after a long wait: the live application is starved
+    for that second."""
+    import time
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    sends: list[tuple[float, int]] = []
+
+    def count(request: Any, **kwargs: Any) -> None:
+        actions = json.loads(request.body)["TransactItems"]
+        sends.append((time.monotonic(), 6 * sum(1 for a in actions if "Put" in a)))
+
+    with Hook("before-send.dynamodb.TransactWriteItems", count):
+        report = project.executor().migrate(MigrateOptions(segments=1, max_wcu=20))
+    assert report.applied == ["0002_widget_v2"]
+    worst = max(sum(u for t, u in sends if s <= t < s + 1.0) for s, _ in sends)
+    assert worst <= 2 * 20, (worst, sends)  # rate + one second of burst; actual: 300
