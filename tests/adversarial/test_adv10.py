@@ -250,3 +250,40 @@ def test_max_wcu_is_not_exceeded_by_one_transaction_many_times_over(project: Pro
     assert report.applied == ["0002_widget_v2"]
     worst = max(sum(u for t, u in sends if s <= t < s + 1.0) for s, _ in sends)
     assert worst <= 2 * 20, (worst, sends)  # rate + one second of burst; actual: 300
+
+
+def test_one_failed_heartbeat_does_not_let_a_second_run_take_the_lock(project: Project) -> None:
+    """The lock heartbeat thread returns for good on its first error (one throttled or failed
+    UpdateItem), while the migration goes on: the lock expires and a second `migrate` runs at the
+    same time on the same table."""
+    import threading
+    import time
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    failed = {"n": 0}
+
+    def fail_first_heartbeat(request: Any, **kwargs: Any) -> Any:
+        if failed["n"] == 0 and b"lock#" in request.body and b"expires_at" in request.body:
+            failed["n"] = 1
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+                                       "Message": "injected: one failed heartbeat"})
+        return None
+
+    outcome: dict[str, Any] = {}
+
+    def second_run() -> None:
+        time.sleep(4.0)  # the first run is still pacing its writes; its lock (ttl 1.5 s) must still be held
+        try:
+            outcome["report"] = project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1.5))
+        except MigrationLocked as exc:
+            outcome["locked"] = exc
+
+    t = threading.Thread(target=second_run)
+    with Hook("before-send.dynamodb.UpdateItem", fail_first_heartbeat):
+        t.start()
+        first = project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1.5, max_wcu=40))
+    t.join(60)
+    assert failed["n"] == 1 and first.applied == ["0002_widget_v2"]
+    assert "locked" in outcome, outcome  # actual: the second run acquired the lock and ran
