@@ -287,3 +287,29 @@ def test_one_failed_heartbeat_does_not_let_a_second_run_take_the_lock(project: P
     t.join(60)
     assert failed["n"] == 1 and first.applied == ["0002_widget_v2"]
     assert "locked" in outcome, outcome  # actual: the second run acquired the lock and ran
+
+
+def test_items_created_by_the_old_app_during_a_move_are_not_left_at_v1(project: Project) -> None:
+    """(Section 2, reported lightly.) While `migrate` moves v1 -> v2, old application instances
+    still `create()` items at v1; those whose position the scan has passed stay at v1 after the
+    migration is recorded applied, where the v2 app (no read_versions after a move) cannot see them."""
+    from tests.migproject import V1
+
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    v1_models = project.write_models(**V1)
+    created: list[str] = []
+
+    def old_app_creates(**kwargs: Any) -> None:
+        if len(created) < 40:
+            for k in range(10):
+                wid = f"new{len(created):03d}"
+                v1_models.Widget.objects.create(widget_id=wid, maker="m1")  # acknowledged
+                created.append(wid)
+
+    with Hook("after-call.dynamodb.TransactWriteItems", old_app_creates):
+        report = project.executor().migrate(MigrateOptions(segments=1))
+    assert report.applied == ["0002_widget_v2"] and len(created) == 40
+    stranded = sorted(i["widget_id"]["S"] for i in widgets(project.table) if i["PK"]["S"].startswith("v1#"))
+    assert stranded == [], (len(stranded), stranded[:5])
