@@ -211,8 +211,9 @@ class Ledger:
         Called when a run starts the other direction: its records no longer describe the table.
         """
         for prefix in (f"checkpoint#{label}#", f"failed#{label}#"):
-            for i in self._query_prefix(prefix):
-                backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(i[str(self.table.sk_attribute)]["S"])})
+            for item in self._query_prefix(prefix):
+                sk = item[str(self.table.sk_attribute)]["S"]
+                backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
     def unrecord_applied(self, migration: str) -> None:
         """Remove a migration's applied record (a reversal of it is starting)."""

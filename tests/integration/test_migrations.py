@@ -553,3 +553,113 @@ def test_a_failed_item_deleted_meanwhile_is_not_retried(project: Project) -> Non
         report = project.executor().migrate(MigrateOptions())
     assert report.applied == ["0002_widget_v2"] and "TransactWriteItems" not in c.operations
     assert len(widgets(project.table)) == 99
+
+
+# -- found by the adversarial tester of issue 10 (adv10) ------------------------------------
+def test_reverse_with_failed_items_is_reported_partial_and_exits_non_zero(project: Project) -> None:
+    """Backwards migration whose items keep failing: today it says nothing, exits 0, and the
+    migration stays 'applied' while part of its items are back at v1 (a forward re-run then
+    says "No migrations to apply" and leaves them stranded)."""
+    from dynorm.cli import cli
+
+    load_v1(project, 100)
+    project.write_models(**V2)
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]
+    hot = {"v2#W#w00007"}
+    cfg = str(project.config())
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting(hot)):
+        result = CliRunner().invoke(cli, ["--config", cfg, "migrate", "0001"])
+    items = widgets(project.table)
+    at_v1 = sum(i["PK"]["S"].startswith("v1#") for i in items)
+    assert at_v1 == 99  # the reverse did run for the others
+    assert result.exit_code != 0, result.output  # actual: 0
+    assert "failed" in result.output and "v2#W#w00007" in result.output, result.output
+    # and a plain forward `migrate` must not claim there is nothing to do with 99 items at v1
+    forward = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    assert "No migrations to apply" not in forward.output, forward.output
+
+
+def test_reverse_with_failed_items_reports_partial_in_the_api(project: Project) -> None:
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting({"v2#W#w00003"})):
+        report = project.executor().migrate(MigrateOptions(target="0001"))
+    assert report.unapplied == []
+    # before the fix: partial == {} (the failure was only in failed_items)
+    assert report.partial != {} and report.failed_items, report
+
+
+def test_a_worker_lock_does_not_let_a_plain_migrate_run_at_the_same_time(project: Project) -> None:
+    """`--worker 0/2` takes lock#w0of2, a plain `migrate` (or a backwards one) takes lock#all:
+    both run at once on the same table (a forward worker and a reverse run can interleave)."""
+    load_v1(project, 10)
+    project.write_models(**V2)
+    project.makemigrations()
+    holder = project.executor().ledger()
+    holder.acquire("w0of2")  # a `dynorm migrate --worker 0/2` in progress
+    try:
+        with pytest.raises(MigrationLocked):
+            project.executor().migrate(MigrateOptions())
+    finally:
+        holder.release()
+
+
+def test_backwards_to_before_a_partial_migration_is_not_silently_a_no_op(project: Project) -> None:
+    """0002 is partial (one item failed; 59 items at v2). `migrate 0001` says
+    "No migrations to apply" (exit 0) and leaves the 59 items where the v1 app cannot see them."""
+    from dynorm.cli import cli
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting({"v1#W#w00003"})):
+        assert project.executor().migrate(MigrateOptions()).partial == {"0002_widget_v2": 1}
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate", "0001"])
+    at_v2 = sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    # either the partial migration is reversed (all back at v1) or the command refuses (exit != 0)
+    assert at_v2 == 0 or result.exit_code != 0, (at_v2, result.exit_code, result.output)
+
+
+def test_plan_write_bound_is_an_upper_bound_with_mixed_item_sizes(project: Project) -> None:
+    """`migrate --plan` prints '<= N WCU' from the average item size; with half the items ~100 B and
+    half ~1.5 KB the documented per-item rules (which the pacer itself applies) give more."""
+    load_v1(project, 100)
+    name = project.table.table_name()
+    for i in range(0, 100, 2):
+        backend.call("UpdateItem", {"TableName": name, "Key": {"PK": {"S": f"v1#W#w{i:05d}"}, "SK": {"S": "METADATA"}},
+                                    "UpdateExpression": "SET padding = :b",
+                                    "ExpressionAttributeValues": {":b": {"S": "x" * 1500}}})
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    op = executor.migrations[-1].operations[0]
+    bound = executor.estimate(op, MigrateOptions(segments=1))
+    report = executor.migrate(MigrateOptions(segments=1, max_wcu=1_000_000))
+    assert report.totals()["rewritten"] == 100
+    assert report.write_units <= bound.wcu, (report.write_units, bound.wcu)  # actual: 900 > 612
+
+
+def test_max_wcu_is_not_exceeded_by_one_transaction_many_times_over(project: Project) -> None:
+    """--max-wcu 20 (one second of burst, docs): each moved item here costs 6 WCU by the documented
+    rules (Put 2 + Delete 2 + one GSI entry removed and one written), yet a transaction of 50 items
+    (300 WCU, 15x the budget) is sent in one go after a long wait: the live application is starved
+    for that second."""
+    import time
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    sends: list[tuple[float, int]] = []
+
+    def count(request: Any, **kwargs: Any) -> None:
+        actions = json.loads(request.body)["TransactItems"]
+        sends.append((time.monotonic(), 6 * sum(1 for a in actions if "Put" in a)))
+
+    with Hook("before-send.dynamodb.TransactWriteItems", count):
+        report = project.executor().migrate(MigrateOptions(segments=1, max_wcu=20))
+    assert report.applied == ["0002_widget_v2"]
+    worst = max(sum(u for t, u in sends if s <= t < s + 1.0) for s, _ in sends)
+    assert worst <= 2 * 20, (worst, sends)  # rate + one second of burst; actual: 300
