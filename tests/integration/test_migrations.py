@@ -382,7 +382,9 @@ def test_plan_prints_requests_and_capacity_and_json_progress_lines(project: Proj
     assert "Scan/Query request(s)" in plan.output and "eventually consistent" in plan.output
     line = next(x for x in plan.output.splitlines() if "WCU" in x and "writes" in x)
     wcu = int(line.split("<= ")[2].split(" WCU")[0])
-    assert 400 * 6 <= wcu <= 410 * 6  # Put 2 + Delete 2 + GSI delete 1 + GSI put 1 per item of <= 1 KB
+    # Put 2 + Delete 2 + GSI delete 1 + GSI put 1 per item of <= 1 KB; the bound adds 6 per KB of the
+    # table's total size (it holds whatever the item sizes; see docs/migrations.md)
+    assert 400 * 6 <= wcu <= 400 * 6 * 1.2
     assert "2 WCU per KB" in plan.output
     result = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--json"])
     assert result.exit_code == 0, result.output
