@@ -231,7 +231,8 @@ class Executor:
         ledger = self.ledger()
         if not ledger.exists():
             return set()
-        return {name for name, p in ledger.progress().items() if p["started"]}
+        applied = ledger.applied()
+        return {name for name, p in ledger.progress().items() if p["started"] and name not in applied}
 
     def _resolve(self, target: str | None) -> str | None:
         names = [m.name for m in self.migrations]

@@ -665,3 +665,84 @@ def test_max_wcu_is_not_exceeded_by_one_transaction_many_times_over(project: Pro
     assert report.applied == ["0002_widget_v2"]
     worst = max(sum(u for t, u in sends if s <= t < s + 1.0) for s, _ in sends)
     assert worst <= 2 * 20, (worst, sends)  # rate + one second of burst; actual: 300
+
+
+def test_a_partial_reversal_rerun_finishes_it_and_forgets_the_migration(project: Project) -> None:
+    from dynorm.cli import cli
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting({"v2#W#w00003"})):
+        assert project.executor().migrate(MigrateOptions(target="0001")).partial == {"0002_widget_v2": 1}
+    shown = CliRunner().invoke(cli, ["--config", str(project.config()), "showmigrations"])
+    assert "[~] 0002_widget_v2 (partly reversed: 1 failed item(s)" in shown.output, shown.output
+    with dynorm.capture() as c:
+        report = project.executor().migrate(MigrateOptions(target="0001"))
+    assert report.unapplied == ["0002_widget_v2"] and report.partial == {}
+    assert c.operations.count("TransactWriteItems") == 1  # only the failed item is retried
+    assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+    assert project.executor().applied().keys() == {"0001_initial"} and project.executor().started() == set()
+
+
+def test_backwards_from_a_partial_forward_run_moves_back_what_was_moved(project: Project) -> None:
+    from dynorm.cli import cli
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    with Hook("before-send.dynamodb.TransactWriteItems", _conflicting({"v1#W#w00003"})):
+        assert project.executor().migrate(MigrateOptions()).partial == {"0002_widget_v2": 1}
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate", "0001"])
+    assert result.exit_code == 0 and "Reversed 1 migration(s): 0002_widget_v2" in result.output, result.output
+    assert len(widgets(project.table)) == 60 and all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+    shown = CliRunner().invoke(cli, ["--config", str(project.config()), "showmigrations"])
+    assert "[ ] 0002_widget_v2" in shown.output, shown.output
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]  # and forward again
+    assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+def test_worker_locks_of_one_split_coexist_and_exclude_every_other_run(project: Project) -> None:
+    load_v1(project, 1)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions(target="0001"))
+    w0, w1, other, plain = (project.executor().ledger() for _ in range(4))
+    w0.acquire("w0of2")
+    try:
+        w1.acquire("w1of2")  # the same split: they share the segments
+        for ledger, worker in ((other, "w0of3"), (other, "w0of2"), (plain, "all")):
+            with pytest.raises(MigrationLocked):
+                ledger.acquire(worker)
+        w1.release()
+    finally:
+        w0.release()
+    plain.acquire("all")
+    try:
+        with pytest.raises(MigrationLocked):
+            w0.acquire("w0of2")  # a worker while a plain (or backwards) run holds the table
+    finally:
+        plain.release()
+    assert not plain._query_prefix("lock#")  # every refused run gave its lock back
+
+
+def test_a_lock_that_cannot_be_renewed_stops_the_run_at_a_checkpoint(project: Project) -> None:
+    from dynorm.migrations.executor import MigrationInterrupted
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+
+    def fail_heartbeats(request: Any, **kwargs: Any) -> Any:
+        if b"lock#" in request.body and b"expires_at" in request.body:
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+                                       "Message": "injected: heartbeat fails"})
+        return None
+
+    with Hook("before-send.dynamodb.UpdateItem", fail_heartbeats):
+        with pytest.raises(MigrationInterrupted, match="could not be renewed"):
+            project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1.5, max_wcu=40))
+    assert "0002_widget_v2" not in project.executor().applied()
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]  # resumes
+    assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
