@@ -274,8 +274,7 @@ class Rekeyer(_Base):
                 continue
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
         size = MOVE_GROUP if self.mode == "move" else COPY_GROUP
-        for i in range(0, len(planned), size):
-            group = planned[i:i + size]
+        for group in self.pacer.groups(planned, size, lambda entry: entry[2]):
             if not self.pacer.before_write(sum(u for _, _, u in group)):
                 result.complete = False
                 return result
