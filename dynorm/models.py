@@ -23,6 +23,7 @@ from .expressions import Q
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
+from .fallback import move_to_current
 from .sender import send
 from .tables import Table
 from .writes import prepare_delete, prepare_put, prepare_update, stored_key
@@ -242,6 +243,8 @@ class Entity(Model, metaclass=EntityMeta):
             AlreadyExists: (``create``) an item with this primary key exists.
             DoesNotExist: (``update_fields``) the item does not exist.
         """
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_put(self, create=_create, update_fields=update_fields))
         return self
 
@@ -267,6 +270,8 @@ class Entity(Model, metaclass=EntityMeta):
             KeyChangeError: a primary-key field is in ``changes``.
             ValidationError: unknown field, wrong type (before any request).
         """
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_update(type(self), instance=self, changes=changes, condition=condition))
         return self
 
@@ -280,6 +285,8 @@ class Entity(Model, metaclass=EntityMeta):
             StaleWrite: the item changed or vanished since it was read; nothing was deleted.
             ConditionFailed: ``condition`` did not hold.
         """
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_delete(type(self), self, condition=condition))
 
     def related(self, name: str) -> Any:

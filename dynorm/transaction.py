@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 from . import backend
 from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
+from .fallback import move_to_current
 from .writes import WriteOp, prepare_check, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,6 +79,7 @@ class Transaction:
 
     def save(self, obj: Entity) -> Entity:
         """Add a Put of the whole instance (conditional on its version when versioned)."""
+        move_to_current(obj)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_put(obj))
         return obj
 
@@ -88,6 +90,8 @@ class Transaction:
         model, t = _target(target, key)
         from .models import Entity
 
+        if isinstance(t, Entity):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_update(model, instance=t if isinstance(t, Entity) else None,
                                  key=None if isinstance(t, Entity) else t, changes=changes, condition=condition))
 
@@ -95,6 +99,8 @@ class Transaction:
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if not isinstance(t, Mapping):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_delete(model, t, condition=condition))
 
     def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,

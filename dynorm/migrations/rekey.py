@@ -2,8 +2,9 @@
 
 Items are handled as raw DynamoDB JSON, so every attribute survives, also ones no model
 declares. ``move`` puts the item under its new keys and deletes the old one in one
-TransactWriteItems, the delete conditional on the old item being unchanged (its version
-attribute, else every attribute); ``copy`` only puts. Up to 50 items (100 actions) share a
+TransactWriteItems, the delete conditional on the old item being unchanged (its revision
+token ``Table.Meta.revision_attribute``, which every dynorm write sets; else every attribute and
+the absence of a token); ``copy`` only puts. Up to 50 items (100 actions) share a
 transaction; a cancelled group is retried item by item, re-reading items that changed, so a
 concurrent application write is never lost and one hot item does not stall the run.
 
@@ -28,6 +29,7 @@ from .. import _codec, backend
 from ..batch import WRITE_CHUNK, RetryPolicy, send_until_processed
 from ..exceptions import DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
+from ..writes import unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
 
@@ -172,7 +174,6 @@ class Rekeyer(_Base):
         self.mode = mode
         self.old_attrs = {a for attrs in op.old.keys.values() for a in attrs}
         self.new_templates = op.new.templates(table.delimiter, table.key_encoding)
-        self.version_attr = op.old.version_attribute
 
     def read_params(self, segment: int, total: int) -> tuple[str, dict[str, Any]]:
         """The Scan (or Query) finding old-version items of this entity type."""
@@ -214,16 +215,8 @@ class Rekeyer(_Base):
         return new
 
     def _unchanged(self, raw: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-        if self.version_attr and self.version_attr in raw:
-            return "#v = :v", {"#v": self.version_attr}, {":v": raw[self.version_attr]}
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        parts = []
-        for i, (attr, av) in enumerate(sorted(raw.items())):
-            names[f"#a{i}"] = attr
-            values[f":a{i}"] = av
-            parts.append(f"#a{i} = :a{i}")
-        return " AND ".join(parts), names, values
+        # the revision token alone when the item has one, else every attribute (see writes.py)
+        return unchanged_condition(self.table.revision_attribute, raw)
 
     def actions(self, raw: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
         """The TransactItems that rewrite one item."""
