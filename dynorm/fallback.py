@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import backend
 from .backend import RetryPolicy
 from .exceptions import ConditionFailed, StaleWrite, TransactionCanceled
-from .writes import prepare_move_to_current, stored_key, unchanged_condition
+from .writes import prepare_move_to_current, stored_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -55,7 +55,6 @@ def move_to_current(obj: Entity) -> None:
         return
     model = type(obj)
     meta = model._meta
-    tmeta = meta.table._meta
     old_key = stored_key(obj)
     policy = RetryPolicy()
     for attempt in range(ATTEMPTS):
@@ -72,7 +71,8 @@ def move_to_current(obj: Entity) -> None:
             codes = [str(r.get("code")) for r in exc.reasons]
         if codes[:1] == ["ConditionalCheckFailed"]:
             # an item written under the current keys since: it is the current one; drop the leftover
-            cond, names, values = unchanged_condition(tmeta.revision_attribute, raw)
+            cond, names, values = delete["ConditionExpression"], delete["ExpressionAttributeNames"], \
+                delete.get("ExpressionAttributeValues")
             params: dict[str, Any] = {"TableName": delete["TableName"], "Key": old_key, "ConditionExpression": cond,
                                       "ExpressionAttributeNames": names}
             if values:

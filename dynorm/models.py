@@ -20,10 +20,10 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import Q
+from .fallback import move_to_current
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
-from .fallback import move_to_current
 from .sender import send
 from .tables import Table
 from .writes import prepare_delete, prepare_put, prepare_update, stored_key

@@ -730,16 +730,27 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
 
 
 # -- read_versions fallback: moving an item read under an older key version -------------------
-def unchanged_condition(revision_attribute: str, raw: Mapping[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+def unchanged_condition(revision_attribute: str, raw: Mapping[str, Any],
+                        version_attribute: str | None = None) -> tuple[str, dict[str, str], dict[str, Any]]:
     """The condition "this item is as ``raw`` shows it": (expression, names, values).
 
     Every dynorm write sets the revision attribute to a fresh token, so an item read with a
     token is unchanged exactly when its token is (one attribute compared, whatever a write
-    added, changed or removed). An item read without a token (written by another writer, or
-    by dynorm before it set one) is compared attribute by attribute, and
+    added, changed or removed); the version attribute (``fields.Version``), when the item has
+    one, is compared too, for other writers that follow the optimistic-locking convention
+    without knowing the token. An item read without a token (written by another writer, or by
+    dynorm before it set one) is compared attribute by attribute, and
     ``attribute_not_exists(rev)`` catches any dynorm write since.
+
+    Args:
+        revision_attribute: ``Table.Meta.revision_attribute``.
+        raw: the item as read (DynamoDB JSON).
+        version_attribute: the entity's version attribute name, if any.
     """
     if revision_attribute in raw:
+        if version_attribute and version_attribute in raw:
+            return ("#r = :r AND #v = :v", {"#r": revision_attribute, "#v": version_attribute},
+                    {":r": raw[revision_attribute], ":v": raw[version_attribute]})
         return "#r = :r", {"#r": revision_attribute}, {":r": raw[revision_attribute]}
     names: dict[str, str] = {"#r": revision_attribute}
     values: dict[str, Any] = {}
@@ -780,7 +791,8 @@ def prepare_move_to_current(model: type[Entity], raw: Mapping[str, Any]) -> tupl
         put["ExpressionAttributeValues"] = {":r": raw[rev]}
     else:
         put["ConditionExpression"] = "attribute_not_exists(#pk)"
-    cond, names, values = unchanged_condition(rev, raw)
+    vf = meta.version_field
+    cond, names, values = unchanged_condition(rev, raw, meta.fields[vf].attr_name if vf else None)
     delete: dict[str, Any] = {"TableName": table, "Key": old_key, "ConditionExpression": cond,
                               "ExpressionAttributeNames": names}
     if values:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-import random
 import threading
 import time
 import uuid
@@ -38,6 +37,8 @@ __all__ = ["Counts", "PageResult", "Rekeyer", "VersionDeleter", "PAGE_SIZE"]
 PAGE_SIZE = 200
 MOVE_GROUP = 50     # 2 actions per item: 100 actions, DynamoDB's limit
 COPY_GROUP = 100
+#: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
+CONFLICT_BACKOFF = backend.RetryPolicy(base_delay=0.01, max_delay=float("inf"))
 
 
 @dataclass
@@ -146,20 +147,15 @@ class _Base:
     def pages(self, operation: str, params: dict[str, Any],
               start: dict[str, Any] | None) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any] | None]]:
         """Yield (items, LastEvaluatedKey) per page from ``start``; end early (without ``None``) when stopped."""
-        key = start
-        while True:
-            p = dict(params)
-            if key:
-                p["ExclusiveStartKey"] = key
-            if not self.pacer.before_read():
-                return
-            resp = backend.call(operation, p)
+        if not self.pacer.before_read():
+            return
+        for resp in backend.paginate(operation, params, start_key=start):
             self.pacer.after_read(float((resp.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.0)))
             self.counts.add(evaluated=int(resp.get("ScannedCount", len(resp.get("Items", [])))))
             key = resp.get("LastEvaluatedKey")
             yield resp.get("Items", []), key
-            if not key:
-                return
+            if key and not self.pacer.before_read():
+                return  # stopped: the next page is not requested
 
 
 class Rekeyer(_Base):
@@ -215,8 +211,8 @@ class Rekeyer(_Base):
         return new
 
     def _unchanged(self, raw: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-        # the revision token alone when the item has one, else every attribute (see writes.py)
-        return unchanged_condition(self.table.revision_attribute, raw)
+        # the revision token (and version) when the item has one, else every attribute (see writes.py)
+        return unchanged_condition(self.table.revision_attribute, raw, self.op.old.version_attribute)
 
     def actions(self, raw: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
         """The TransactItems that rewrite one item."""
@@ -336,10 +332,11 @@ class Rekeyer(_Base):
                 raw = fresh
                 continue
             self.counts.add(conflicts=1)  # TransactionConflict and the like: back off and retry
-            if self.pacer.stop is not None and self.pacer.stop.wait(random.uniform(0, 0.01 * 2 ** attempt)):
+            delay = CONFLICT_BACKOFF.delay(attempt)
+            if self.pacer.stop is not None and self.pacer.stop.wait(delay):
                 return "stopped", ""
             if self.pacer.stop is None:
-                time.sleep(random.uniform(0, 0.01 * 2 ** attempt))
+                time.sleep(delay)
         return "failed", f"still conflicting after {attempts} attempts ({', '.join(codes)})"
 
 
