@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import backend
 from .backend import RetryPolicy
 from .exceptions import ConditionFailed, StaleWrite, TransactionCanceled
-from .writes import prepare_move_to_current, stored_key
+from .writes import prepare_move_to_current
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -55,7 +55,7 @@ def move_to_current(obj: Entity) -> None:
         return
     model = type(obj)
     meta = model._meta
-    old_key = stored_key(obj)
+    old_key = meta.primary_key(obj.attribute_values, state.fallback)  # key fields are always read
     policy = RetryPolicy()
     for attempt in range(ATTEMPTS):
         raw = backend.call("GetItem", {"TableName": meta.table.table_name(), "Key": old_key,

@@ -134,7 +134,7 @@ def test_move_loses_no_acknowledged_write_of_an_unversioned_entity(project: Proj
 
 def test_move_loses_no_acknowledged_write_of_a_versioned_entity(project: Project) -> None:
     both = VERSIONED + "\n" + UNVERSIONED
-    load_v1(project, 1000, version_field=both)
+    load_v1(project, 600, version_field=both)
     project.write_models(**{**V2, "version_field": both})
     project.makemigrations()
     W = project.write_models(**{**V1, "version_field": both}).Widget

@@ -151,3 +151,15 @@ def test_increments_under_load_during_a_copy_all_read_back_right(project: Projec
     assert wrong == []
     for wid in acked:  # every write landed at v2 (a v1 copy may stay, stale and unread, until DeleteVersion)
         assert "v2" in _where(project, wid), wid
+
+
+def test_a_partial_read_through_the_fallback_is_moved_whole(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.only("counter").get(widget_id="w00000")
+    assert w._state.fallback == "v1"
+    w.update(counter=3)
+    stored = _where(project, "w00000")
+    assert set(stored) == {"v2"}
+    item = stored["v2"]
+    assert item["counter"] == {"N": "3"} and item["maker"] == {"S": "m0"} and "legacy" in item
+    assert item["GSI1PK"]["S"] == "v2#M#m0"
