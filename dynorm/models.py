@@ -20,6 +20,7 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import Q
+from .fallback import move_to_current
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
@@ -254,6 +255,8 @@ class Entity(Model, metaclass=EntityMeta):
                     needed |= set(bound.fields)
             if any(n in state.deferred[0] and n not in self.attribute_values for n in needed):
                 state.deferred[1](self)
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_put(self, create=_create, update_fields=update_fields))
         return self
 
@@ -279,6 +282,8 @@ class Entity(Model, metaclass=EntityMeta):
             KeyChangeError: a primary-key field is in ``changes``.
             ValidationError: unknown field, wrong type (before any request).
         """
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_update(type(self), instance=self, changes=changes, condition=condition))
         return self
 
@@ -292,6 +297,8 @@ class Entity(Model, metaclass=EntityMeta):
             StaleWrite: the item changed or vanished since it was read; nothing was deleted.
             ConditionFailed: ``condition`` did not hold.
         """
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            move_to_current(self)
         send(prepare_delete(type(self), self, condition=condition))
 
     def related(self, name: str) -> Any:

@@ -564,8 +564,8 @@ class QuerySet(Generic[T]):
     def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> list[Any]:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
 
-        Costs one extra GetItem per older version tried. An item found this way is saved
-        under the current key version (the old item stays until ``DeleteVersion``).
+        Costs one extra GetItem per older version tried. Any write on an instance found this
+        way first moves its item to the current key version (:mod:`dynorm.fallback`).
         """
         meta = self.model._meta
         older = [v for v in meta.read_versions if v != meta.key_version]
@@ -733,7 +733,10 @@ class QuerySet(Generic[T]):
 
         One UpdateItem (ReturnValues ALL_NEW, conditional on the item existing); see
         :meth:`Entity.update` for ``changes`` and ``condition``. On a versioned entity the
-        version is incremented (no version check: nothing was read).
+        version is incremented (no version check: nothing was read). When the item is not
+        under the current key version and ``Meta.read_versions`` lists older ones, the same
+        fallback as :meth:`get` finds it; it is moved to the current keys and updated there
+        (see :mod:`dynorm.fallback`).
 
         Returns:
             the item as written.
@@ -746,7 +749,17 @@ class QuerySet(Generic[T]):
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
-        return send(prepare_update(self.model, key=key, changes=changes, condition=condition))  # type: ignore
+        op = prepare_update(self.model, key=key, changes=changes, condition=condition)
+        try:
+            return send(op)  # type: ignore[return-value]
+        except self.model.DoesNotExist:
+            meta = self.model._meta
+            if not [v for v in meta.read_versions if v != meta.key_version]:
+                raise
+            # the same fallback as get(): an item under an older key version is moved to the
+            # current one, then updated (Entity.update)
+            obj = self.consistent().get()
+            return obj.update(condition=condition, **changes)  # type: ignore[return-value]
 
     def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:

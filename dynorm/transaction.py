@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, cast
 from . import backend
 from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
+from .fallback import move_to_current
 from .writes import WriteOp, is_instance, prepare_check, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,6 +83,7 @@ class Transaction:
 
     def save(self, obj: Entity) -> Entity:
         """Add a Put of the whole instance (conditional on its version when versioned)."""
+        move_to_current(obj)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_put(obj))
         return obj
 
@@ -90,6 +92,8 @@ class Transaction:
         """Add an Update: ``tx.update(obj, stock_level=F("stock_level") - 1)`` or
         ``tx.update(Product, {"product_id": pid}, ...)``; plain values are applied to the instance after commit."""
         model, t = _target(target, key)
+        if is_instance(t):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_update(model, instance=t if is_instance(t) else None,
                                  key=None if is_instance(t) else t, changes=changes, condition=condition))
 
@@ -97,6 +101,8 @@ class Transaction:
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if not isinstance(t, Mapping):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_delete(model, t, condition=condition))
 
     def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,

@@ -49,7 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
-           "check_key_sizes", "check_lsi_values", "decode_written", "is_instance"]
+           "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
+           "prepare_move_to_current"]
 
 
 def new_token() -> str:
@@ -835,3 +836,74 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
                    local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once)
+
+
+# -- read_versions fallback: moving an item read under an older key version -------------------
+def unchanged_condition(revision_attribute: str, raw: Mapping[str, Any],
+                        version_attribute: str | None = None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The condition "this item is as ``raw`` shows it": (expression, names, values).
+
+    Every dynorm write sets the revision attribute to a fresh token, so an item read with a
+    token is unchanged exactly when its token is (one attribute compared, whatever a write
+    added, changed or removed); the version attribute (``fields.Version``), when the item has
+    one, is compared too, for other writers that follow the optimistic-locking convention
+    without knowing the token. An item read without a token (written by another writer, or by
+    dynorm before it set one) is compared attribute by attribute, and
+    ``attribute_not_exists(rev)`` catches any dynorm write since.
+
+    Args:
+        revision_attribute: ``Table.Meta.revision_attribute``.
+        raw: the item as read (DynamoDB JSON).
+        version_attribute: the entity's version attribute name, if any.
+    """
+    if revision_attribute in raw:
+        if version_attribute and version_attribute in raw:
+            return ("#r = :r AND #v = :v", {"#r": revision_attribute, "#v": version_attribute},
+                    {":r": raw[revision_attribute], ":v": raw[version_attribute]})
+        return "#r = :r", {"#r": revision_attribute}, {":r": raw[revision_attribute]}
+    names: dict[str, str] = {"#r": revision_attribute}
+    values: dict[str, Any] = {}
+    parts = ["attribute_not_exists(#r)"]
+    for i, (attr, av) in enumerate(sorted(raw.items())):
+        names[f"#a{i}"] = attr
+        values[f":a{i}"] = av
+        parts.append(f"#a{i} = :a{i}")
+    return " AND ".join(parts), names, values
+
+
+def prepare_move_to_current(model: type[Entity], raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Plan moving an item read under an older key version to the current one (``read_versions``).
+
+    Returns ``(put, delete)``, the two actions of one TransactWriteItems: a Put of the item
+    under the current keys, every attribute kept as read (undeclared ones and the revision
+    token included), conditional on no item there or one with the same token (a copy-mode
+    rekey's copy of it); and a Delete of the old item conditional on it being unchanged
+    (:func:`unchanged_condition`).
+
+    Raises:
+        InvalidKeyValue: a stored value cannot be put in the current keys.
+    """
+    meta = model._meta
+    tmeta = meta.table._meta
+    table = meta.table.table_name()
+    rev = tmeta.revision_attribute
+    old_key = {tmeta.pk_attribute: raw[tmeta.pk_attribute]}
+    if tmeta.sk_attribute:
+        old_key[tmeta.sk_attribute] = raw[tmeta.sk_attribute]
+    keys = meta.key_attributes(model.from_raw_data(dict(raw)).attribute_values)
+    item = {a: v for a, v in raw.items() if a not in keys}
+    item.update({a: {"S": t} for a, t in keys.items() if t is not None})
+    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute}}
+    if rev in raw:
+        put["ConditionExpression"] = "attribute_not_exists(#pk) OR #r = :r"
+        put["ExpressionAttributeNames"]["#r"] = rev
+        put["ExpressionAttributeValues"] = {":r": raw[rev]}
+    else:
+        put["ConditionExpression"] = "attribute_not_exists(#pk)"
+    vf = meta.version_field
+    cond, names, values = unchanged_condition(rev, raw, meta.fields[vf].attr_name if vf else None)
+    delete: dict[str, Any] = {"TableName": table, "Key": old_key, "ConditionExpression": cond,
+                              "ExpressionAttributeNames": names}
+    if values:
+        delete["ExpressionAttributeValues"] = values
+    return put, delete

@@ -83,16 +83,13 @@ class Ledger:
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :applied)",
             "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
             "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":applied": {"S": "applied#"}}}
-        while True:
-            resp = backend.call("Query", params)
+        for resp in backend.paginate("Query", params):
             for item in resp.get("Items", []):
                 name = item[str(self.table.sk_attribute)]["S"].split("#", 1)[1]
                 out[name] = {"applied_at": item.get("applied_at", {}).get("S"),
                              "counts": json.loads(item.get("counts", {}).get("S", "{}")),
                              "fake": item.get("fake", {}).get("BOOL", False)}
-            if "LastEvaluatedKey" not in resp:
-                return out
-            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return out
 
     def record_applied(self, name: str, counts: dict[str, Any], fake: bool = False) -> None:
         """Record ``name`` as applied (once: a second record is refused and ignored)."""
@@ -147,13 +144,7 @@ class Ledger:
         if not prefix:  # the whole partition (begins_with refuses an empty string)
             params["KeyConditionExpression"] = "#pk = :pk"
             del params["ExpressionAttributeNames"]["#sk"], params["ExpressionAttributeValues"][":p"]
-        items: list[dict[str, Any]] = []
-        while True:
-            resp = backend.call("Query", params)
-            items += resp.get("Items", [])
-            if "LastEvaluatedKey" not in resp:
-                return items
-            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return [item for resp in backend.paginate("Query", params) for item in resp.get("Items", [])]
 
     # -- failed items ------------------------------------------------------------------
     def record_failures(self, migration: str, op_index: int, failed: list[tuple[dict[str, Any], str]]) -> None:

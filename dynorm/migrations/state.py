@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..keys import KeyTemplate
+from ..tables import REVISION_ATTRIBUTE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table, TableOptions
@@ -40,6 +41,9 @@ class TableState:
     key_encoding: str = "ordered"
     #: scalar types (``S``/``N``) of LSI sort attributes (CreateTable must declare them)
     attribute_types: dict[str, str] = field(default_factory=dict)
+    #: the attribute every dynorm write sets to a fresh token (``Table.Meta.revision_attribute``):
+    #: move mode's "unchanged since read" condition
+    revision_attribute: str = REVISION_ATTRIBUTE
 
     def options(self) -> TableOptions:
         """The equivalent :class:`~dynorm.tables.TableOptions`."""
@@ -48,14 +52,15 @@ class TableState:
         return TableOptions(table_name=self.name, pk_attribute=self.pk_attribute, sk_attribute=self.sk_attribute,
                             type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
                             ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
-                            billing_mode=self.billing_mode, key_encoding=self.key_encoding)
+                            billing_mode=self.billing_mode, key_encoding=self.key_encoding,
+                            revision_attribute=self.revision_attribute)
 
     def definition(self) -> dict[str, Any]:
         """Keyword arguments for ``CreateTable(...)`` in a migration file."""
         out: dict[str, Any] = {"name": self.name}
         for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
                              ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST"),
-                             ("key_encoding", "ordered")):
+                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
         if self.gsis:
@@ -128,7 +133,8 @@ def table_state(table: type[Table]) -> TableState:
     return TableState(name=m.table_name, pk_attribute=m.pk_attribute, sk_attribute=m.sk_attribute,
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
                       ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
-                      key_encoding=m.key_encoding, attribute_types=lsi_types)
+                      key_encoding=m.key_encoding, attribute_types=lsi_types,
+                      revision_attribute=m.revision_attribute)
 
 
 def entity_state(entity: Any) -> EntityState:

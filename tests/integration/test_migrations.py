@@ -124,11 +124,12 @@ def test_copy_mode_read_versions_then_delete_version(project: Project) -> None:
         w = models.Widget.objects.get(widget_id="w00003")
     assert c.operations == ["GetItem", "GetItem"] and w.size == 3
     w.counter = 5
-    w.save()  # written under v2 keys; the v1 item stays
+    w.save()  # moved to v2 keys (one transaction), then written there: no v1 item is left behind
+    assert [i["PK"]["S"] for i in widgets(project.table) if i["widget_id"]["S"] == "w00003"] == ["v2#W#w00003"]
     report = project.executor().migrate(MigrateOptions(mode="copy"))
-    assert report.totals()["rewritten"] == 39 and report.totals()["skipped"] == 1  # w00003 already at v2
+    assert report.totals()["rewritten"] == 39 and report.totals()["skipped"] == 0  # w00003 is at v2 only
     items = widgets(project.table)
-    assert sum(i["PK"]["S"].startswith("v1#") for i in items) == 40
+    assert sum(i["PK"]["S"].startswith("v1#") for i in items) == 39
     assert sum(i["PK"]["S"].startswith("v2#") for i in items) == 40
     assert models.Widget.objects.get(widget_id="w00003").counter == 5  # the application's write won
     mig = project.dir / "migrations" / "0003_drop_v1.py"
