@@ -64,8 +64,6 @@ def test_forward_move_after_reverse_of_copy_rollout_keeps_the_writes_made_at_v1(
     assert _get_raw(project, "v1#W#w00005") is None  # move mode leaves nothing at v1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="m10b: move conditions on an item without a revision token must detect an added attribute")
 def test_move_keeps_a_concurrent_update_to_an_item_first_written_outside_dynorm(project: Project) -> None:
     """(Section 2, reported lightly.) A legacy item put with boto3 (no version, no revision token);
     the app's `update(counter=5)` lands between the migration's Scan and its transaction. The
