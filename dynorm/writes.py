@@ -491,6 +491,27 @@ def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
     lsis = meta.table._meta.lsis
     if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
         check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
+    for gname, multi in meta.table._meta.multi_gsis.items():
+        # a multi-attribute GSI's keys are the fields' own attributes: DynamoDB refuses the whole
+        # write for an empty string or binary there, or one over the key-size limit
+        for role, pairs in (("partition", multi.pk), ("sort", multi.sk)):
+            for attr, _typ in pairs:
+                av = item.get(attr)
+                if not isinstance(av, dict) or not ({"S", "B"} & set(av)):
+                    continue
+                raw = av.get("S", av.get("B"))
+                fname = next((n for n, f in meta.fields.items() if f.attr_name == attr), attr)
+                if raw in ("", b""):
+                    raise InvalidKeyValue(
+                        f"{meta.entity}.{fname}='': {attr} is a {role} key attribute of GSI {gname}, and DynamoDB "
+                        "refuses an empty value there; store None instead (the item is then left out of the "
+                        "index). Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+                if isinstance(raw, str):
+                    problem = _codec.key_size_problem(raw, role == "partition")
+                    if problem is not None:
+                        raise InvalidKeyValue(
+                            f"{meta.entity}.{fname}={_short(raw)}: {attr} is a {role} key attribute of GSI {gname} "
+                            f"and would be {problem}. Nothing was sent.", entity=meta.entity, field=fname, value=raw)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
