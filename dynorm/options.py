@@ -267,8 +267,8 @@ def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping
                     "binary (B) of the declared type.")
         roles[role] = given
     pk_fields, sk_fields = roles["pk"], roles["sk"]
-    pk_tmpl = KeyTemplate(delim.join("{%s}" % f for f in pk_fields), delim, enc)  # display only
-    sk_tmpl = KeyTemplate(delim.join("{%s}" % f for f in sk_fields), delim, enc) if sk_fields else None
+    pk_tmpl = KeyTemplate(delim.join(f"{{{f}}}" for f in pk_fields), delim, enc)  # display only
+    sk_tmpl = KeyTemplate(delim.join(f"{{{f}}}" for f in sk_fields), delim, enc) if sk_fields else None
     return BoundIndex(name, idx.name, "multi", pk_tmpl, fields[pk_fields[0]].attr_name, sk_tmpl,
                       fields[sk_fields[0]].attr_name if sk_fields else None, comment=idx.comment,
                       pk_fields=pk_fields, sk_fields=sk_fields,
@@ -329,8 +329,8 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             indexes[name] = _bind_multi(entity, name, idx, tmeta.multi_gsis[idx.name], fields, delim, enc)
         elif isinstance(idx.pk, tuple) or isinstance(idx.sk, tuple):
             raise ModelError(f"{entity}.Meta.indexes[{name!r}]: pk=/sk= tuples of fields need a multi-attribute "
-                             f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in Table.Meta.gsis "
-                             "as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
+                             f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in "
+                             "Table.Meta.gsis as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
         elif idx.name in tmeta.gsis:
             pk_attr, sk_attr = tmeta.gsis[idx.name]
             ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim, enc)

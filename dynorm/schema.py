@@ -15,7 +15,8 @@ from .exceptions import ServiceError
 if TYPE_CHECKING:  # pragma: no cover
     from .tables import MultiKeySchema, Table, TableOptions
 
-__all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi", "plan_sync", "apply",
+__all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
+           "plan_sync", "apply",
            "wait_active", "attribute_types"]
 
 

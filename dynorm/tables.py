@@ -181,9 +181,10 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
                 multi = attrs if isinstance(attrs, MultiKeySchema) else parse_multi_key(
                     f"{name}.Meta.gsis[{gname!r}]", attrs)
                 reserved = {opts.pk_attribute, opts.sk_attribute, opts.type_attribute}
-                if set(multi.attributes) & reserved:
+                taken = sorted(set(multi.attributes) & reserved)
+                if taken:
                     raise ModelError(f"{name}.Meta.gsis[{gname!r}]: a multi-attribute key uses entity fields' own "
-                                     f"attributes, not the table's {', '.join(sorted(set(multi.attributes) & reserved))}.")
+                                     f"attributes, not the table's {', '.join(taken)}.")
                 opts.multi_gsis[gname] = multi
                 continue
             if isinstance(attrs, str):

@@ -7,6 +7,7 @@ from .operations import (
     CreateEntity,
     CreateTable,
     DeleteEntity,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -20,7 +21,8 @@ __all__ = ["detect_changes", "suggest_name"]
 def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
     """Return the operations that turn ``old`` into ``new``.
 
-    New tables become ``CreateTable``, new GSIs ``SyncIndexes``, new entity types
+    New tables become ``CreateTable``, new GSIs ``SyncIndexes``, GSIs gone from the table
+    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), new entity types
     ``CreateEntity``, changed key versions or templates ``RekeyEntity`` (old and new layouts
     frozen), removed entity types ``DeleteEntity``. Tables are never dropped.
 
@@ -28,6 +30,7 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         MigrationError: a change DynamoDB cannot make in place (key attributes, LSIs).
     """
     ops: list[Operation] = []
+    old = old.clone()
     for name, table in new.tables.items():
         before = old.tables.get(name)
         if before is None:
@@ -56,6 +59,13 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         bad = [g for g in changed if g in was]
         if bad:
             raise MigrationError(f"table {name}: GSI {bad[0]} changed its key attributes; add a new GSI instead.")
+        dropped = [g for g in was if g not in now]
+        if dropped:
+            # the old index goes, and the entities stop writing its key attributes: no item is
+            # rewritten (what they hold stays, as undeclared attributes)
+            drop = DropIndexes(name, dropped)
+            ops.append(drop)
+            drop.state_forwards(old)
         if changed:
             # DynamoDB backfills a new GSI by itself: a multi-attribute GSI on attributes the
             # items hold already needs no item rewrite (entities moving onto it keep their layout)

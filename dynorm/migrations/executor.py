@@ -32,6 +32,7 @@ from .loader import Migration, build_state
 from .operations import (
     CreateTable,
     DeleteVersion,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -423,6 +424,17 @@ class Executor:
                 ddl = TableState(op.table, gsis=dict(op.gsis), multi_gsis=dict(op.multi_gsis)).options()
                 for gname in missing:
                     backend.call("UpdateTable", gsi_update_params(_physical(op.table), ddl, gname))
+                    wait_active(_physical(op.table))
+            return "done"
+        if isinstance(op, DropIndexes):
+            desc = _describe_table(_physical(op.table))
+            present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
+            gone = [g for g in op.gsis if g in present]
+            rep.status = f"{'would drop' if options.dry_run else 'dropped'} {', '.join(gone) or 'nothing'}"
+            if not options.dry_run:
+                for gname in gone:
+                    backend.call("UpdateTable", {"TableName": _physical(op.table),
+                                                 "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": gname}}]})
                     wait_active(_physical(op.table))
             return "done"
         if isinstance(op, RunPython):

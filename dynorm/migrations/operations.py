@@ -11,7 +11,7 @@ from typing import Any, Callable
 from ..exceptions import DynormError
 from .state import EntityState, ProjectState, TableState, split_gsis
 
-__all__ = ["Operation", "CreateTable", "SyncIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
            "RekeyEntity", "RunPython", "DeleteVersion", "MigrationError"]
 
 
@@ -101,6 +101,43 @@ class SyncIndexes(Operation):
 
     def inverse(self) -> Operation | None:
         return None  # the index stays: an unused GSI loses nothing (drop it by hand to save its cost)
+
+
+class DropIndexes(Operation):
+    """Drop GSIs from a table (UpdateTable ``Delete`` per index, waiting until ACTIVE); no item is rewritten.
+
+    Every entity of the table stops writing the dropped indexes' key attributes (their
+    recorded layouts lose those indexes). Items keep the attributes they hold: after the
+    drop they are plain undeclared attributes, which dynorm's writes keep. This is how an
+    access pattern finishes moving onto a multi-attribute GSI (docs/modelling.md).
+    """
+
+    def __init__(self, table: str, gsis: list[str]) -> None:
+        self.table = table
+        self.gsis = list(gsis)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        t = _table(state, self.table, "DropIndexes")
+        for g in self.gsis:
+            if g not in t.gsis and g not in t.multi_gsis:
+                raise MigrationError(f"DropIndexes: table {self.table!r} has no GSI {g!r} in the migration state.")
+            t.gsis.pop(g, None)
+            t.multi_gsis.pop(g, None)
+        for (tname, _etype), e in state.entities.items():
+            if tname == self.table:
+                for g in self.gsis:
+                    e.keys.pop(g, None)
+
+    def describe(self) -> str:
+        return f"drop GSI(s) {', '.join(self.gsis)} of {self.table} (items are not rewritten)"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "gsis": list(self.gsis)}
+
+    def inverse(self) -> Operation | None:
+        raise MigrationError(f"{self.describe()} cannot be reversed: items written since no longer hold the "
+                             "dropped indexes' key attributes. Add the index again in a new migration and "
+                             "rekey the entities that use it.")
 
 
 class AlterKeyEncoding(Operation):
