@@ -62,7 +62,7 @@ def _stage(project: Project, gsis: dict[str, Any], indexes: str) -> Any:
 
 
 def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Project) -> None:
-    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': %s}" % OLD)
+    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + OLD + "}")
     assert project.makemigrations().name == "0001_initial"
     project.executor().migrate(MigrateOptions())
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:03d}", maker=f"m{i % 3}", size=i % 20)
@@ -72,7 +72,7 @@ def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Pro
 
     # step 2: the pattern moves onto ByMaker; the old index keeps being written meanwhile
     models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": MULTI},
-                    "{'by_maker': %s, 'by_maker_old': %s}" % (NEW, OLD))
+                    "{'by_maker': " + NEW + ", 'by_maker_old': " + OLD + "}")
     result = project.makemigrations()
     assert "SyncIndexes" in result.source and "ByMaker" in result.source
     assert "RekeyEntity" not in result.source and "CreateEntity" not in result.source
@@ -90,7 +90,7 @@ def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Pro
     assert [w.size for w in got] == sorted(w.size for w in got)  # by the numeric sort attribute
 
     # step 3: drop the old GSI; new writes stop carrying its key attributes; still no rewrite
-    models = _stage(project, {"ByMaker": MULTI}, "{'by_maker': %s}" % NEW)
+    models = _stage(project, {"ByMaker": MULTI}, "{'by_maker': " + NEW + "}")
     result3 = project.makemigrations()
     assert "DropIndexes" in result3.source and "GSI1" in result3.source
     assert "RekeyEntity" not in result3.source and "SyncIndexes" not in result3.source
