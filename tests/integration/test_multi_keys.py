@@ -40,7 +40,7 @@ class Film(Entity):
         indexes = {
             "by_region": Index("ByRegion", pk=("tenant_id", "region"), sk=("year", "title"),
                                comment="a tenant's films of a region by year, then title"),
-            "by_year_text": Index("GSI1", pk="T#{tenant_id}#R#{region}", sk="Y#{year:06d}#{title}"),
+            "by_year_text": Index("GSI1", pk="T#{tenant_id}#R#{region}", sk="Y#{year}#{title}"),
         }
 
 
