@@ -266,3 +266,32 @@ def test_check_reports_an_entity_storing_a_key_attribute_with_another_type() -> 
 
     problems = Clash.check()
     assert len(problems) == 1 and "B(b).year" in problems[0] and "ByYear" in problems[0]
+
+
+def test_library_demo_category_index_is_multi_attribute() -> None:
+    from demo_project.library import load as library_load
+    from demo_project.library.models import Article, Library
+    from dynorm.patterns import build_document, render
+
+    ids = library_load.load()
+    cat = ids["category"]
+    with dynorm.capture() as cap:
+        arts = list(Article.objects.in_category(cat))
+    assert cap.operations == ["Query"] and cap.requests[0].params["IndexName"] == "ByCategory"
+    assert arts and all(a.category == cat for a in arts)
+    assert [a.year for a in arts] == sorted(a.year for a in arts)
+    raw = dynorm.backend.call("Scan", {"TableName": Library.table_name()})["Items"]
+    assert not any("GSI1PK" in i or "GSI1SK" in i for i in raw)  # no key text written for the index
+    doc = render(build_document([Library]), "markdown")
+    assert "multi-attribute GSI on category HASH, year RANGE" in doc
+    assert "IndexName" not in doc or "ByCategory" in doc
+
+
+def test_scan_required_and_using_name_the_multi_attribute_path() -> None:
+    from dynorm import ScanRequired
+
+    shown = r"by_region \(ByRegion: partition tenant_id \+ region, sort year \+ title\)"
+    with pytest.raises(ScanRequired, match=shown):
+        Film.objects.filter(year=3).explain()
+    with pytest.raises(InvalidQuery, match="region"):
+        Film.objects.filter(tenant_id="t1").using("by_region").explain()
