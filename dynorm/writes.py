@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
-           "check_key_sizes"]
+           "check_key_sizes", "check_index_attributes"]
 
 
 def new_token() -> str:
@@ -475,6 +475,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     sets.append(f"{b.name(tmeta.revision_attribute)} = {b.value({'S': token})}")
     if update_fields is None:
         _check_size(meta, obj, item)
+    else:
+        check_index_attributes(meta, item)
     expression = "SET " + ", ".join(sets)
     if removes:
         expression += " REMOVE " + ", ".join(removes)
@@ -487,10 +489,18 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
                    key_values=key_values, token=token)
 
 
-def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
-    lsis = meta.table._meta.lsis
-    if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
-        check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
+def check_index_attributes(meta: Any, item: Mapping[str, Any]) -> None:
+    """Refuse values DynamoDB refuses in a multi-attribute GSI's key attributes, before any request.
+
+    Such an index's keys are the fields' own attributes: an empty string or binary there, or
+    one over the key-size limit, makes DynamoDB refuse the whole write.
+
+    Args:
+        meta: the entity's options; item: attribute name -> DynamoDB attribute value to be written.
+
+    Raises:
+        InvalidKeyValue: naming the entity, the field, the index and the value.
+    """
     for gname, multi in meta.table._meta.multi_gsis.items():
         # a multi-attribute GSI's keys are the fields' own attributes: DynamoDB refuses the whole
         # write for an empty string or binary there, or one over the key-size limit
@@ -512,6 +522,13 @@ def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
                         raise InvalidKeyValue(
                             f"{meta.entity}.{fname}={_short(raw)}: {attr} is a {role} key attribute of GSI {gname} "
                             f"and would be {problem}. Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+
+
+def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
+    lsis = meta.table._meta.lsis
+    if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
+        check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
+    check_index_attributes(meta, item)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -670,6 +687,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             plain[name] = None
         else:
             av = _value_av(meta, name, value)
+            check_index_attributes(meta, {f.attr_name: av})
             plain[name] = f.validate(value, entity)
             sets.append(f"{path} = {b.value(av)}")
     now = _dt.datetime.now(_dt.timezone.utc)

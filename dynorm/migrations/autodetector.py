@@ -59,17 +59,17 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         bad = [g for g in changed if g in was]
         if bad:
             raise MigrationError(f"table {name}: GSI {bad[0]} changed its key attributes; add a new GSI instead.")
-        dropped = [g for g in was if g not in now]
-        if dropped:
-            # the old index goes, and the entities stop writing its key attributes: no item is
-            # rewritten (what they hold stays, as undeclared attributes)
-            drop = DropIndexes(name, dropped)
-            ops.append(drop)
-            drop.state_forwards(old)
         if changed:
             # DynamoDB backfills a new GSI by itself: a multi-attribute GSI on attributes the
             # items hold already needs no item rewrite (entities moving onto it keep their layout)
             ops.append(SyncIndexes(name, changed))
+        dropped = [g for g in was if g not in now]
+        if dropped:
+            # after the new indexes exist, the old ones go and the entities stop writing their key
+            # attributes: no item is rewritten (what they hold stays, as undeclared attributes)
+            drop = DropIndexes(name, dropped)
+            ops.append(drop)
+            drop.state_forwards(old)
     for key, entity in new.entities.items():
         before_e = old.entities.get(key)
         if before_e is None:

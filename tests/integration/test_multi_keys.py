@@ -188,10 +188,33 @@ def test_count_and_first() -> None:
 
 
 def test_empty_key_value_refused_before_any_request() -> None:
+    f = Film.objects.create(tenant_id="t1", film_id="ok", region="eu", year=1, title="x")
     with dynorm.capture() as cap:
         with pytest.raises(InvalidKeyValue, match="region"):
             Film.objects.create(tenant_id="t1", film_id="e", region="", year=1, title="x")
+        with pytest.raises(InvalidKeyValue, match="title"):
+            Film.objects.bulk_create([Film(tenant_id="t1", film_id="e2", region="eu", year=1, title="")])
+        f.title = ""
+        with pytest.raises(InvalidKeyValue, match="title"):
+            f.save(update_fields=["title"])
+        with pytest.raises(InvalidKeyValue, match="GSI ByRegion"):
+            Film.objects.filter(tenant_id="t1", film_id="ok").update(region="")
     assert cap.requests == []
+    assert Film.objects.get(tenant_id="t1", film_id="ok").title == "x"
+
+
+def test_removing_a_key_field_takes_the_item_out_of_the_index() -> None:
+    _seed()
+    f = Film.objects.get(tenant_id="t1", film_id="f2")
+    f.year = None
+    f.save()
+    assert ids(Film.objects.filter(tenant_id="t1", region="eu")) == ["f4", "f1", "f3", "f6"]
+    raw = dynorm.backend.call("GetItem", {"TableName": Regions.table_name(),
+                                          "Key": {"PK": {"S": "T#t1"}, "SK": {"S": "F#f2"}}})["Item"]
+    assert "year" not in raw and "GSI1PK" not in raw  # absent: out of both indexes
+    f.year = 1500
+    f.save()
+    assert ids(Film.objects.filter(tenant_id="t1", region="eu", year__lt=1999)) == ["f4", "f2"]
 
 
 def test_declarations_are_validated() -> None:
