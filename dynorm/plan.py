@@ -492,6 +492,10 @@ def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leave
     conds: list[str] = []
     pinned, nxt = _multi_prefix(best, eq)
     for f in (*best.pk_fields, *pinned):
+        if eq[f] in ("", b""):
+            raise InvalidQuery(f"{meta.entity}.{f}={eq[f]!r} cannot match through {best.index_name}: an item whose "
+                               f"{f} is empty is not in the index (DynamoDB refuses empty key values). The query is "
+                               "refused before any request.")
         conds.append(f"{b.name(meta.fields[f].attr_name)} = {b.value(serialize_value(meta, f, eq[f]))}")
     for i, (f, lk, _) in enumerate(leaves):
         if lk == "exact" and (f in best.pk_fields or f in pinned):
@@ -510,6 +514,15 @@ def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leave
                         raise InvalidQuery(f"{meta.entity}.{f}__between={v!r}: the low bound is above the high "
                                            "bound, so no item can match; the query is refused before any request.")
                 used.add(i)
+                if lk == "between" and v[0] in ("", b""):
+                    lk, v = "lte", v[1]  # every stored value is above the empty one
+                if v in ("", b""):
+                    # DynamoDB refuses an empty value in a key condition; every stored key value is
+                    # longer than the empty one
+                    if lk in ("lt", "lte"):
+                        raise InvalidQuery(f"{meta.entity}.{f}__{lk}={v!r}: no item of {best.index_name} has an "
+                                           f"empty or smaller {f}; the query is refused before any request.")
+                    break  # begins_with / gt / gte the empty value: every item of the index
                 conds.append(_range_expr(b.name(meta.fields[f].attr_name), lk, v, b,
                                          lambda x, f=f: serialize_value(meta, f, x)))
                 break

@@ -120,6 +120,15 @@ def test_sort_prefix_and_range_on_the_next_attribute() -> None:
     assert ids(qs.filter(year__between=(11, 2001))) == ["f1", "f3", "f2"]
     assert ids(qs.filter(year=2001, title__begins_with="B")) == ["f2"]
     assert ids(qs.filter(year=2001, title__gt="Alpha")) == ["f2"]
+    # the empty string is never stored in a key: no condition for begins_with/gt/gte, refused for lt/lte/=
+    assert ids(qs.filter(year=2001, title__begins_with="")) == ["f3", "f2"]
+    assert ids(qs.filter(year=2001, title__gte="")) == ["f3", "f2"]
+    assert ids(qs.filter(year=2001, title__between=("", "Alpha"))) == ["f3"]
+    for bad in ({"title__lt": ""}, {"title__between": ("", "")}):
+        with pytest.raises(InvalidQuery, match="refused before any request"):
+            qs.filter(year=2001, **bad).explain()
+    with pytest.raises((InvalidQuery, InvalidKeyValue), match="empty"):
+        qs.filter(year=2001, title="").explain()  # (the template index GSI1 says so first)
     p = qs.filter(year__gt=1999).explain()
     assert p.readable(p.key_condition) == 'tenant_id = "t1" AND region = "eu" AND year > 1999'
     assert p.index == "ByRegion" and p.access_path == "by_region"
