@@ -163,7 +163,43 @@ def _candidates(state: QueryState, eq: dict[str, Any]) -> list[BoundIndex]:
     return [b for b in meta.all_indexes if all(f in eq for f in b.pk.fields)]
 
 
+def _multi_prefix(bound: BoundIndex, eq: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The sort fields of a multi-attribute index pinned by ``eq`` (left to right) and the next one."""
+    pinned: list[str] = []
+    for f in bound.sk_fields:
+        if f not in eq:
+            return pinned, f
+        pinned.append(f)
+    return pinned, None
+
+
+def _multi_leftovers(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q], eq: dict[str, Any]) -> list[str]:
+    """Conditions on a multi-attribute index's key fields that its key condition cannot take.
+
+    DynamoDB refuses a FilterExpression on a key attribute of the index queried, and on a
+    multi-attribute index the key attributes are the fields' own attributes.
+    """
+    keyf = set(bound.pk_fields) | set(bound.sk_fields)
+    pinned, nxt = _multi_prefix(bound, eq)
+    out: list[str] = []
+    ranged = [(f, lk) for f, lk, _ in leaves if f == nxt and lk in _RANGE]
+    for f, lk, v in leaves:
+        if f not in keyf:
+            continue
+        if lk == "exact" and (f in bound.pk_fields or f in pinned):
+            continue
+        if f == nxt and lk in _RANGE and len(ranged) == 1 and (lk != "begins_with" or isinstance(v, str)):
+            continue
+        out.append(f"{f}__{lk}" if lk != "exact" else f)
+    for q in complex_:
+        out += [f"{f}__{lk} (inside OR/NOT)" for f, lk, _ in q.leaves() if f in keyf]
+    return out
+
+
 def _score(bound: BoundIndex, eq: dict[str, Any], ranged: set[str], meta: Any) -> int:
+    if bound.is_multi:
+        pinned, nxt = _multi_prefix(bound, eq)
+        return len(pinned) * 2 + (1 if nxt is not None and nxt in ranged else 0)
     if bound.sort_field is not None:
         return 1 if (bound.sort_field in eq or bound.sort_field in ranged) else 0
     if bound.sk is None:
@@ -177,6 +213,9 @@ def _score(bound: BoundIndex, eq: dict[str, Any], ranged: set[str], meta: Any) -
 
 def _describe_path(bound: BoundIndex, meta: Any) -> str:
     where = bound.index_name or "table"
+    if bound.is_multi:
+        sort = f", sort {' + '.join(bound.sk_fields)}" if bound.sk_fields else ""
+        return f"{bound.name} ({where}: partition {' + '.join(bound.pk_fields)}{sort})"
     sort = (f", sort {bound.sk.template}" if bound.sk is not None
             else f", sort {bound.sort_field}" if bound.sort_field else "")
     return f"{bound.name} ({where}: partition {bound.pk.template}{sort})"
@@ -231,6 +270,9 @@ def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
     if bound.sk_attr is None:
         return []
     out = ["sk"]
+    if bound.is_multi:  # plain attributes: numbers sort as numbers, strings by UTF-8 bytes
+        pinned, nxt = _multi_prefix(bound, eq)
+        return out + pinned + ([nxt] if nxt is not None else [])
     if bound.sort_field is not None:
         out.append(bound.sort_field)
     elif bound.sk is not None:
@@ -388,9 +430,23 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
                 f"{state.order_field}. This query can order by: {can}. Sort the results yourself "
                 "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
         candidates = ordering
+    # a multi-attribute index cannot take a filter on its own key attributes: it serves only
+    # when its key condition takes every condition on them
+    usable = [c for c in candidates if not (c.is_multi and _multi_leftovers(c, leaves, complex_, eq))]
+    if not usable:
+        c = candidates[0]
+        raise InvalidQuery(
+            f"{meta.entity}: {', '.join(_multi_leftovers(c, leaves, complex_, eq))} cannot be asked of "
+            f"{_describe_path(c, meta)}: its key attributes are the fields' own attributes, and DynamoDB takes "
+            "them only in the key condition (equality on every partition field, then equalities on a "
+            "left-to-right prefix of the sort fields and one range or begins_with on the next), never in a "
+            "filter. Give the sort fields before it, or filter the results yourself. Nothing was sent.")
+    candidates = usable
     # most selective first: the partition key built from the most given fields, then the
     # sort-key prefix using the most given fields; max() keeps the first declared on ties
     best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
+    if best.is_multi:
+        return _plan_multi(state, best, b, leaves, complex_, eq, limit=limit, count=count)
     if state.consistent and best.kind == "gsi":
         raise InvalidQuery(f"{meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
                            "drop .consistent() or query the table or an LSI.")
@@ -447,6 +503,87 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     return Plan("Query", table, best.index_name, best.name, params["KeyConditionExpression"],
                 filter_expr or None, projection, b.names, b.values, params, entity_types=entity_types,
                 bound=best)
+
+
+def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leaves: list[Leaf],
+                complex_: list[Q], eq: dict[str, Any], *, limit: int | None, count: bool) -> Plan:
+    """The Query on a multi-attribute GSI: one condition per key attribute, natively typed."""
+    meta = state.model._meta
+    tmeta = meta.table._meta
+    table = meta.table.table_name()
+    if state.consistent:
+        raise InvalidQuery(f"{meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
+                           "drop .consistent() or query the table or an LSI.")
+    if state.collection and state.of is not None:
+        raise InvalidQuery(f"{meta.entity}: collection().of() needs a sort-key prefix; {best.index_name} is a "
+                           "multi-attribute GSI: filter on the entity's own fields instead.")
+    used: set[int] = set()
+    conds: list[str] = []
+    pinned, nxt = _multi_prefix(best, eq)
+    for f in (*best.pk_fields, *pinned):
+        if eq[f] in ("", b""):
+            raise InvalidQuery(f"{meta.entity}.{f}={eq[f]!r} cannot match through {best.index_name}: an item whose "
+                               f"{f} is empty is not in the index (DynamoDB refuses empty key values). The query is "
+                               "refused before any request.")
+        conds.append(f"{b.name(meta.fields[f].attr_name)} = {b.value(serialize_value(meta, f, eq[f]))}")
+    for i, (f, lk, _) in enumerate(leaves):
+        if lk == "exact" and (f in best.pk_fields or f in pinned):
+            used.add(i)
+    if nxt is not None:
+        for i, (f, lk, v) in enumerate(leaves):
+            if f == nxt and lk in _RANGE:
+                if lk == "begins_with" and meta.fields[f].attr_type != "S":
+                    raise InvalidQuery(f"{meta.entity}.{f}__begins_with: {f} is a {meta.fields[f].attr_type} "
+                                       f"sort attribute of {best.index_name}; begins_with works on strings only.")
+                if lk == "between":
+                    if not (isinstance(v, (tuple, list)) and len(v) == 2):
+                        raise InvalidQuery(f"{meta.entity}.{f}__between needs a (low, high) pair, got {v!r}.")
+                    lo, hi = (meta.fields[f].validate(x, meta.entity) for x in v)
+                    if _av_key(serialize_value(meta, f, lo)) > _av_key(serialize_value(meta, f, hi)):
+                        raise InvalidQuery(f"{meta.entity}.{f}__between={v!r}: the low bound is above the high "
+                                           "bound, so no item can match; the query is refused before any request.")
+                used.add(i)
+                if lk == "between" and v[0] in ("", b""):
+                    lk, v = "lte", v[1]  # every stored value is above the empty one
+                if v in ("", b""):
+                    # DynamoDB refuses an empty value in a key condition; every stored key value is
+                    # longer than the empty one
+                    if lk in ("lt", "lte"):
+                        raise InvalidQuery(f"{meta.entity}.{f}__{lk}={v!r}: no item of {best.index_name} has an "
+                                           f"empty or smaller {f}; the query is refused before any request.")
+                    break  # begins_with / gt / gte the empty value: every item of the index
+                conds.append(_range_expr(b.name(meta.fields[f].attr_name), lk, v, b,
+                                         lambda x, f=f: serialize_value(meta, f, x)))
+                break
+    filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
+    if not state.collection and _multi_shared(meta, best):
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
+    params: dict[str, Any] = {"TableName": table, "IndexName": best.index_name,
+                              "KeyConditionExpression": " AND ".join(conds)}
+    if filter_expr:
+        params["FilterExpression"] = filter_expr
+    if state.descending:
+        params["ScanIndexForward"] = False
+    projection = _projection(state, b, meta, tmeta, best)
+    _finish(params, b, projection, state, limit=limit, count=count)
+    entity_types = None if state.collection else frozenset({meta.entity_type})
+    return Plan("Query", table, best.index_name, best.name, params["KeyConditionExpression"],
+                filter_expr or None, projection, b.names, b.values, params, entity_types=entity_types, bound=best)
+
+
+def _multi_shared(meta: Any, bound: BoundIndex) -> bool:
+    """True when another entity type's items can be in this multi-attribute GSI.
+
+    An item is in it when it holds every key attribute: any entity with fields stored under
+    all of them can be, whether or not it declares the index.
+    """
+    need = set(bound.key_attrs)
+    for other in meta.table._entities.values():
+        om = other._meta
+        if om.entity_type != meta.entity_type and need <= {f.attr_name for f in om.fields.values()}:
+            return True
+    return False
 
 
 def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[str, Any],
@@ -698,7 +835,7 @@ def _projection(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any,
         attrs.append(meta.fields[meta.version_field].attr_name)
     attrs += [a for a in (tmeta.pk_attribute, tmeta.sk_attribute) if a]
     if bound is not None:
-        attrs += [a for a in (bound.pk_attr, bound.sk_attr) if a]
+        attrs += list(bound.key_attrs)
     seen: list[str] = []
     for a in attrs:
         if a not in seen:

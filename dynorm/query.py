@@ -697,11 +697,10 @@ class QuerySet(Generic[T]):
         if tmeta.sk_attribute:
             key_attrs.add(tmeta.sk_attribute)
         if p.bound is not None:
-            key_attrs.add(p.bound.pk_attr)
-            if p.bound.sk_attr:
-                key_attrs.add(p.bound.sk_attr)
+            key_attrs |= set(p.bound.key_attrs)
         elif p.index:
             key_attrs |= {a for pair in tmeta.gsis.values() for a in pair if a}
+            key_attrs |= {a for multi in tmeta.multi_gsis.values() for a in multi.attributes}
         return context, secret, key_attrs
 
     # -- writes that start from a queryset ------------------------------------------

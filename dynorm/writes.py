@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
-           "prepare_move_to_current"]
+           "prepare_move_to_current",
+           "check_index_attributes"]
 
 
 def new_token() -> str:
@@ -550,6 +551,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         # the item as stored: the key, type and revision attributes count too (as in create)
         _check_size(meta, obj, {**item, **key, tmeta.type_attribute: {"S": meta.entity_type},
                                 tmeta.revision_attribute: {"S": token}})
+    else:
+        check_index_attributes(meta, item)
     expression = "SET " + ", ".join(sets)
     if removes:
         expression += " REMOVE " + ", ".join(removes)
@@ -590,8 +593,44 @@ def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str
     check_key_sizes(meta, {a: item[a] for a in attrs}, values)
 
 
+def check_index_attributes(meta: Any, item: Mapping[str, Any]) -> None:
+    """Refuse values DynamoDB refuses in a multi-attribute GSI's key attributes, before any request.
+
+    Such an index's keys are the fields' own attributes: an empty string or binary there, or
+    one over the key-size limit, makes DynamoDB refuse the whole write.
+
+    Args:
+        meta: the entity's options; item: attribute name -> DynamoDB attribute value to be written.
+
+    Raises:
+        InvalidKeyValue: naming the entity, the field, the index and the value.
+    """
+    for gname, multi in meta.table._meta.multi_gsis.items():
+        # a multi-attribute GSI's keys are the fields' own attributes: DynamoDB refuses the whole
+        # write for an empty string or binary there, or one over the key-size limit
+        for role, pairs in (("partition", multi.pk), ("sort", multi.sk)):
+            for attr, _typ in pairs:
+                av = item.get(attr)
+                if not isinstance(av, dict) or not ({"S", "B"} & set(av)):
+                    continue
+                raw = av.get("S", av.get("B"))
+                fname = next((n for n, f in meta.fields.items() if f.attr_name == attr), attr)
+                if raw in ("", b""):
+                    raise InvalidKeyValue(
+                        f"{meta.entity}.{fname}='': {attr} is a {role} key attribute of GSI {gname}, and DynamoDB "
+                        "refuses an empty value there; store None instead (the item is then left out of the "
+                        "index). Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+                if isinstance(raw, str):
+                    problem = _codec.key_size_problem(raw, role == "partition")
+                    if problem is not None:
+                        raise InvalidKeyValue(
+                            f"{meta.entity}.{fname}={_short(raw)}: {attr} is a {role} key attribute of GSI {gname} "
+                            f"and would be {problem}. Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+
+
 def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
     check_lsi_values(meta, item, obj.attribute_values)
+    check_index_attributes(meta, item)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -755,6 +794,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             plain[name] = None
         else:
             av = _value_av(meta, name, value)
+            check_index_attributes(meta, {f.attr_name: av})
             plain[name] = f.validate(value, entity)
             check_lsi_values(meta, {f.attr_name: av}, plain)
             sets.append(f"{path} = {b.value(av)}")

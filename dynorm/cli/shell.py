@@ -39,6 +39,9 @@ def banner(tables: list[type[Table]]) -> str:
             lines.append(f"  {entity.__name__} [{m.entity_type}] pk={m.primary.pk.template!r}"
                          f" sk={m.primary.sk.template if m.primary.sk else None!r}")
             for b in m.indexes.values():
+                if b.is_multi:  # keys are the fields' own attributes
+                    lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk_fields!r} sk={b.sk_fields!r}")
+                    continue
                 lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk.template!r}"
                              f" sk={b.sk.template if b.sk else b.sort_field!r}")
             manager = default_manager(entity)

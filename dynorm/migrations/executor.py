@@ -32,6 +32,7 @@ from .loader import Migration, build_state
 from .operations import (
     CreateTable,
     DeleteVersion,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -462,11 +463,23 @@ class Executor:
         if isinstance(op, SyncIndexes):
             desc = _describe_table(_physical(op.table))
             present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
-            missing = {g: v for g, v in op.gsis.items() if g not in present}
+            missing = [g for g in op.names if g not in present]
             rep.status = f"{'would add' if options.dry_run else 'added'} {', '.join(missing) or 'nothing'}"
             if not options.dry_run:
-                for gname, (pk, sk) in missing.items():
-                    backend.call("UpdateTable", gsi_update_params(_physical(op.table), gname, pk, sk))
+                ddl = TableState(op.table, gsis=dict(op.gsis), multi_gsis=dict(op.multi_gsis)).options()
+                for gname in missing:
+                    backend.call("UpdateTable", gsi_update_params(_physical(op.table), ddl, gname))
+                    wait_active(_physical(op.table))
+            return "done"
+        if isinstance(op, DropIndexes):
+            desc = _describe_table(_physical(op.table))
+            present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
+            gone = [g for g in op.gsis if g in present]
+            rep.status = f"{'would drop' if options.dry_run else 'dropped'} {', '.join(gone) or 'nothing'}"
+            if not options.dry_run:
+                for gname in gone:
+                    backend.call("UpdateTable", {"TableName": _physical(op.table),
+                                                 "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": gname}}]})
                     wait_active(_physical(op.table))
             return "done"
         if isinstance(op, RunPython):
