@@ -213,14 +213,15 @@ def test_update_fields_on_a_partial_read_never_drops_an_index_it_cannot_rebuild(
     assert not partial._state.partial  # refreshed from the item as written (ALL_NEW)
 
 
-def test_update_fields_on_a_partial_read_refuses_an_index_it_cannot_rebuild() -> None:
+def test_update_fields_on_a_partial_read_loads_what_an_index_it_rebuilds_needs() -> None:
     order = Order.objects.create(customer_id="c9", coupon="OLD")
     partial = Order.objects.filter(customer_id="c9", order_id=order.order_id).only("customer_id", "order_id")[0]
-    partial.coupon = "NEW"  # by_coupon's sort key needs placed_at, which was not read
-    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="placed_at"):
+    partial.coupon = "NEW"  # by_coupon's sort key needs placed_at, which was not read: loaded first
+    with dynorm.capture() as c:
         partial.save(update_fields=["coupon"])
-    assert c.count == 0
-    assert [o.order_id for o in Order.objects.filter(coupon="OLD")] == [order.order_id]  # still indexed
+    assert c.operations == ["GetItem", "UpdateItem"]
+    assert [o.order_id for o in Order.objects.filter(coupon="NEW")] == [order.order_id]
+    assert not list(Order.objects.filter(coupon="OLD"))
 
 
 # -- issue 9, adversarial findings -----------------------------------------------------------
