@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator
 
 from .. import _codec, backend
 from ..batch import WRITE_CHUNK, RetryPolicy, send_until_processed
-from ..exceptions import DynormError, InvalidKeyValue, TransactionCanceled
+from ..exceptions import ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
 from ..writes import unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
@@ -292,6 +292,27 @@ class Rekeyer(_Base):
         self.counts.add(scanned=1)
         return self._one(raw)
 
+    def _same_item(self, raw: dict[str, Any], new: dict[str, Any], there: dict[str, Any]) -> bool:
+        """Whether the item under the new key is this very item: the same revision token (a copy
+        keeps the token), or, for items without one, the same attributes as the rewrite."""
+        rev = self.table.revision_attribute
+        if rev in raw or rev in there:
+            return raw.get(rev) == there.get(rev)
+        return there == new
+
+    def _delete_old(self, raw: dict[str, Any]) -> bool:
+        """Delete the old item when it is unchanged (move mode, its copy exists); False when it changed."""
+        cond, names, values = self._unchanged(raw)
+        params: dict[str, Any] = {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": cond,
+                                  "ExpressionAttributeNames": names}
+        if values:
+            params["ExpressionAttributeValues"] = values
+        try:
+            backend.call("DeleteItem", params)
+        except ConditionFailed:
+            return False
+        return True
+
     def _transact(self, actions: list[dict[str, Any]]) -> None:
         # No ReturnConsumedCapacity: a migration reports items, and computing capacity for
         # every transaction cost ~17% of migrate throughput on DynamoDB Local (measured).
@@ -318,7 +339,29 @@ class Rekeyer(_Base):
                 codes = [str(r.get("code")) for r in exc.reasons]
             creates = "attribute_not_exists" in acts[0]["Put"]["ConditionExpression"]
             if creates and codes[:1] == ["ConditionalCheckFailed"]:
-                # the new item exists already (an earlier run, or the application wrote it): keep it
+                there = self._get(self._key_of(new))
+                if there is None:
+                    continue  # deleted meanwhile: try again
+                if not self._same_item(raw, new, there):
+                    # Another item is stored under the new key (a copy left by a migration in the
+                    # other direction, or one the application wrote there): which one is current
+                    # cannot be known, so neither is overwritten or skipped silently; the item is
+                    # failed (the migration stays partial) and both are kept for the operator.
+                    rev = self.table.revision_attribute
+                    theirs, ours = there.get(rev, {}).get("S"), raw.get(rev, {}).get("S")
+                    return "failed", (f"the new key already holds a different item (revision {theirs!r}; this one "
+                                      f"has {ours!r}): both are kept; delete the one that is not current, then run "
+                                      "migrate again")
+                # the same item was written there already (an earlier copy of it): nothing to copy
+                if self.mode == "move" and not self._delete_old(raw):
+                    # the old item changed since it was read: read it again and compare anew
+                    self.counts.add(conflicts=1)
+                    fresh = self._get(self._key_of(raw))
+                    if fresh is None:
+                        self.counts.add(skipped=1)
+                        return "ok", "gone"
+                    raw = fresh
+                    continue
                 self.counts.add(skipped=1)
                 return "ok", "skipped"
             if "ConditionalCheckFailed" in codes:
