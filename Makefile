@@ -86,6 +86,7 @@ bench: install dynamodb-local
 	$(PY) bench/bench_bulk.py
 	$(PY) bench/bench_migrate.py
 	$(PY) bench/bench_async.py
+	$(PY) bench/bench_multikey.py
 
 clean:
 	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

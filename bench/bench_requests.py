@@ -197,7 +197,7 @@ def main() -> int:
         ("library: keywords of the article", lambda: list(lib.ArticleKeyword.objects.keywords_of(art)),
          q(lt, "PK", f"article:{art}")),
         ("library: a category chronologically", lambda: list(lib.Article.objects.in_category(cat)),
-         q(lt, "GSI1PK", f"category:{cat}", "GSI1")),
+         q(lt, "category", cat, "ByCategory")),
         ("library: the author chronologically", lambda: list(lib.Article.objects.by_author_chronological(au)),
          q(lt, "PK", f"author:{au}", "year_lsi")),
     ]

@@ -29,6 +29,13 @@ def layout_table(objs: list[Any]) -> str:
     columns: list[str] = []
     for obj in objs:
         keys = {k: v for k, v in obj.key_attributes().items() if v is not None}
+        for b in obj._meta.indexes.values():
+            if b.is_multi:  # the fields' own attributes are the keys: shown as stored, natively typed
+                for role, fnames in (("HASH", b.pk_fields), ("RANGE", b.sk_fields)):
+                    for f in fnames:
+                        value = getattr(obj, f)
+                        if value is not None:
+                            keys[f"{obj._meta.fields[f].attr_name} ({b.index_name} {role})"] = str(value)
         for k in keys:
             if k not in columns:
                 columns.append(k)

@@ -8,6 +8,7 @@ Retries of throttled requests are botocore's (standard mode, ``settings.max_atte
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -92,7 +93,14 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
     if not settings.is_local:
         return None
     if _resolved is _UNRESOLVED:
-        _resolved = _botocore_session().get_credentials()
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            _resolved = _botocore_session().get_credentials()
+        except BotoCoreError as exc:
+            if type(exc).__name__ not in _CREDENTIAL_CHAIN_ERRORS:
+                raise
+            raise _credential_chain_error("", exc, settings) from exc
     return None if _resolved is not None else LOCAL_CREDENTIALS
 
 
@@ -365,6 +373,8 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
     """Record a request that got no answer and return the dynorm error for it (sync and async alike)."""
     _record(operation, params, None, type(exc).__name__, stats)
     settings = conf.get_settings()
+    if type(exc).__name__ in _CREDENTIAL_CHAIN_ERRORS:
+        return _credential_chain_error(f"{operation}{_on_tables(params)}: ", exc, settings)
     if type(exc).__name__ == "NoCredentialsError":
         return ServiceError(
             f"{operation}{_on_tables(params)}: no AWS credentials found for {describe_endpoint(settings)} "
@@ -379,14 +389,15 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
 
 
 def _answered(operation: str, params: dict[str, Any], response: dict[str, Any], stats: Stats | None) -> dict[str, Any]:
-    """Record an answered request and return its response (sync and async alike)."""
-    meta = response.get("ResponseMetadata")
-    ctype = meta.get("HTTPHeaders", {}).get("content-type", "") if meta else ""
-    if ctype and "json" not in ctype:
-        # a web server that answers 200 with a page: botocore parses it into an empty response,
-        # which would read as "no such item"; refuse it instead
+    """Check the answer comes from DynamoDB, record it and return it (sync and async alike)."""
+    meta = response.get("ResponseMetadata") or {}
+    if meta.get("HTTPStatusCode") != 200 or not meta.get("RequestId") \
+            or "x-amz-json" not in meta.get("HTTPHeaders", {}).get("content-type", ""):
+        # DynamoDB (real, Local and moto) answers 200, application/x-amz-json-1.0 and a request id;
+        # anything else (a web server's 204, an empty 200, a page, a JSON "{}") would read as
+        # "written" or "no such item": refuse it
         _record(operation, params, None, "NotDynamoDB", stats)
-        raise _wrap(operation, params, "200", "", response)
+        raise _foreign_success(operation, params, meta)
     _record(operation, params, response, None, stats)
     return response
 
@@ -798,6 +809,38 @@ def _one_line(text: str, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+#: botocore's errors from walking the credential chain / config files: the user's configuration, not the network
+_CREDENTIAL_CHAIN_ERRORS = frozenset({
+    "ProfileNotFound", "ConfigNotFound", "ConfigParseError", "PartialCredentialsError", "CredentialRetrievalError",
+    "InvalidConfigError", "SSOError", "SSOTokenLoadError", "TokenRetrievalError", "UnauthorizedSSOTokenError",
+    "UnknownCredentialError", "NoAuthTokenError", "InfiniteLoopConfigError", "LoginTokenLoadError",
+})
+
+
+def _credential_chain_error(prefix: str, exc: Exception, settings: conf.Settings) -> ConfigurationError:
+    """A botocore credential-chain/config-file error as a dynorm ConfigurationError with the fix."""
+    profile = os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+    named = f" (AWS_PROFILE={profile!r})" if profile else ""
+    return ConfigurationError(
+        f"{prefix}AWS credentials/configuration for {describe_endpoint(settings)} could not be loaded: "
+        f"{_one_line(str(exc), 200)}{named}. Fix ~/.aws/config and ~/.aws/credentials (`aws configure "
+        "list-profiles` lists the profiles) or unset AWS_PROFILE; DynamoDB Local needs no profile.")
+
+
+def _foreign_success(operation: str, params: dict[str, Any], meta: dict[str, Any]) -> ServiceError:
+    """The error for a "successful" answer that lacks DynamoDB's marks (status 200, an
+    ``application/x-amz-json-1.0`` body, a request id): one line naming endpoint and operation."""
+    headers = meta.get("HTTPHeaders") or {}
+    ctype = str(headers.get("content-type", "")).split(";")[0].strip() or "no Content-Type"
+    status = meta.get("HTTPStatusCode", "?")
+    rid = "" if meta.get("RequestId") else ", no request id"
+    return ServiceError(
+        f"{operation}{_on_tables(params)}: the server at {describe_endpoint()} did not answer as DynamoDB "
+        f"(HTTP {status}, {ctype}{rid}); check `endpoint` "
+        "in dynorm.yaml or DYNORM_ENDPOINT (`dynorm local start` runs DynamoDB Local).",
+        code="NotDynamoDB", operation=operation)
+
+
 def _not_dynamodb(response: dict[str, Any], code: str, message: str) -> str | None:
     """Describe a response that did not come from DynamoDB (an HTML page, a proxy), else ``None``.
 
@@ -854,7 +897,13 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
         return TableDoesNotExist(
             f"{operation}: {what} at {describe_endpoint(settings)} ({message}); "
             "run `dynorm migrate` to create it.")
-    return ServiceError(f"{operation}{_on_tables(params)} failed: {code}: {message}", code=code, operation=operation)
+    hint = ""
+    if code == "UnrecognizedClientException" and conf.get_settings().is_local:
+        hint = (" DynamoDB Local accepts only access key ids made of letters and digits (A-Z, a-z, 0-9): "
+                "check AWS_ACCESS_KEY_ID (or the profile's aws_access_key_id); any such key works, e.g. "
+                "AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local.")
+    return ServiceError(f"{operation}{_on_tables(params)} failed: {code}: {message}{hint}", code=code,
+                        operation=operation)
 
 
 def reset_client() -> None:

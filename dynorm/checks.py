@@ -77,6 +77,8 @@ def template_problems(table: type[Table]) -> list[str]:
     for entity_type, entity in table._entities.items():
         m = entity._meta
         for bound in m.all_indexes:
+            if bound.is_multi:
+                continue  # no key text: the fields' own attributes
             for what, tmpl in (("pk", bound.pk), ("sk", bound.sk)):
                 if tmpl is None or (bound.kind == "lsi" and what == "pk"):
                     continue
@@ -88,18 +90,42 @@ def template_problems(table: type[Table]) -> list[str]:
     return problems
 
 
+def multi_key_problems(table: type[Table]) -> list[str]:
+    """Problems with the multi-attribute GSIs of ``table`` (pure).
+
+    Every entity of the table that stores a field under one of such an index's key
+    attributes must store it with the declared type (S, N or B): DynamoDB refuses the whole
+    write of an item whose index key attribute has another type. Entities sharing the index
+    must agree (the declaration in ``Table.Meta.gsis`` is the one truth).
+    """
+    problems: list[str] = []
+    for gname, multi in table._meta.multi_gsis.items():
+        declared = dict((*multi.pk, *multi.sk))
+        for entity_type, entity in table._entities.items():
+            m = entity._meta
+            for fname, f in m.fields.items():
+                want = declared.get(f.attr_name)
+                if want is not None and f.attr_type != want:
+                    problems.append(
+                        f"{m.entity}({entity_type}).{fname} is stored as {f.attr_name!r} of type {f.attr_type}, a key "
+                        f"attribute of multi-attribute GSI {gname} declared as {want}: DynamoDB would refuse every "
+                        f"write of a {m.entity} with a value there. Store the field under another attribute "
+                        "(attr_name=...) or change its type.")
+    return problems
+
+
 def check_table(table: type[Table]) -> list[str]:
     """Return the problems found among ``table``'s entities (empty list when none).
 
     Reports templates that can collide within one entity (:func:`template_problems`) and
     pairs of entity types whose templates on one index could render the same key.
     """
-    problems: list[str] = template_problems(table)
+    problems: list[str] = template_problems(table) + multi_key_problems(table)
     by_index: dict[str | None, list[tuple[str, KeyTemplate, KeyTemplate | None, str]]] = {}
     for entity_type, entity in table._entities.items():
         m = entity._meta
         for bound in m.all_indexes:
-            if bound.kind == "lsi":
+            if bound.kind in ("lsi", "multi"):
                 continue
             by_index.setdefault(bound.index_name, []).append(
                 (f"{m.entity}({entity_type})", bound.pk, bound.sk, m.key_version))
@@ -134,7 +160,7 @@ def collection_members(table: type[Table]) -> list[CollectionMember]:
     for entity_type, entity in table._entities.items():
         m = entity._meta
         for bound in m.all_indexes:
-            if bound.kind == "lsi" or not isinstance(bound.pk, KeyTemplate):
+            if bound.kind in ("lsi", "multi") or not isinstance(bound.pk, KeyTemplate):
                 continue  # an LSI shares the table's partition; multi-attribute keys have no template
             out.append((f"{m.entity}({entity_type})", bound.index_name or "", bound.pk.template, m.key_version))
     return out

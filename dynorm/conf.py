@@ -58,13 +58,23 @@ class Settings:
 
     @property
     def is_local(self) -> bool:
-        """True when the endpoint is on the loopback interface (DynamoDB Local)."""
+        """True when the endpoint is on the loopback interface (DynamoDB Local).
+
+        The host must be ``localhost`` or a loopback IP address (``127.0.0.1``, ``::1``); a DNS
+        name such as ``127.dynamodb.corp.example`` is not loopback, whatever it starts with.
+        """
+        import ipaddress
         from urllib.parse import urlparse
 
         if not self.endpoint:
             return False
         host = urlparse(self.endpoint).hostname or ""
-        return host in {"localhost", "::1"} or host.startswith("127.")
+        if host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
 
 
 _lock = threading.RLock()
@@ -221,9 +231,17 @@ def configure(**settings: Any) -> Settings:
     global _settings
     with _lock:
         _build({**settings})  # validate before changing anything
+        previous = dict(_overrides)
         _overrides.update(settings)
         _settings = None
-        return get_settings()
+        try:
+            return get_settings()
+        except BaseException:
+            # all or nothing: a configure() that fails (a listener, a file) leaves the previous settings
+            _overrides.clear()
+            _overrides.update(previous)
+            _settings = None
+            raise
 
 
 def use_file(path: str | os.PathLike[str] | None) -> None:

@@ -8,6 +8,7 @@ not_exists``.
 
 from __future__ import annotations
 
+import decimal
 import reprlib
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -30,7 +31,8 @@ HABIT_LOOKUPS = {
     "istartswith": "DynamoDB compares case-sensitively: store a lowercased copy and use begins_with",
     "startswith": "use begins_with",
     "endswith": "DynamoDB has no ends-with: store the reversed text and use begins_with",
-    "isnull": "use exists=False / not_exists=True (a missing attribute), or exact=None",
+    "isnull": ("use not_exists=True for isnull=True and exists=True for isnull=False "
+               "(dynorm stores no attribute for None)"),
     "year": "put the date in a key template ({created_at:%Y}) and filter on a prefix, or use between",
     "month": "use between on the date, or a key template with {created_at:%Y-%m}",
     "day": "use between on the date",
@@ -196,8 +198,12 @@ class ExpressionBuilder:
             return f"{n} {_COMPARE[lookup]} {self.value(serialize_value(meta, field, value))}"
         if lookup == "between":
             lo, hi = _pair(meta, field, value)
-            return f"{n} BETWEEN {self.value(serialize_value(meta, field, lo))} AND " \
-                   f"{self.value(serialize_value(meta, field, hi))}"
+            lo_av, hi_av = serialize_value(meta, field, lo), serialize_value(meta, field, hi)
+            if _order_key(lo_av) > _order_key(hi_av):  # DynamoDB rejects it; no item could match anyway
+                raise InvalidQuery(f"{meta.entity}.{field}__between=({lo!r}, {hi!r}): the low bound is above the high "
+                                   "bound, so no item can match. The query is refused before any request; swap the "
+                                   "bounds.")
+            return f"{n} BETWEEN {self.value(lo_av)} AND {self.value(hi_av)}"
         if lookup == "begins_with":
             if not isinstance(value, str):
                 raise InvalidQuery(f"{meta.entity}.{field}__begins_with needs a string, got {value!r}.")
@@ -288,6 +294,20 @@ def _element_value(meta: Options, field: str, value: Any) -> dict[str, Any]:
                                   entity=meta.entity, field=field, value=value)
         return plain_value(meta, field, value, "__contains")
     return plain_value(meta, field, value, "__contains")
+
+
+def _order_key(av: Any) -> Any:
+    """A Python value that orders as DynamoDB orders a scalar attribute value (N numerically,
+    S by UTF-8 bytes, B by bytes); values of other kinds compare equal (no check)."""
+    if isinstance(av, dict) and len(av) == 1:
+        (kind, v), = av.items()
+        if kind == "N":
+            return (0, decimal.Decimal(v))
+        if kind == "S":
+            return (0, v.encode("utf-8", "surrogatepass"))
+        if kind == "B":
+            return (0, bytes(v))
+    return (0, 0)
 
 
 def _pair(meta: Options, field: str, value: Any) -> tuple[Any, Any]:

@@ -180,8 +180,10 @@ class _Numeric(Field):
         return _codec.number_text(value)
 
     def deserialize(self, value: str) -> Any:
-        """Read ``N`` text: an int when integral in form, a float when the float is exactly
-        the stored number, else a :class:`decimal.Decimal` (nothing is rounded)."""
+        """Read ``N`` text: an int when integral in form; a non-integral number reads back as the
+        float whose shortest repr is the stored text (``"0.1"`` -> ``0.1``), else a
+        :class:`decimal.Decimal` (nothing is rounded). The stored text cannot say whether a float
+        or a Decimal was written: use :class:`Decimal` to always read Decimals."""
         return _read_number(value)
 
 
@@ -217,8 +219,10 @@ class Number(_Numeric, pa.NumberAttribute):
     """An int, float or Decimal (DynamoDB ``N``), stored exactly.
 
     A Decimal is stored with all its digits (never through a float). Reading gives an int
-    when the stored number is integral in form, a float when a float holds it exactly, else
-    a Decimal. NaN, infinity, more than 38 significant digits and magnitudes outside
+    when the stored number is integral in form; a non-integral number reads back as the float
+    whose shortest repr is the stored text (so ``Decimal("0.1")`` reads back as ``0.1``), else
+    as a Decimal. The stored text cannot say which type was written: :class:`Decimal` gives
+    Decimals always. NaN, infinity, more than 38 significant digits and magnitudes outside
     1E-130 .. 9.99E+125 are refused before any request (:class:`dynorm.ValidationError`).
     """
 
@@ -603,6 +607,23 @@ def unreadable_item(cls: Any, raw: Mapping[str, Any], error: BaseException,
     where = f"attribute {attribute!r} = {_short(stored)}: {why}" if attribute else why
     return UnreadableItem(f"{cls.__name__} item {keytext} cannot be read: {where}.", entity=cls.__name__,
                           key=key, attribute=attribute, stored=stored, raw=raw)
+
+
+def decode_item(cls: Any, raw: Mapping[str, Any]) -> Any:
+    """Decode one item read by key (``refresh_from_db()``, a deferred-field load).
+
+    Raises:
+        UnreadableItems: the item cannot be decoded; its one error names the entity, the table
+            key and the attribute (``.errors[0].raw`` is the item in DynamoDB JSON).
+    """
+    from .exceptions import UnreadableItems
+
+    try:
+        return cls.from_raw_data(dict(raw))
+    except Exception as exc:  # noqa: BLE001 - pynamodb raises several kinds
+        tmeta = cls._meta.table._meta
+        problem = unreadable_item(cls, raw, exc, (tmeta.pk_attribute, tmeta.sk_attribute or ""))
+        raise UnreadableItems(f"{problem} Repair it (.errors[0].raw) or read it by hand.", [problem]) from exc
 
 
 def validate_values(meta: Any, values: Mapping[str, Any]) -> None:

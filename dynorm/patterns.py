@@ -115,7 +115,10 @@ def build_document(tables: list[type[Table]], entity: str | None = None) -> dict
         sk = m.primary.sk.template if m.primary.sk is not None else ""
         item: dict[str, Any] = {tmeta.type_attribute: m.entity_type, "_keyVersion": m.key_version}
         for b in m.indexes.values():
-            if b.kind == "gsi":
+            if b.is_multi:
+                keys = [f"{a} HASH" for a in b.pk_attrs] + [f"{a} RANGE" for a in b.sk_attrs]
+                item[f"_{b.index_name}"] = "multi-attribute GSI on " + ", ".join(keys)
+            elif b.kind == "gsi":
                 item[b.pk_attr] = b.pk.template
                 if b.sk_attr:
                     item[b.sk_attr] = b.sk.template if b.sk is not None else sk

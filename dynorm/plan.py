@@ -163,7 +163,43 @@ def _candidates(state: QueryState, eq: dict[str, Any]) -> list[BoundIndex]:
     return [b for b in meta.all_indexes if all(f in eq for f in b.pk.fields)]
 
 
+def _multi_prefix(bound: BoundIndex, eq: dict[str, Any]) -> tuple[list[str], str | None]:
+    """The sort fields of a multi-attribute index pinned by ``eq`` (left to right) and the next one."""
+    pinned: list[str] = []
+    for f in bound.sk_fields:
+        if f not in eq:
+            return pinned, f
+        pinned.append(f)
+    return pinned, None
+
+
+def _multi_leftovers(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q], eq: dict[str, Any]) -> list[str]:
+    """Conditions on a multi-attribute index's key fields that its key condition cannot take.
+
+    DynamoDB refuses a FilterExpression on a key attribute of the index queried, and on a
+    multi-attribute index the key attributes are the fields' own attributes.
+    """
+    keyf = set(bound.pk_fields) | set(bound.sk_fields)
+    pinned, nxt = _multi_prefix(bound, eq)
+    out: list[str] = []
+    ranged = [(f, lk) for f, lk, _ in leaves if f == nxt and lk in _RANGE]
+    for f, lk, v in leaves:
+        if f not in keyf:
+            continue
+        if lk == "exact" and (f in bound.pk_fields or f in pinned):
+            continue
+        if f == nxt and lk in _RANGE and len(ranged) == 1 and (lk != "begins_with" or isinstance(v, str)):
+            continue
+        out.append(f"{f}__{lk}" if lk != "exact" else f)
+    for q in complex_:
+        out += [f"{f}__{lk} (inside OR/NOT)" for f, lk, _ in q.leaves() if f in keyf]
+    return out
+
+
 def _score(bound: BoundIndex, eq: dict[str, Any], ranged: set[str], meta: Any) -> int:
+    if bound.is_multi:
+        pinned, nxt = _multi_prefix(bound, eq)
+        return len(pinned) * 2 + (1 if nxt is not None and nxt in ranged else 0)
     if bound.sort_field is not None:
         return 1 if (bound.sort_field in eq or bound.sort_field in ranged) else 0
     if bound.sk is None:
@@ -177,6 +213,9 @@ def _score(bound: BoundIndex, eq: dict[str, Any], ranged: set[str], meta: Any) -
 
 def _describe_path(bound: BoundIndex, meta: Any) -> str:
     where = bound.index_name or "table"
+    if bound.is_multi:
+        sort = f", sort {' + '.join(bound.sk_fields)}" if bound.sk_fields else ""
+        return f"{bound.name} ({where}: partition {' + '.join(bound.pk_fields)}{sort})"
     sort = (f", sort {bound.sk.template}" if bound.sk is not None
             else f", sort {bound.sort_field}" if bound.sort_field else "")
     return f"{bound.name} ({where}: partition {bound.pk.template}{sort})"
@@ -205,8 +244,21 @@ def _scan_required(meta: Any, leaves: list[Leaf], complex_: list[Q]) -> ScanRequ
 
 def _text_orders(meta: Any, template: Any, fieldname: str) -> bool:
     """True when the key text of ``fieldname`` in ``template`` sorts like its values."""
-    f = meta.fields[fieldname]
-    return bool(getattr(f, "sortable_text", False) or template.spec_of(fieldname))
+    from .keys import EXACT, ORDERED, spec_kind
+
+    # the percent encoding escapes '%' and the delimiter as '%25'/'%23', which sort apart from
+    # the characters they stand for: text is not ordered (values without such characters are,
+    # but nothing stops a later item from holding one)
+    if template.encoding != ORDERED:
+        return False
+    for _literal, name, spec in template.tokens:
+        if name == fieldname:
+            f = meta.fields[fieldname]
+            kind = spec_kind(spec)
+            return kind == EXACT and bool(spec or getattr(f, "sortable_text", False))
+        if name is not None and spec_kind(spec) != EXACT:
+            return False  # a lossy/unordered spec before the field: its text decides the order first
+    return False
 
 
 def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
@@ -218,6 +270,9 @@ def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
     if bound.sk_attr is None:
         return []
     out = ["sk"]
+    if bound.is_multi:  # plain attributes: numbers sort as numbers, strings by UTF-8 bytes
+        pinned, nxt = _multi_prefix(bound, eq)
+        return out + pinned + ([nxt] if nxt is not None else [])
     if bound.sort_field is not None:
         out.append(bound.sort_field)
     elif bound.sk is not None:
@@ -353,6 +408,18 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
         raise _scan_required(meta, leaves, complex_)
+    # DynamoDB refuses a FilterExpression on a key attribute of the index queried: a condition
+    # on an index's own sort attribute that the key condition cannot carry (ne, in, OR, NOT)
+    # rules that index out
+    carried = [c for c in candidates if _key_attribute_in_filter(c, leaves, complex_) is None]
+    if not carried:
+        bad = _key_attribute_in_filter(candidates[0], leaves, complex_)
+        raise InvalidQuery(
+            f"{meta.entity}: {bad} cannot be sent: {candidates[0].sort_field} is the sort key of index "
+            f"{candidates[0].index_name}, DynamoDB takes one key condition on it and refuses it in a "
+            "FilterExpression. Use lt/lte/gt/gte/between/exact on it only, or query another access path "
+            "(using('primary')) where it is a plain attribute; refused before any request.")
+    candidates = carried
     if state.order_field is not None:
         ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
         if not ordering:
@@ -363,9 +430,23 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
                 f"{state.order_field}. This query can order by: {can}. Sort the results yourself "
                 "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
         candidates = ordering
+    # a multi-attribute index cannot take a filter on its own key attributes: it serves only
+    # when its key condition takes every condition on them
+    usable = [c for c in candidates if not (c.is_multi and _multi_leftovers(c, leaves, complex_, eq))]
+    if not usable:
+        c = candidates[0]
+        raise InvalidQuery(
+            f"{meta.entity}: {', '.join(_multi_leftovers(c, leaves, complex_, eq))} cannot be asked of "
+            f"{_describe_path(c, meta)}: its key attributes are the fields' own attributes, and DynamoDB takes "
+            "them only in the key condition (equality on every partition field, then equalities on a "
+            "left-to-right prefix of the sort fields and one range or begins_with on the next), never in a "
+            "filter. Give the sort fields before it, or filter the results yourself. Nothing was sent.")
+    candidates = usable
     # most selective first: the partition key built from the most given fields, then the
     # sort-key prefix using the most given fields; max() keeps the first declared on ties
     best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
+    if best.is_multi:
+        return _plan_multi(state, best, b, leaves, complex_, eq, limit=limit, count=count)
     if state.consistent and best.kind == "gsi":
         raise InvalidQuery(f"{meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
                            "drop .consistent() or query the table or an LSI.")
@@ -399,11 +480,15 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     if sk_cond:
         conds.append(sk_cond)
     filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
-    if not state.collection and _needs_type_filter(meta, best):
+    # the type the results are read as (collection().of(X): X; a plain collection: any)
+    typed = state.of._meta if state.collection and state.of is not None else None if state.collection else meta
+    if typed is not None and (count or (not state.collection and _needs_type_filter(meta, best))):
         # another entity type's items share these partitions and the sort key starts with a
         # placeholder, so no key condition keeps them out: filter on the type attribute, so
-        # count() and Limit mean this entity's items
-        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        # Limit means this entity's items. count() always filters: iteration drops every item
+        # of another type (one whose key text extends this prefix, "M#{m}#N#{k}" under
+        # "M#{m}", or a type no model declares), so Select=COUNT must not count them
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': typed.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
     params = {"TableName": table}
     if best.index_name:
@@ -420,6 +505,87 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
                 bound=best)
 
 
+def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leaves: list[Leaf],
+                complex_: list[Q], eq: dict[str, Any], *, limit: int | None, count: bool) -> Plan:
+    """The Query on a multi-attribute GSI: one condition per key attribute, natively typed."""
+    meta = state.model._meta
+    tmeta = meta.table._meta
+    table = meta.table.table_name()
+    if state.consistent:
+        raise InvalidQuery(f"{meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
+                           "drop .consistent() or query the table or an LSI.")
+    if state.collection and state.of is not None:
+        raise InvalidQuery(f"{meta.entity}: collection().of() needs a sort-key prefix; {best.index_name} is a "
+                           "multi-attribute GSI: filter on the entity's own fields instead.")
+    used: set[int] = set()
+    conds: list[str] = []
+    pinned, nxt = _multi_prefix(best, eq)
+    for f in (*best.pk_fields, *pinned):
+        if eq[f] in ("", b""):
+            raise InvalidQuery(f"{meta.entity}.{f}={eq[f]!r} cannot match through {best.index_name}: an item whose "
+                               f"{f} is empty is not in the index (DynamoDB refuses empty key values). The query is "
+                               "refused before any request.")
+        conds.append(f"{b.name(meta.fields[f].attr_name)} = {b.value(serialize_value(meta, f, eq[f]))}")
+    for i, (f, lk, _) in enumerate(leaves):
+        if lk == "exact" and (f in best.pk_fields or f in pinned):
+            used.add(i)
+    if nxt is not None:
+        for i, (f, lk, v) in enumerate(leaves):
+            if f == nxt and lk in _RANGE:
+                if lk == "begins_with" and meta.fields[f].attr_type != "S":
+                    raise InvalidQuery(f"{meta.entity}.{f}__begins_with: {f} is a {meta.fields[f].attr_type} "
+                                       f"sort attribute of {best.index_name}; begins_with works on strings only.")
+                if lk == "between":
+                    if not (isinstance(v, (tuple, list)) and len(v) == 2):
+                        raise InvalidQuery(f"{meta.entity}.{f}__between needs a (low, high) pair, got {v!r}.")
+                    lo, hi = (meta.fields[f].validate(x, meta.entity) for x in v)
+                    if _av_key(serialize_value(meta, f, lo)) > _av_key(serialize_value(meta, f, hi)):
+                        raise InvalidQuery(f"{meta.entity}.{f}__between={v!r}: the low bound is above the high "
+                                           "bound, so no item can match; the query is refused before any request.")
+                used.add(i)
+                if lk == "between" and v[0] in ("", b""):
+                    lk, v = "lte", v[1]  # every stored value is above the empty one
+                if v in ("", b""):
+                    # DynamoDB refuses an empty value in a key condition; every stored key value is
+                    # longer than the empty one
+                    if lk in ("lt", "lte"):
+                        raise InvalidQuery(f"{meta.entity}.{f}__{lk}={v!r}: no item of {best.index_name} has an "
+                                           f"empty or smaller {f}; the query is refused before any request.")
+                    break  # begins_with / gt / gte the empty value: every item of the index
+                conds.append(_range_expr(b.name(meta.fields[f].attr_name), lk, v, b,
+                                         lambda x, f=f: serialize_value(meta, f, x)))
+                break
+    filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
+    if not state.collection and _multi_shared(meta, best):
+        type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+        filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
+    params: dict[str, Any] = {"TableName": table, "IndexName": best.index_name,
+                              "KeyConditionExpression": " AND ".join(conds)}
+    if filter_expr:
+        params["FilterExpression"] = filter_expr
+    if state.descending:
+        params["ScanIndexForward"] = False
+    projection = _projection(state, b, meta, tmeta, best)
+    _finish(params, b, projection, state, limit=limit, count=count)
+    entity_types = None if state.collection else frozenset({meta.entity_type})
+    return Plan("Query", table, best.index_name, best.name, params["KeyConditionExpression"],
+                filter_expr or None, projection, b.names, b.values, params, entity_types=entity_types, bound=best)
+
+
+def _multi_shared(meta: Any, bound: BoundIndex) -> bool:
+    """True when another entity type's items can be in this multi-attribute GSI.
+
+    An item is in it when it holds every key attribute: any entity with fields stored under
+    all of them can be, whether or not it declares the index.
+    """
+    need = set(bound.key_attrs)
+    for other in meta.table._entities.values():
+        om = other._meta
+        if om.entity_type != meta.entity_type and need <= {f.attr_name for f in om.fields.values()}:
+            return True
+    return False
+
+
 def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[str, Any],
                     leaves: list[Leaf], used: set[int], state: QueryState) -> str | None:
     if best.sk_attr is None:
@@ -430,12 +596,29 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         if not mine:
             return None
         used.update(mine)
-        if len(mine) == 1:
-            f, lk, v = leaves[mine[0]]
+        conds = [leaves[i][1:] for i in mine]
+        # between('', high) is lte high: '' is below every stored text
+        conds = [("lte", v[1]) if lk == "between" and isinstance(v, (tuple, list)) and len(v) == 2
+                 and isinstance(v[0], str) and v[0] == "" else (lk, v) for lk, v in conds]
+        for lk, v in conds:
+            if isinstance(v, str) and v == "" and lk in ("exact", "lt", "lte"):
+                raise InvalidQuery(
+                    f"{meta.entity}.{best.sort_field}__{lk}='': {best.sort_field} is the sort key of index "
+                    f"{best.index_name}, and DynamoDB stores no empty string in an index key, so no item "
+                    "of this index can match; the query is refused before any request.")
+        # '' is below every stored text: a lower bound of '' (or begins_with '') holds every item
+        # of this sparse index, and DynamoDB refuses '' as a key-condition value
+        conds = [(lk, v) for lk, v in conds
+                 if not (isinstance(v, str) and v == "" and lk in ("gt", "gte", "begins_with"))]
+        if not conds:
+            return None
+        if len(conds) == 1 and conds[0][0] != "between":
+            lk, v = conds[0]
+            f = best.sort_field
             return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
         # DynamoDB takes one condition on the sort key and no filter on a key attribute:
         # the conditions become one inclusive range (BETWEEN)
-        return _attribute_range(meta, best.sort_field, [leaves[i][1:] for i in mine], sk_name, b)
+        return _attribute_range(meta, best.sort_field, conds, sk_name, b)
     if state.collection and state.of is None:
         return None  # the whole item collection
     if state.collection and state.of is not None:
@@ -457,13 +640,15 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         return f"{sk_name} = {b.value({'S': pre.value})}"
     nxt = pre.next_field
     if nxt is not None:
-        for i, (f, lk, v) in enumerate(leaves):
+        for f, lk, v in leaves:
             if f != nxt or lk not in _RANGE:
                 continue
             fobj = meta.fields[f]
             spec = best.sk.spec_of(f)
             if lk == "begins_with" and isinstance(v, str) and fobj.attr_type == "S" and not spec:
-                used.add(i)
+                # the lookup stays in the FilterExpression too (as a range does): an item another
+                # writer keyed differently (the percent encoding's "K#a%23x" for "a#x") has key
+                # text under the prefix but a value that does not start with it
                 text = best.sk.encode(f, v, entity=meta.entity) if v else ""
                 return f"begins_with({sk_name}, {b.value({'S': pre.value + text})})"
             if lk != "begins_with":
@@ -477,6 +662,20 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
                     return _key_range_expr(sk_name, rng, b)
     if pre.used or (pre.value and _partition_shared(meta, best)):
         return f"begins_with({sk_name}, {b.value({'S': pre.value})})"
+    return None
+
+
+def _key_attribute_in_filter(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q]) -> str | None:
+    """The condition on ``bound``'s own sort attribute that would end in the FilterExpression, or ``None``."""
+    f = bound.sort_field
+    if f is None:
+        return None
+    for fname, lookup, value in leaves:
+        if fname == f and lookup not in ("exact", *_RANGE):
+            return f"{fname}__{lookup}={value!r}"
+    for q in complex_:
+        if any(fname == f for fname, _, _ in q.leaves()):
+            return f"a condition on {f} inside OR/NOT (Q(...) | Q(...), exclude())"
     return None
 
 
@@ -636,7 +835,7 @@ def _projection(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any,
         attrs.append(meta.fields[meta.version_field].attr_name)
     attrs += [a for a in (tmeta.pk_attribute, tmeta.sk_attribute) if a]
     if bound is not None:
-        attrs += [a for a in (bound.pk_attr, bound.sk_attr) if a]
+        attrs += list(bound.key_attrs)
     seen: list[str] = []
     for a in attrs:
         if a not in seen:

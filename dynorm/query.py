@@ -10,7 +10,6 @@ window and resolves ``prefetch()`` for every evaluation path.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
@@ -102,11 +101,33 @@ def _named_patterns(model: type[Entity]) -> list[str]:
                   if not n.startswith("_") and not hasattr(QuerySet, n) and callable(getattr(qs_class, n)))
 
 
+class _DeferredLoader:
+    """``obj._state.deferred[1]``: loads the deferred fields (called: sync; ``.steps(obj)``: either driver).
+
+    A module-level class, not a closure: the instance stays picklable.
+    """
+
+    def __init__(self, consistent: bool) -> None:
+        self.consistent = consistent
+
+    def __call__(self, obj: Any) -> None:
+        backend.drive(_load_deferred_steps(obj, self.consistent))
+
+    def steps(self, obj: Any) -> backend.Steps:
+        return _load_deferred_steps(obj, self.consistent)
+
+
 def _load_deferred(obj: Any, consistent: bool) -> None:
+    """Load the deferred fields of ``obj`` (see :func:`_load_deferred_steps`)."""
+    backend.drive(_load_deferred_steps(obj, consistent))
+
+
+def _load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
     """Load the fields an ``only()`` query did not read, with one GetItem (Django's deferred fields).
 
     Raises:
         Entity.DoesNotExist: the item is gone.
+        UnreadableItems: the stored item cannot be decoded (names key and attribute).
     """
     unread, _loader = obj._state.deferred
     obj._state.deferred = None
@@ -120,14 +141,21 @@ def _load_deferred(obj: Any, consistent: bool) -> None:
                               "ReturnConsumedCapacity": "TOTAL"}
     if consistent:
         params["ConsistentRead"] = True
-    resp = backend.call("GetItem", params)
+    resp = yield backend.Send("GetItem", params)
     if "Item" not in resp:
         obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
                                f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
-    loaded = type(obj).from_raw_data(resp["Item"])
+    from .fields import decode_item
+
+    try:
+        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
+    except Exception:
+        obj._state.deferred = (unread, _loader)
+        raise
     for name in unread:
-        if name in loaded.attribute_values:
+        # a deferred field assigned since the read keeps the assigned value
+        if name in loaded.attribute_values and name not in obj.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]
     obj._state.partial = False
 
@@ -205,12 +233,14 @@ class QuerySet(Generic[T]):
         sort-key prefix uses the most given fields; the rest becomes a FilterExpression.
         """
         self._check_unsliced("filter")
-        return self._clone(where=(*self._state.where, Q(*args, **_expand_pk(self.model, kwargs))))
+        return self._clone(where=(*self._state.where,
+                                  Q(*_expand_q(self.model, args), **_expand_pk(self.model, kwargs))))
 
     def exclude(self, *args: Q, **kwargs: Any) -> QuerySet[T]:
         """Drop items matching the conditions (a negated FilterExpression); no I/O."""
         self._check_unsliced("exclude")
-        return self._clone(where=(*self._state.where, ~Q(*args, **_expand_pk(self.model, kwargs))))
+        return self._clone(where=(*self._state.where,
+                                  ~Q(*_expand_q(self.model, args), **_expand_pk(self.model, kwargs))))
 
     def using(self, access_path: str) -> QuerySet[T]:
         """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O."""
@@ -242,6 +272,8 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("order_by takes one key: 'sk' or '-sk' (DynamoDB sorts by the sort key only).")
         key = keys[0]
         name = key.lstrip("-")
+        if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
+            name = self.model._meta.key_fields[-1]
         if name != "sk" and name not in self.model._meta.fields:
             raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
         return self._clone(descending=key.startswith("-"), order_field=None if name == "sk" else name)
@@ -258,8 +290,10 @@ class QuerySet(Generic[T]):
         deferred field of that item with one GetItem (seen by ``capture()``). An item read
         this way refuses ``save()`` until its deferred fields are loaded.
         """
+        meta = self.model._meta
+        fields = tuple(dict.fromkeys(k for f in fields for k in (meta.key_fields if f == "pk" else (f,))))
         for f in fields:
-            if f not in self.model._meta.fields:
+            if f not in meta.fields:
                 raise InvalidQuery(f"only({f!r}): {self.model.__name__} has no field {f!r}.")
         return self._clone(projection=tuple(fields))
 
@@ -343,7 +377,7 @@ class QuerySet(Generic[T]):
                 values.pop(name, None)  # never a default standing in for a value not read
             obj._state.partial = True  # saving it would drop the fields not read
             # a partial of a module function, not a lambda: the instance stays picklable
-            obj._state.deferred = (unread, functools.partial(_load_deferred, consistent=consistent))
+            obj._state.deferred = (unread, _DeferredLoader(consistent))
             return obj
 
         return partial
@@ -609,6 +643,7 @@ class QuerySet(Generic[T]):
             items = [obj for batch in batches for obj in batch]
         self.stats = qs.stats
         self.unreadable = qs.unreadable
+        items = _matching_keys(self.model, qs._state, items)
         self._settle_unreadable(items)
         if len(items) == 1:
             return items[0]  # type: ignore[no-any-return]
@@ -624,8 +659,8 @@ class QuerySet(Generic[T]):
     def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> backend.Steps:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
 
-        Costs one extra GetItem per older version tried. An item found this way is saved
-        under the current key version (the old item stays until ``DeleteVersion``).
+        Costs one extra GetItem per older version tried. Any write on an instance found this
+        way first moves its item to the current key version (:mod:`dynorm.fallback`).
         """
         meta = self.model._meta
         older = [v for v in meta.read_versions if v != meta.key_version]
@@ -655,6 +690,8 @@ class QuerySet(Generic[T]):
         return await backend.adrive(self._first_steps())  # type: ignore[no-any-return]
 
     def _first_steps(self) -> backend.Steps:
+        if self._cache is not None:  # evaluated: the answer is in the cache, no request
+            return self._cache[0] if self._cache else None
         qs = self[:1] if self._window.stop is None or self._window.stop > self._window.start + 1 else self
         assert isinstance(qs, QuerySet)
         items = yield from qs._fetch_all_steps()
@@ -791,11 +828,10 @@ class QuerySet(Generic[T]):
         if tmeta.sk_attribute:
             key_attrs.add(tmeta.sk_attribute)
         if p.bound is not None:
-            key_attrs.add(p.bound.pk_attr)
-            if p.bound.sk_attr:
-                key_attrs.add(p.bound.sk_attr)
+            key_attrs |= set(p.bound.key_attrs)
         elif p.index:
             key_attrs |= {a for pair in tmeta.gsis.values() for a in pair if a}
+            key_attrs |= {a for multi in tmeta.multi_gsis.values() for a in multi.attributes}
         return context, secret, key_attrs
 
     # -- writes that start from a queryset ------------------------------------------
@@ -841,7 +877,10 @@ class QuerySet(Generic[T]):
 
         One UpdateItem (ReturnValues ALL_NEW, conditional on the item existing); see
         :meth:`Entity.update` for ``changes`` and ``condition``. On a versioned entity the
-        version is incremented (no version check: nothing was read).
+        version is incremented (no version check: nothing was read). When the item is not
+        under the current key version and ``Meta.read_versions`` lists older ones, the same
+        fallback as :meth:`get` finds it; it is moved to the current keys and updated there
+        (see :mod:`dynorm.fallback`).
 
         Returns:
             the item as written.
@@ -861,7 +900,17 @@ class QuerySet(Generic[T]):
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
-        return (yield from send_steps(prepare_update(self.model, key=key, changes=changes, condition=condition)))
+        op = prepare_update(self.model, key=key, changes=changes, condition=condition)
+        try:
+            return (yield from send_steps(op))
+        except self.model.DoesNotExist:
+            meta = self.model._meta
+            if not [v for v in meta.read_versions if v != meta.key_version]:
+                raise
+            # the same fallback as get(): an item under an older key version is moved to the
+            # current one, then updated (Entity.update)
+            obj = yield from self.consistent()._get_steps((), {})
+            return (yield from obj._update_steps(condition, changes))
 
     def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:
@@ -879,7 +928,10 @@ class QuerySet(Generic[T]):
             the saved instance.
 
         Raises:
-            StaleWrite: every attempt lost its race. DoesNotExist: no such item.
+            StaleWrite: every attempt lost its race, or botocore retried a request whose response
+                was lost and the item changed since (``exc.maybe_applied`` is True: the change may
+                have been applied once; fn is never run again after such an attempt).
+                DoesNotExist: no such item.
             ModelError: the entity has no ``fields.Version()`` (without it a race cannot be detected).
         """
         return backend.drive(self._update_with_retry_steps(key, fn, attempts, base_delay))  # type: ignore
@@ -894,8 +946,6 @@ class QuerySet(Generic[T]):
         from .backend import RetryPolicy
         from .exceptions import ModelError, StaleWrite
         from .registry import default_manager
-        from .sender import send_steps
-        from .writes import prepare_put
 
         if not self.model._meta.version_field:
             raise ModelError(f"{self.model.__name__} has no fields.Version(); update_with_retry needs optimistic "
@@ -906,10 +956,12 @@ class QuerySet(Generic[T]):
             obj = yield from default_manager(self.model).get_queryset().consistent()._get_steps((), keydict)
             fn(obj)
             try:
-                yield from send_steps(prepare_put(obj))
+                yield from obj._save_steps(None, False)
                 return obj
-            except StaleWrite:
-                if attempt >= attempts - 1:
+            except StaleWrite as exc:
+                if attempt >= attempts - 1 or getattr(exc, "maybe_applied", False):
+                    # a lost response whose first attempt may have been applied: running fn
+                    # again could apply it twice, so the uncertainty is reported instead
                     raise
                 yield backend.Sleep(policy.delay(attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
@@ -965,8 +1017,6 @@ class QuerySet(Generic[T]):
     def _update_or_create_steps(self, defaults: Mapping[str, Any] | None, attempts: int,
                                 kwargs: dict[str, Any]) -> backend.Steps:
         from .exceptions import AlreadyExists, StaleWrite
-        from .sender import send_steps
-        from .writes import prepare_update
 
         missing = [f for f in self.model._meta.key_fields if f not in kwargs]
         if missing:
@@ -983,7 +1033,7 @@ class QuerySet(Generic[T]):
                     continue
             try:
                 if defaults:
-                    yield from send_steps(prepare_update(type(obj), instance=obj, changes=dict(defaults)))
+                    yield from obj._update_steps(None, dict(defaults))
                 return obj, False
             except (StaleWrite, self.model.DoesNotExist):
                 if attempt >= attempts - 1:
@@ -1039,7 +1089,15 @@ class QuerySet(Generic[T]):
         if keys is None:
             objs = yield from self._fetch_all_steps()
             return {obj.pk: obj for obj in objs}
+        if self._state.where or self._state.collection or self._window.start or self._window.stop is not None:
+            # BatchGetItem takes no condition: the filter would be silently ignored
+            raise InvalidQuery(
+                f"in_bulk(ids) on a filtered {self.model.__name__} queryset: BatchGetItem cannot apply the "
+                f"filter; call {self.model.__name__}.objects.in_bulk(ids) and filter the found items in Python.")
         pairs = []
+        wanted: list[Mapping[str, Any]] = []
+        lossy = bool(self.model._meta.primary.pk.lossy_fields or (
+            self.model._meta.primary.sk is not None and self.model._meta.primary.sk.lossy_fields))
         for k in keys:
             if isinstance(k, tuple) and len(k) == len(fields) and len(fields) > 1:
                 k = dict(zip(fields, k))
@@ -1047,12 +1105,20 @@ class QuerySet(Generic[T]):
             if kd is None:
                 raise InvalidQuery(f"in_bulk on {self.model.__name__}: give key dicts of {', '.join(fields)}.")
             pairs.append((self.model, primary_key_of(self.model, kd)))
+            wanted.append(kd)
         self.unreadable = []
         found = yield from batch_get_steps(pairs, consistent=self._state.consistent, policy=RetryPolicy(**policy),
                                            unreadable=self.unreadable if self._skip_unreadable else None)
+        meta = self.model._meta
+        # a key through a lossy spec ({name:.3}, {day:%Y-%m-%d}) is shared by different values:
+        # keep only the items whose key fields hold a value that was asked for
+        asked = {tuple(meta.fields[f].validate(kd[f], meta.entity) for f in fields)
+                 for kd in wanted} if lossy else set()
         out: dict[Any, T] = {}
         for obj in found:
             kv = tuple(getattr(obj, f) for f in fields)
+            if lossy and kv not in asked:
+                continue
             out[kv[0] if len(kv) == 1 else kv] = obj
         return out
 
@@ -1126,15 +1192,17 @@ class QuerySet(Generic[T]):
         """Return the item with the greatest sort key (a reversed Query, Limit 1), as Django's ``latest()``.
 
         DynamoDB orders only by the sort key of the access path, so ``fields`` (optional) must
-        be fields of that sort key; ``latest()`` with none is the usual call.
+        order as that sort key does: one field ``order_by()`` accepts, or a prefix of the sort
+        key's fields whose key text sorts like their values. A leading ``"-"`` reverses the
+        direction, as in Django (``latest("-seq")`` is the smallest ``seq``).
 
         Raises:
             Entity.DoesNotExist: nothing matches.
-            InvalidQuery: ``fields`` are not the access path's sort key, or the query is a Scan
-                (no order); raised before any request.
+            InvalidQuery: ``fields`` do not order as the access path's sort key, mixed signs, or
+                the query is a Scan (no order); raised before any request.
         """
-        self._check_order("latest", fields)
-        obj = self.last()
+        qs, descending = self._ordered_by("latest", fields)
+        obj = qs.first() if descending else qs.last()
         if obj is None:
             raise self.model.DoesNotExist(f"latest(): no {self.model.__name__} matches.")
         return obj
@@ -1146,28 +1214,49 @@ class QuerySet(Generic[T]):
             Entity.DoesNotExist: nothing matches.
             InvalidQuery: as :meth:`latest`.
         """
-        self._check_order("earliest", fields)
-        obj = self.first()
+        qs, descending = self._ordered_by("earliest", fields)
+        obj = qs.last() if descending else qs.first()
         if obj is None:
             raise self.model.DoesNotExist(f"earliest(): no {self.model.__name__} matches.")
         return obj
 
-    def _check_order(self, what: str, fields: tuple[str, ...]) -> None:
+    def _ordered_by(self, what: str, fields: tuple[str, ...]) -> tuple[QuerySet[T], bool]:
+        """The queryset ordered ascending by ``fields`` and whether they asked for descending order.
+
+        Validated against the plan (no I/O): InvalidQuery unless the access path's sort key
+        orders exactly as ``fields`` do.
+        """
+        from .plan import _text_orders
+
+        self._check_unsliced(f"take {what}() of")
         p = self.explain()
         if p.operation == "Scan":
             raise InvalidQuery(f"{what}() on {self.model.__name__}: a Scan has no order; filter on a partition "
                                "key so the query is a Query ordered by its sort key.")
         if not fields:
-            return
-        bound = next((b for b in self.model._meta.all_indexes if b.index_name == p.index), None)
-        sort = list(bound.sk.fields) if bound is not None and bound.sk is not None else (
-            [bound.sort_field] if bound is not None and bound.sort_field else [])
-        wrong = [f.lstrip("-") for f in fields if f.lstrip("-") not in sort]
-        if wrong:
-            raise InvalidQuery(
-                f"{what}({', '.join(map(repr, fields))}) on {self.model.__name__}: DynamoDB orders by the sort key "
-                f"of the access path ({p.index or 'the table'}: {', '.join(sort) or 'none'}), not by "
-                f"{', '.join(wrong)}; call {what}() without fields, or use an index sorted on that field.")
+            return self, False
+        signs = {f.startswith("-") for f in fields}
+        names = [f.lstrip("-") for f in fields]
+        refuse = (f"{what}({', '.join(map(repr, fields))}) on {self.model.__name__}: DynamoDB orders a Query by "
+                  f"the sort key of its access path only ({p.index or 'the table'})")
+        if len(signs) > 1:
+            raise InvalidQuery(f"{refuse}, in one direction: give all fields with or all without '-'.")
+        descending = signs == {True}
+        if len(names) == 1:
+            try:
+                qs = self.order_by(names[0])
+                qs.explain()
+            except InvalidQuery as exc:
+                raise InvalidQuery(f"{refuse}; {exc}") from None
+            return qs, descending
+        bound = p.bound
+        sk = list(bound.sk.fields) if bound is not None and bound.sk is not None else []
+        meta = self.model._meta
+        if sk[:len(names)] != names or not all(_text_orders(meta, bound.sk, n) for n in names):  # type: ignore[union-attr]
+            raise InvalidQuery(f"{refuse}: its sort-key fields are ({', '.join(sk) or 'none'}), and {what}() "
+                               "needs a prefix of them whose key text sorts like the values; sort in Python "
+                               "(max(qs, key=...)) or declare an Index sorted that way.")
+        return self.order_by("sk"), descending
 
     def delete(self, **policy: Any) -> int:
         """Delete every matching item with BatchWriteItem (25 per request) and return how many.
@@ -1212,6 +1301,26 @@ class QuerySet(Generic[T]):
         return bulk_update(self.model, objs, fields, **options)
 
 
+def _matching_keys(model: Any, state: QueryState, items: list[Any]) -> list[Any]:
+    """Drop the items whose key fields differ from the equalities asked (``get()``).
+
+    A key text names one value under this version's encoding, but an item written by another
+    writer (the legacy percent encoding keys ``"a#x"`` as ``"K#a%23x"``, this one reads that
+    text as the value ``"a%23x"``) can sit under it: the value read back decides.
+    """
+    meta = model._meta
+    asked: dict[str, Any] = {}
+    for q in state.where:
+        for fname, lookup, value in q.flatten_and()[0]:
+            if lookup == "exact" and fname in meta.key_fields and value is not None:
+                asked[fname] = meta.fields[fname].validate(value, meta.entity)
+    if not asked:
+        return items
+    missing = object()
+    return [o for o in items if not isinstance(o, model)
+            or all(getattr(o, f, missing) == v for f, v in asked.items())]
+
+
 def _expand_pk(model: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """Rewrite Django's ``pk`` alias (``pk=``, ``pk__in=``...) into the primary-key fields."""
     if not any(k == "pk" or k.startswith("pk__") for k in kwargs):
@@ -1231,6 +1340,58 @@ def _expand_pk(model: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             raise InvalidQuery(f"{model.__name__}.pk is ({', '.join(fields)}): give pk=(...) with "
                                f"{len(fields)} values, or filter on the fields.")
     return out
+
+
+def _expand_q(model: Any, qs: tuple[Q, ...]) -> tuple[Q, ...]:
+    """Rewrite the ``pk`` alias inside ``Q`` trees (``Q(pk=1) | Q(pk=2)``), keeping connectors and negation."""
+    def walk(q: Q) -> Q:
+        children: list[Any] = []
+        for child in q.children:
+            if isinstance(child, Q):
+                children.append(walk(child))
+            elif child[0] == "pk" or child[0].startswith("pk__"):
+                children.append(Q(**_expand_pk(model, {child[0]: child[1]})))
+            else:
+                children.append(child)
+        out = Q(_connector=q.connector, _negated=q.negated)
+        out.children = children
+        return out
+    return tuple(walk(q) if isinstance(q, Q) else q for q in qs)
+
+
+_DJANGO_ONLY = {
+    "select_related": "DynamoDB has no joins: use prefetch(\"<reference field>\") (one BatchGetItem per 100 "
+                      "referenced items) or obj.related(name)",
+    "aggregate": "DynamoDB computes no aggregates: count() gives Select=COUNT; sum/min/max/avg in Python over "
+                 "values_list(field, flat=True), or keep a counter item updated with F() in the same transaction",
+    "annotate": "DynamoDB computes nothing per item: compute the value in Python, or store it as a field "
+                "written with the item",
+    "distinct": "DynamoDB returns each item once per Query/Scan: results are already distinct; for distinct "
+                "values use set(values_list(field, flat=True))",
+    "extra": "dynorm builds every request itself: use filter()/Q, or backend.call() for a raw request",
+    "raw": "dynorm builds every request itself: use backend.call(\"Query\", params) for a raw request",
+    "defer": "use only(<fields to read>): the other fields are deferred",
+    "select_for_update": "DynamoDB has no row locks: use fields.Version() (optimistic locking) or "
+                         "dynorm.transaction()",
+    "union": "run the queries and combine them in Python (itertools.chain), or one filter(Q(...) | Q(...))",
+    "intersection": "filter with both conditions (filter(a).filter(b))",
+    "difference": "filter(...).exclude(...)",
+    "dates": "values_list(\"<date field>\", flat=True) and group in Python",
+    "datetimes": "values_list(\"<datetime field>\", flat=True) and group in Python",
+    "alias": "compute the value in Python",
+}
+
+
+def _django_only(name: str) -> Callable[..., Any]:
+    def refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise InvalidQuery(f"{self.model.__name__}.objects.{name}() is not in dynorm: {_DJANGO_ONLY[name]}.")
+    refuse.__name__ = name
+    refuse.__doc__ = f"Not in dynorm (raises InvalidQuery, no request): {_DJANGO_ONLY[name]}."
+    return refuse
+
+
+for _name in _DJANGO_ONLY:
+    setattr(QuerySet, _name, _django_only(_name))
 
 
 _EMPTY_CLASSES: dict[type, type] = {}
@@ -1331,3 +1492,52 @@ class _Empty:
 
     async def ain_bulk(self, keys: Any = None, **policy: Any) -> dict[Any, Any]:
         return {}
+
+    # writes: none() matches nothing, so nothing is written and nothing is sent (Django returns 0)
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def update_with_retry(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def bulk_update(self, objs: Any, fields: Any, **options: Any) -> int:
+        list(objs)
+        return 0
+
+    def bulk_delete(self, targets: Any, **policy: Any) -> int:
+        return 0
+
+    def _refuse_write(self, what: str) -> Any:
+        raise InvalidQuery(f"{self.model.__name__}.objects.none().{what}(): none() matches nothing and never "
+                           f"writes; call {self.model.__name__}.objects.{what}() instead.")
+
+    def create(self, **fields: Any) -> Any:
+        return self._refuse_write("create")
+
+    def bulk_create(self, objs: Any, **policy: Any) -> Any:
+        return self._refuse_write("bulk_create")
+
+    def get_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("get_or_create")
+
+    def update_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("update_or_create")
+
+    # the asyncio twins of the writes: nothing sent either
+    async def aupdate(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def aupdate_with_retry(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    async def acreate(self, **fields: Any) -> Any:
+        return self._refuse_write("create")
+
+    async def abulk_create(self, objs: Any, **policy: Any) -> Any:
+        return self._refuse_write("bulk_create")
+
+    async def aget_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("get_or_create")
+
+    async def aupdate_or_create(self, *args: Any, **kwargs: Any) -> Any:
+        return self._refuse_write("update_or_create")

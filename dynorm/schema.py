@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import ServiceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tables import Table, TableOptions
+    from .tables import MultiKeySchema, Table, TableOptions
 
-__all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "plan_sync", "apply",
+__all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
+           "plan_sync", "apply",
            "wait_active", "attribute_types"]
 
 
@@ -48,6 +49,33 @@ def _gsi_spec(name: str, pk: str, sk: str | None) -> dict[str, Any]:
     return {"IndexName": name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
 
 
+def _multi_gsi_spec(name: str, multi: MultiKeySchema) -> dict[str, Any]:
+    """A GSI whose KeySchema has several HASH then several RANGE elements (multi-attribute keys)."""
+    schema = [{"AttributeName": a, "KeyType": "HASH"} for a, _ in multi.pk]
+    schema += [{"AttributeName": a, "KeyType": "RANGE"} for a, _ in multi.sk]
+    return {"IndexName": name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
+
+
+def gsi_spec(m: TableOptions, gname: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The GSI definition of ``gname`` and the attribute types it needs (pure).
+
+    The one place a GSI's KeySchema and AttributeDefinitions are built, for CreateTable and
+    UpdateTable alike: template GSIs have string key attributes; a multi-attribute GSI has
+    up to four HASH and four RANGE elements with their declared types.
+    """
+    if gname in m.multi_gsis:
+        multi = m.multi_gsis[gname]
+        spec = _multi_gsi_spec(gname, multi)
+        attrs = dict((*multi.pk, *multi.sk))
+    else:
+        pk, sk = m.gsis[gname]
+        spec = _gsi_spec(gname, pk, sk)
+        attrs = {pk: "S", **({sk: "S"} if sk else {})}
+    if m.billing_mode == "PROVISIONED":
+        spec["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    return spec, attrs
+
+
 def create_params(m: TableOptions, name: str, attr_types: dict[str, str] | None = None) -> dict[str, Any]:
     """CreateTable parameters for table options ``m`` under the physical ``name`` (pure)."""
     attr_types = attr_types or {}
@@ -60,13 +88,10 @@ def create_params(m: TableOptions, name: str, attr_types: dict[str, str] | None 
     if m.billing_mode == "PROVISIONED":
         params["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
     gsis = []
-    for gname, (pk, sk) in m.gsis.items():
-        attrs.setdefault(pk, "S")
-        if sk:
-            attrs.setdefault(sk, "S")
-        spec = _gsi_spec(gname, pk, sk)
-        if m.billing_mode == "PROVISIONED":
-            spec["ProvisionedThroughput"] = {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}
+    for gname in m.index_names:
+        spec, needed = gsi_spec(m, gname)
+        for a, t in needed.items():
+            attrs.setdefault(a, t)
         gsis.append(spec)
     if gsis:
         params["GlobalSecondaryIndexes"] = gsis
@@ -87,18 +112,26 @@ def create_action(table: type[Table]) -> SchemaAction:
     m = table._meta
     name = table.table_name()
     params = create_params(m, name, attribute_types(table))
-    extra = f", GSIs {', '.join(m.gsis)}" if m.gsis else ""
+    extra = f", GSIs {', '.join(m.index_names)}" if m.index_names else ""
     extra += f", LSIs {', '.join(m.lsis)}" if m.lsis else ""
     return SchemaAction("CreateTable", params, f"create table {name}{extra}")
 
 
-def gsi_update_params(name: str, gname: str, pk: str, sk: str | None) -> dict[str, Any]:
-    """UpdateTable parameters adding one GSI (pure)."""
-    defs = [{"AttributeName": pk, "AttributeType": "S"}]
-    if sk:
-        defs.append({"AttributeName": sk, "AttributeType": "S"})
-    return {"TableName": name, "AttributeDefinitions": defs,
-            "GlobalSecondaryIndexUpdates": [{"Create": _gsi_spec(gname, pk, sk)}]}
+def gsi_update_params(name: str, m: TableOptions, gname: str) -> dict[str, Any]:
+    """UpdateTable parameters adding GSI ``gname`` of table options ``m`` to table ``name`` (pure)."""
+    spec, attrs = gsi_spec(m, gname)
+    defs = [{"AttributeName": a, "AttributeType": t} for a, t in attrs.items()]
+    return {"TableName": name, "AttributeDefinitions": defs, "GlobalSecondaryIndexUpdates": [{"Create": spec}]}
+
+
+def describe_gsi(m: TableOptions, gname: str) -> str:
+    """``GSI1 (GSI1PK, GSI1SK)`` or ``ByRegion (tenant_id+region, year:N+title)`` for messages."""
+    if gname in m.multi_gsis:
+        multi = m.multi_gsis[gname]
+        show = lambda pairs: "+".join(a if t == "S" else f"{a}:{t}" for a, t in pairs)  # noqa: E731
+        return f"{gname} ({show(multi.pk)}, {show(multi.sk) or None})"
+    pk, sk = m.gsis[gname]
+    return f"{gname} ({pk}, {sk})"
 
 
 def _ttl_action(table: type[Table]) -> SchemaAction:
@@ -126,11 +159,11 @@ def plan_sync(table: type[Table], description: dict[str, Any] | None) -> list[Sc
         return actions
     present = {g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])}
     actions = []
-    for gname, (pk, sk) in table._meta.gsis.items():
+    for gname in table._meta.index_names:
         if gname in present:
             continue
-        actions.append(SchemaAction("UpdateTable", gsi_update_params(table.table_name(), gname, pk, sk),
-                                    f"add GSI {gname} ({pk}, {sk}) to {table.table_name()}"))
+        actions.append(SchemaAction("UpdateTable", gsi_update_params(table.table_name(), table._meta, gname),
+                                    f"add GSI {describe_gsi(table._meta, gname)} to {table.table_name()}"))
     missing_lsis = set(table._meta.lsis) - {i["IndexName"] for i in description.get("LocalSecondaryIndexes", [])}
     if missing_lsis:
         raise ServiceError(

@@ -4,6 +4,12 @@ The op comes from :mod:`dynorm.writes`; this module sends it through :func:`dyno
 then lets the op apply its result to the instance, or maps a failed condition to the error the
 user sees. A failed condition that proves an earlier attempt of the same request was applied
 (botocore retried a request whose response was lost) is reported as the success it was.
+
+A non-idempotent op that no version condition protects (``op.once``: ``F("n") + 1``,
+``append()``) is sent as a one-action TransactWriteItems with a ``ClientRequestToken``: DynamoDB
+applies a token at most once within 10 minutes and botocore's retry resends the same token, so
+the write is applied once even when another write lands between a lost attempt and its retry.
+When the caller needs the item as written, a consistent GetItem follows.
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import backend
-from .exceptions import ConditionFailed
+from .exceptions import ConditionFailed, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
     from .writes import WriteOp
 
 __all__ = ["send", "asend", "send_steps"]
+
+#: Set on an error raised after botocore retried a request whose first attempt may have been applied.
+MAYBE_APPLIED = "maybe_applied"
 
 
 def send(op: WriteOp) -> Entity | None:
@@ -33,7 +42,9 @@ async def asend(op: WriteOp) -> Entity | None:
 def send_steps(op: WriteOp) -> backend.Steps:
     """Send one planned write alone and apply it to its instance.
 
-    Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`).
+    Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`); an op marked
+    ``once`` goes as a one-action TransactWriteItems (``ClientRequestToken``), plus a consistent
+    GetItem when the item as written is returned.
 
     Returns:
         the instance written (for an update without instance: the item as written), or ``None``.
@@ -41,9 +52,12 @@ def send_steps(op: WriteOp) -> backend.Steps:
     Raises:
         AlreadyExists, StaleWrite, ConditionFailed, DoesNotExist: the write's condition did not
             hold; nothing was written (when botocore had retried the request, the message says
-            that its lost first attempt may have been applied and since been changed).
+            that its lost first attempt may have been applied and since been changed, and the
+            error's ``maybe_applied`` attribute is True).
         ServiceError: DynamoDB refused the request or could not be reached.
     """
+    if op.once:
+        return (yield from _send_once_steps(op))
     operation, params = op.request()
     try:
         response = yield backend.Send(operation, params)
@@ -58,5 +72,31 @@ def send_steps(op: WriteOp) -> backend.Steps:
             error.args = (f"{error.args[0]} (botocore retried this request after a lost response; its first "
                           "attempt may have been applied before the change that made the retry fail: re-read "
                           "the item)",)
+            setattr(error, MAYBE_APPLIED, True)
         raise error from exc
     return op.applied(response.get("Attributes"))
+
+
+def _send_once_steps(op: WriteOp) -> backend.Steps:
+    policy = backend.RetryPolicy()
+    for attempt in range(1, policy.max_attempts + 1):
+        # a cancellation that arrived means nothing was applied under that token, so a
+        # transaction conflict (another transaction on the item) is sent again under a new one
+        params = {"TransactItems": [op.transact_item()], "ClientRequestToken": f"{op.token}-{attempt}",
+                  "ReturnConsumedCapacity": "TOTAL"}
+        try:
+            yield backend.Send("TransactWriteItems", params)
+            break
+        except TransactionCanceled as exc:
+            raw = exc.reasons[0] if exc.reasons else {}
+            if raw.get("code") == "ConditionalCheckFailed":
+                raise op.error(None, raw_item=raw.get("item")) from exc
+            if raw.get("code") != "TransactionConflict" or attempt == policy.max_attempts:
+                raise
+            yield backend.Sleep(policy.delay(attempt))
+    if not op.returns_item:
+        return op.applied(None)
+    response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
+                                        "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+    item = response.get("Item")
+    return op.applied(item) if item is not None else op.applied(None)

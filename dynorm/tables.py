@@ -21,7 +21,69 @@ from .keys import check_delimiter
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Table", "TableOptions"]
+__all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES"]
+
+#: Attribute types a key attribute can have (DynamoDB: string, number, binary).
+KEY_TYPES = ("S", "N", "B")
+
+
+@dataclass(frozen=True)
+class MultiKeySchema:
+    """The key schema of a multi-attribute GSI: ``(attribute, type)`` pairs, in key order.
+
+    Attributes:
+        pk: 1-4 partition-key attributes (each ``(name, "S" | "N" | "B")``), all compared by equality.
+        sk: 0-4 sort-key attributes; a Query gives a left-to-right prefix of them.
+    """
+
+    pk: tuple[tuple[str, str], ...]
+    sk: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Every key attribute name, partition first."""
+        return tuple(a for a, _ in (*self.pk, *self.sk))
+
+    def definition(self) -> dict[str, dict[str, str]]:
+        """The plain-data form used in ``Table.Meta.gsis`` and migration files."""
+        return {"pk": dict(self.pk), "sk": dict(self.sk)}
+
+
+def parse_multi_key(where: str, value: Any) -> MultiKeySchema:
+    """Validate ``{"pk": {attr: type, ...}, "sk": {attr: type, ...}}`` into a :class:`MultiKeySchema`.
+
+    Raises:
+        ModelError: not that shape, a type other than S/N/B, 0 or more than 4 partition
+            attributes, more than 4 sort attributes, or an attribute used twice.
+    """
+    if not isinstance(value, dict) or "pk" not in value or set(value) - {"pk", "sk"}:
+        raise ModelError(f"{where} must be {{'pk': {{attribute: type, ...}}, 'sk': {{attribute: type, ...}}}} "
+                         f"for a multi-attribute key, got {value!r}.")
+    parts: list[tuple[tuple[str, str], ...]] = []
+    for role in ("pk", "sk"):
+        raw = value.get(role) or {}
+        if isinstance(raw, (list, tuple)):
+            raw = dict(raw)
+        if not isinstance(raw, dict):
+            raise ModelError(f"{where}[{role!r}] must map attribute names to types (S, N or B), got {raw!r}.")
+        pairs = []
+        for attr, typ in raw.items():
+            if not isinstance(attr, str) or not attr:
+                raise ModelError(f"{where}[{role!r}]: attribute names must be non-empty strings, got {attr!r}.")
+            if typ not in KEY_TYPES:
+                raise ModelError(f"{where}[{role!r}][{attr!r}]: key attribute type must be 'S', 'N' or 'B', "
+                                 f"got {typ!r}.")
+            pairs.append((attr, typ))
+        low = 1 if role == "pk" else 0
+        if not low <= len(pairs) <= 4:
+            raise ModelError(f"{where}[{role!r}]: a multi-attribute {role} has {low} to 4 attributes, "
+                             f"got {len(pairs)}.")
+        parts.append(tuple(pairs))
+    names = [a for a, _ in (*parts[0], *parts[1])]
+    dup = sorted({a for a in names if names.count(a) > 1})
+    if dup:
+        raise ModelError(f"{where}: attribute(s) {', '.join(dup)} used twice in one key.")
+    return MultiKeySchema(parts[0], parts[1])
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
@@ -42,7 +104,10 @@ class TableOptions:
         table_name: the logical name; the physical name adds ``settings.table_prefix``.
         pk_attribute, sk_attribute: the table's key attribute names (``sk_attribute`` may be ``None``).
         type_attribute: the entity-type attribute (``entityType``).
-        gsis: index name -> (partition attribute, sort attribute or ``None``), in order.
+        gsis: index name -> (partition attribute, sort attribute or ``None``), in order (GSIs
+            whose keys are single key-text attributes written from templates).
+        multi_gsis: index name -> :class:`MultiKeySchema` (GSIs whose partition and sort keys
+            are up to four plain, typed attributes each; see ``docs/modelling.md``).
         lsis: index name -> sort attribute.
         ttl_attribute: the TTL attribute name, or ``None``.
         delimiter: the key delimiter escaped inside values.
@@ -64,6 +129,12 @@ class TableOptions:
     billing_mode: str = "PAY_PER_REQUEST"
     key_encoding: str = "ordered"
     revision_attribute: str = REVISION_ATTRIBUTE
+    multi_gsis: dict[str, MultiKeySchema] = field(default_factory=dict)
+
+    @property
+    def index_names(self) -> list[str]:
+        """Every GSI name, template GSIs first, then multi-attribute GSIs."""
+        return [*self.gsis, *self.multi_gsis]
 
     @property
     def key_attributes(self) -> set[str]:
@@ -106,10 +177,21 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
         opts.gsis = {f"GSI{i}": (f"GSI{i}PK", f"GSI{i}SK") for i in range(1, count + 1)}
     elif gsis:
         for gname, attrs in gsis.items():
+            if isinstance(attrs, (dict, MultiKeySchema)):
+                multi = attrs if isinstance(attrs, MultiKeySchema) else parse_multi_key(
+                    f"{name}.Meta.gsis[{gname!r}]", attrs)
+                reserved = {opts.pk_attribute, opts.sk_attribute, opts.type_attribute}
+                taken = sorted(set(multi.attributes) & reserved)
+                if taken:
+                    raise ModelError(f"{name}.Meta.gsis[{gname!r}]: a multi-attribute key uses entity fields' own "
+                                     f"attributes, not the table's {', '.join(taken)}.")
+                opts.multi_gsis[gname] = multi
+                continue
             if isinstance(attrs, str):
                 attrs = (attrs, None)
             if not (isinstance(attrs, (tuple, list)) and len(attrs) == 2 and isinstance(attrs[0], str)):
-                raise ModelError(f"{name}.Meta.gsis[{gname!r}] must be (pk_attribute, sk_attribute).")
+                raise ModelError(f"{name}.Meta.gsis[{gname!r}] must be (pk_attribute, sk_attribute), or "
+                                 "{'pk': {attribute: type}, 'sk': {attribute: type}} for a multi-attribute key.")
             if attrs[0] == opts.pk_attribute:
                 raise ModelError(f"{name}.Meta.gsis[{gname!r}]: a GSI cannot reuse the table's partition key.")
             opts.gsis[gname] = (attrs[0], attrs[1])
@@ -129,7 +211,9 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
             or opts.revision_attribute in opts.key_attributes:
         raise ModelError(f"{name}.Meta.revision_attribute must be a non-empty attribute name that no key uses, "
                          f"got {opts.revision_attribute!r}.")
-    clash = set(opts.gsis) & set(opts.lsis)
+    if len(opts.gsis) + len(opts.multi_gsis) > 20:
+        raise ModelError(f"{name}.Meta.gsis: DynamoDB allows at most 20 global secondary indexes.")
+    clash = set(opts.index_names) & set(opts.lsis)
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")
     return opts
@@ -193,7 +277,9 @@ class Table(metaclass=TableMeta):
                 gsi_count = 2             # GSI1..GSI2 on GSI1PK/GSI1SK, GSI2PK/GSI2SK
 
     ``Meta`` options: ``table_name`` (required); ``gsi_count`` or ``gsis`` (index name ->
-    ``(pk_attribute, sk_attribute)``); ``lsis`` (index name -> sort attribute);
+    ``(pk_attribute, sk_attribute)`` for key text written from templates, or ->
+    ``{"pk": {"tenant_id": "S", "region": "S"}, "sk": {"year": "N"}}`` for a multi-attribute key
+    on the fields' own typed attributes); ``lsis`` (index name -> sort attribute);
     ``ttl_attribute``; ``pk_attribute`` (``"PK"``), ``sk_attribute`` (``"SK"``, or ``None``),
     ``type_attribute`` (``"entityType"``); ``delimiter`` (``"#"``); ``billing_mode``
     (``"PAY_PER_REQUEST"``).
@@ -220,13 +306,19 @@ class Table(metaclass=TableMeta):
         Issues CreateTable (then DescribeTable until ACTIVE when ``wait``, and
         UpdateTimeToLive when ``Meta.ttl_attribute`` is set).
 
+        A CreateTable whose response was lost (botocore retried, and the retry met
+        ResourceInUseException: ``RetryAttempts > 0``) created the table: it counts as created
+        by this call and is finished (ACTIVE, TTL) as if the response had arrived.
+
         Args:
             wait: wait until the table is ACTIVE.
-            exist_ok: a table of that name existing already is not an error (nothing is
-                changed: use :meth:`sync` or ``dynorm migrate`` to add missing GSIs).
+            exist_ok: a table of that name existing already is not an error. Its GSIs are not
+                changed (use :meth:`sync` or ``dynorm migrate`` to add missing ones), but the
+                declared TTL attribute is turned on when it is off (DescribeTimeToLive, then
+                UpdateTimeToLive once the table is ACTIVE).
 
         Returns:
-            True when the table was created, False when it existed (``exist_ok``).
+            True when this call created the table, False when it existed (``exist_ok``).
 
         Raises:
             ServiceError: the table exists already (``code == "ResourceInUseException"``,
@@ -238,10 +330,32 @@ class Table(metaclass=TableMeta):
         try:
             schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
         except ServiceError as exc:
-            if exist_ok and exc.code == "ResourceInUseException":
-                return False
-            raise
+            if exc.code != "ResourceInUseException":
+                raise
+            cause = getattr(exc.__cause__, "response", None) or {}
+            lost = int(cause.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
+            if not (lost or exist_ok):
+                raise
+            if wait or (lost and cls._meta.ttl_attribute):
+                schema.wait_active(cls.table_name())
+            cls._ensure_ttl()
+            return lost
         return True
+
+    @classmethod
+    def _ensure_ttl(cls) -> None:
+        """Turn on the declared TTL attribute when it is not (DescribeTimeToLive, UpdateTimeToLive)."""
+        from . import schema
+        from .backend import call
+
+        attr = cls._meta.ttl_attribute
+        if not attr:
+            return
+        desc = call("DescribeTimeToLive", {"TableName": cls.table_name()}).get("TimeToLiveDescription", {})
+        if desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attr:
+            return
+        schema.wait_active(cls.table_name())
+        schema.apply(cls, [schema._ttl_action(cls)], wait=False)
 
     @classmethod
     def delete_table(cls, wait: bool = True) -> None:

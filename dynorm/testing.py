@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import secrets
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -119,7 +120,10 @@ def _moto() -> Iterator[TestBackend]:
     os.environ.pop("AWS_SESSION_TOKEN", None)
     mock = mock_aws()
     mock.start()
-    conf.configure(endpoint=None, region="us-east-1")
+    # moto answers on AWS's own endpoint, where dynorm refuses cursors without a secret: give the
+    # session a random one unless the user configured theirs
+    secret = conf.get_settings().cursor_secret or secrets.token_urlsafe(32)
+    conf.configure(endpoint=None, region="us-east-1", cursor_secret=secret)
     backend.reset_client()
     try:
         yield TestBackend("moto", None)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, cast
 
 from . import backend
 from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
-from .writes import WriteOp, prepare_check, prepare_delete, prepare_put, prepare_update
+from .fallback import move_to_current
+from .writes import WriteOp, is_instance, prepare_check, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -25,12 +26,16 @@ __all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "MAX_ACT
 MAX_ACTIONS = 100
 
 
-def _target(target: Entity | type[Entity], key: Mapping[str, Any] | None) -> tuple[type[Entity], Any]:
-    from .models import Entity
+def _is_entity_class(value: Any) -> bool:
+    # by capability, not by importing models (a layer above this one)
+    return isinstance(value, type) and hasattr(getattr(value, "_meta", None), "key_fields")
 
-    if isinstance(target, Entity):
-        return type(target), target
-    if isinstance(target, type) and issubclass(target, Entity):
+
+def _target(target: Entity | type[Entity], key: Mapping[str, Any] | None) -> tuple[type[Entity], Any]:
+    if is_instance(target):
+        return cast("type[Entity]", type(target)), target
+    if _is_entity_class(target):
+        target = cast("type[Entity]", target)
         if key is None:
             fields = ", ".join(repr(k) + ": ..." for k in target._meta.key_fields)
             raise ValidationError(f"{target.__name__}: give the key dict of the item, e.g. "
@@ -78,6 +83,7 @@ class Transaction:
 
     def save(self, obj: Entity) -> Entity:
         """Add a Put of the whole instance (conditional on its version when versioned)."""
+        move_to_current(obj)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_put(obj))
         return obj
 
@@ -86,15 +92,17 @@ class Transaction:
         """Add an Update: ``tx.update(obj, stock_level=F("stock_level") - 1)`` or
         ``tx.update(Product, {"product_id": pid}, ...)``; plain values are applied to the instance after commit."""
         model, t = _target(target, key)
-        from .models import Entity
-
-        self._add(prepare_update(model, instance=t if isinstance(t, Entity) else None,
-                                 key=None if isinstance(t, Entity) else t, changes=changes, condition=condition))
+        if is_instance(t):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
+        self._add(prepare_update(model, instance=t if is_instance(t) else None,
+                                 key=None if is_instance(t) else t, changes=changes, condition=condition))
 
     def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if not isinstance(t, Mapping):
+            move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         self._add(prepare_delete(model, t, condition=condition))
 
     def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
@@ -196,8 +204,6 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
         BatchIncomplete: a later chunk was cancelled; the message says how many items were
             updated, ``unprocessed`` lists the objects that were not.
     """
-    from .models import Entity
-
     objs = list(objs)
     names = [fields] if isinstance(fields, str) else list(fields)
     entity = model.__name__
@@ -209,7 +215,7 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
     ops: list[WriteOp] = []
     seen: dict[Any, int] = {}
     for i, obj in enumerate(objs):
-        if not isinstance(obj, model) or not isinstance(obj, Entity):
+        if not isinstance(obj, model) or not is_instance(obj):
             raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
                                   entity=entity, value=obj)
         op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
@@ -230,7 +236,7 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
                 raise
             raise BatchIncomplete(
                 f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
-                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:]) from exc
+                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:], written=objs[:done]) from exc
         done += len(tx.actions)
     return done
 

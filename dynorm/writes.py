@@ -13,8 +13,12 @@ after the write succeeded (through the instance's ``_state``).
 response was lost although DynamoDB applied it, the retry's condition fails and DynamoDB
 returns the stored item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``): finding our own
 token there proves the first attempt was applied, so the write is reported as done, exactly
-once, at no extra request. Updates that no other condition protects (``F("n") + 1``) carry the
-condition ``attribute_not_exists(rev) OR rev <> :token`` for that purpose.
+once, at no extra request. Idempotent updates that no other condition protects carry the
+condition ``attribute_not_exists(rev) OR rev <> :token`` for that purpose. That condition cannot
+protect a non-idempotent update (``F("n") + 1``, ``append()``) when another write lands between
+the lost attempt and the retry (the stored token is no longer ours), so such an update without a
+version condition is marked ``once`` and sent as a one-action TransactWriteItems with a
+``ClientRequestToken`` (see :mod:`dynorm.sender`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -36,6 +41,7 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, serialize_value
+from .fields import unreadable_item
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -43,7 +49,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
-           "check_key_sizes"]
+           "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
+           "prepare_move_to_current",
+           "check_index_attributes"]
 
 
 def new_token() -> str:
@@ -68,6 +76,10 @@ class WriteOp:
         key_values: key attributes (Python attribute name -> text) to set on the instance then.
         token: the revision token this write stores (``None`` for Delete and ConditionCheck).
         returns_item: the single-item form asks for ``ReturnValues=ALL_NEW``.
+        once: a non-idempotent write (``F("n") + 1``, ``append()``) that no version condition
+            protects: sent alone, it goes as a one-action TransactWriteItems whose
+            ``ClientRequestToken`` (DynamoDB applies a token once for 10 minutes) makes botocore's
+            retry of a lost request harmless even when another write landed in between.
     """
 
     kind: str
@@ -83,6 +95,7 @@ class WriteOp:
     key_values: dict[str, Any] = field(default_factory=dict)
     token: str | None = None
     returns_item: bool = False
+    once: bool = False
 
     @property
     def create(self) -> bool:
@@ -157,8 +170,13 @@ class WriteOp:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist; save(update_fields=...) changes existing "
                 "items only.")
-        item = self.model.from_raw_data(dict(raw)) if raw else None
-        return ConditionFailed(f"{self.description}: the condition did not hold; nothing was written.", item=item)
+        item, unreadable = decode_written(self.model, raw) if raw else (None, None)
+        error = ConditionFailed(f"{self.description}: the condition did not hold; nothing was written."
+                                + (f" The stored item cannot be read whole ({unreadable}); it is in .raw."
+                                   if unreadable is not None else ""), item=item)
+        error.raw = dict(raw) if raw else None  # type: ignore[attr-defined]
+        error.unreadable = unreadable  # type: ignore[attr-defined]
+        return error
 
     def applied(self, attributes: Mapping[str, Any] | None = None) -> Entity | None:
         """Apply a successful write to the instance and return it (the only place an instance changes).
@@ -171,12 +189,15 @@ class WriteOp:
         """
         obj = self.instance
         if obj is None:
-            return self.model.from_raw_data(dict(attributes)) if attributes is not None else None
+            return decode_written(self.model, attributes, self.description)[0] if attributes is not None else None
         state = obj._state
+        decoded = None
         if attributes is not None:
-            obj.deserialize(dict(attributes))
+            decoded, _ = decode_written(self.model, attributes, self.description, whole_only=True)
+        if decoded is not None:
+            obj.attribute_values = decoded.attribute_values
             state.partial = False
-        else:
+        else:  # nothing returned, or the item as written cannot be read: keep the planned values
             values = obj.attribute_values
             for name, value in self.key_values.items():
                 if value is None:
@@ -192,6 +213,46 @@ class WriteOp:
             state.adding = False
             state.fallback = None
         return obj
+
+
+def decode_written(model: type[Entity], raw: Mapping[str, Any], description: str | None = None, *,
+                   whole_only: bool = False) -> tuple[Entity | None, Any]:
+    """Decode an item a write returned, never failing the write because of it.
+
+    An attribute another writer stored with a type the model does not read would make the
+    decoding raise although the write was applied. Here the problem is reported as a
+    :class:`RuntimeWarning` naming item and attribute (when ``description`` is given) and the
+    item is decoded without the unreadable attributes.
+
+    Args:
+        model: the entity class; raw: the item in DynamoDB JSON; description: the write, for
+            the warning (``None``: no warning); whole_only: return ``None`` rather than an
+            instance missing attributes.
+
+    Returns:
+        (instance or ``None``, the :class:`dynorm.UnreadableItem` describing the first problem or ``None``).
+    """
+    data = dict(raw)
+    first = None
+    tmeta = model._meta.table._meta
+    for _ in range(len(data) + 1):
+        try:
+            obj = model.from_raw_data(dict(data))
+        except Exception as exc:  # noqa: BLE001 - pynamodb raises several kinds
+            problem = unreadable_item(model, data, exc, (tmeta.pk_attribute, tmeta.sk_attribute or ""))
+            if first is None:
+                first = problem
+                if description is not None:
+                    warnings.warn(f"{description} was applied, but the item as written cannot be read whole: "
+                                  f"{problem}", RuntimeWarning, stacklevel=4)
+            if whole_only or problem.attribute is None or problem.attribute not in data:
+                return None, first
+            data.pop(problem.attribute)
+            continue
+        if first is not None:
+            obj._state.partial = True  # not whole: saving it whole would drop what could not be read
+        return obj, first
+    return None, first
 
 
 def _describe(op: WriteOp) -> str:
@@ -269,7 +330,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
 
 
-def _is_instance(value: Any) -> bool:
+def is_instance(value: Any) -> bool:
+    """True for an entity instance (by capability: it has ``_state`` and ``attribute_values``)."""
     return not isinstance(value, Mapping) and hasattr(value, "_state") and hasattr(value, "attribute_values")
 
 
@@ -281,7 +343,7 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
         InvalidKeyValue: a value cannot be put in a key.
     """
     meta = model._meta
-    if _is_instance(key):
+    if is_instance(key):
         if not isinstance(key, model):
             raise ValidationError(f"expected a {model.__name__} or a key dict, got a {type(key).__name__}.",
                                   entity=meta.entity)
@@ -403,7 +465,12 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     vf = meta.version_field
     vattr = meta.fields[vf].attr_name if vf else None
     current = None if fresh or not vf else values.get(vf)
-    new_version = (current or 0) + 1 if vf else None
+    # an item read without a version attribute (written before the model had fields.Version(),
+    # or by another writer) is at version 0: saved on condition attribute_not_exists(version)
+    unversioned_read = bool(vf) and current is None and not state.adding and not fresh and not create
+    # save(update_fields) of an instance never read: the stored version is incremented, never reset
+    blind = bool(vf) and current is None and state.adding and update_fields is not None
+    new_version = None if blind else (current or 0) + 1 if vf else None
     token = new_token()
     key_values = {model._dynamo_to_python_attr(a): t for a, t in keys.items()}
     verb = "create" if create else "save"
@@ -411,7 +478,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     b = ExpressionBuilder()
     conditions: list[str] = []
 
-    if update_fields is None and (create or (vf and current is None)):
+    if update_fields is None and (create or (vf and current is None and not unversioned_read)):
         # PutItem of a new item: nothing stored can be lost
         item = {tmeta.type_attribute: {"S": meta.entity_type}}
         for attr, text in keys.items():
@@ -455,6 +522,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         index_attrs = {a: t for a, t in keys.items() if a in own}
         local = dict(auto)
     item, absent = _item_values(meta, values, names)
+    if update_fields is not None:
+        check_lsi_values(meta, item, values)
     sets: list[str] = []
     removes: list[str] = [b.name(a) for a in absent]
     if update_fields is None:
@@ -468,13 +537,22 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         sets.append(f"{b.name(attr)} = {b.value(av)}")
     if vattr:
         vpath = b.name(vattr)
-        sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
-        if current is not None:
+        if blind:
+            sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+        else:
+            sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
+        if unversioned_read:
+            conditions.append(f"attribute_not_exists({vpath})")
+        elif current is not None:
             match = f"{vpath} = {b.value({'N': str(current)})}"
             conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR {match}" if fallback else match)
     sets.append(f"{b.name(tmeta.revision_attribute)} = {b.value({'S': token})}")
     if update_fields is None:
-        _check_size(meta, obj, item)
+        # the item as stored: the key, type and revision attributes count too (as in create)
+        _check_size(meta, obj, {**item, **key, tmeta.type_attribute: {"S": meta.entity_type},
+                                tmeta.revision_attribute: {"S": token}})
+    else:
+        check_index_attributes(meta, item)
     expression = "SET " + ", ".join(sets)
     if removes:
         expression += " REMOVE " + ", ".join(removes)
@@ -483,14 +561,76 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     if update_fields is not None:
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
-                   expected_version=current, new_version=new_version, local_changes=local,
-                   key_values=key_values, token=token)
+                   expected_version=0 if unversioned_read else current, new_version=new_version,
+                   local_changes=local, key_values=key_values, token=token)
+
+
+def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Refuse an LSI sort-key value DynamoDB would refuse: empty, or over 1024 bytes.
+
+    An LSI's sort key is a field's own attribute (not rendered from a template), so the checks
+    the key renderer makes for table and GSI keys are made here, on every write path.
+
+    Args:
+        meta: the entity's ``Options``; item: attribute -> DynamoDB JSON about to be written;
+            values: field name -> value, to name field and value.
+
+    Raises:
+        InvalidKeyValue: naming entity, field and value, before any request.
+    """
+    lsis = meta.table._meta.lsis
+    if not lsis:
+        return
+    attrs = {a: name for name, a in lsis.items() if a in item}
+    for attr, index in attrs.items():
+        av = item[attr]
+        if av.get("S") == "" or av.get("B") in (b"", ""):
+            field = next((n for n, f in meta.fields.items() if f.attr_name == attr), attr)
+            raise InvalidKeyValue(
+                f"{meta.entity}.{field}='': attribute {attr} is the sort key of index {index}, and DynamoDB refuses an "
+                "empty string in an index key attribute; give a non-empty value, or None to leave the item out of "
+                "the index. Nothing was sent.", entity=meta.entity, field=field, value="")
+    check_key_sizes(meta, {a: item[a] for a in attrs}, values)
+
+
+def check_index_attributes(meta: Any, item: Mapping[str, Any]) -> None:
+    """Refuse values DynamoDB refuses in a multi-attribute GSI's key attributes, before any request.
+
+    Such an index's keys are the fields' own attributes: an empty string or binary there, or
+    one over the key-size limit, makes DynamoDB refuse the whole write.
+
+    Args:
+        meta: the entity's options; item: attribute name -> DynamoDB attribute value to be written.
+
+    Raises:
+        InvalidKeyValue: naming the entity, the field, the index and the value.
+    """
+    for gname, multi in meta.table._meta.multi_gsis.items():
+        # a multi-attribute GSI's keys are the fields' own attributes: DynamoDB refuses the whole
+        # write for an empty string or binary there, or one over the key-size limit
+        for role, pairs in (("partition", multi.pk), ("sort", multi.sk)):
+            for attr, _typ in pairs:
+                av = item.get(attr)
+                if not isinstance(av, dict) or not ({"S", "B"} & set(av)):
+                    continue
+                raw = av.get("S", av.get("B"))
+                fname = next((n for n, f in meta.fields.items() if f.attr_name == attr), attr)
+                if raw in ("", b""):
+                    raise InvalidKeyValue(
+                        f"{meta.entity}.{fname}='': {attr} is a {role} key attribute of GSI {gname}, and DynamoDB "
+                        "refuses an empty value there; store None instead (the item is then left out of the "
+                        "index). Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+                if isinstance(raw, str):
+                    problem = _codec.key_size_problem(raw, role == "partition")
+                    if problem is not None:
+                        raise InvalidKeyValue(
+                            f"{meta.entity}.{fname}={_short(raw)}: {attr} is a {role} key attribute of GSI {gname} "
+                            f"and would be {problem}. Nothing was sent.", entity=meta.entity, field=fname, value=raw)
 
 
 def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
-    lsis = meta.table._meta.lsis
-    if lsis:  # an LSI's sort key is a field's own attribute: the sort-key limit applies to it
-        check_key_sizes(meta, {a: item[a] for a in lsis.values() if a in item}, obj.attribute_values)
+    check_lsi_values(meta, item, obj.attribute_values)
+    check_index_attributes(meta, item)
     size = _codec.item_size(item)
     if size > _codec.MAX_ITEM_BYTES:
         biggest = max(item, key=lambda a: _codec.av_size(item[a]))
@@ -517,7 +657,7 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
     b = ExpressionBuilder()
     conditions = []
     version = None
-    instance: Any = target if _is_instance(target) else None
+    instance: Any = target if is_instance(target) else None
     vf = meta.version_field
     if instance is not None and vf:
         version = getattr(instance, vf)
@@ -553,6 +693,11 @@ def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condi
 # -- Update ------------------------------------------------------------------------------
 def _value_av(meta: Any, name: str, value: Any) -> dict[str, Any]:
     return serialize_value(meta, name, value, purpose="stored")
+
+
+def _idempotent(expr: F) -> bool:
+    """False for an expression whose second application changes the item again (+, -, append)."""
+    return not any(op in ("+", "-", "append") for op, _ in expr.ops)
 
 
 def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
@@ -649,7 +794,9 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             plain[name] = None
         else:
             av = _value_av(meta, name, value)
+            check_index_attributes(meta, {f.attr_name: av})
             plain[name] = f.validate(value, entity)
+            check_lsi_values(meta, {f.attr_name: av}, plain)
             sets.append(f"{path} = {b.value(av)}")
     now = _dt.datetime.now(_dt.timezone.utc)
     for name, f in meta.fields.items():
@@ -708,9 +855,10 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     rev = b.name(tmeta.revision_attribute)
     tok = b.value({"S": token})
     sets.append(f"{rev} = {tok}")
-    if expected is None:
-        # nothing else stops a retried request from applying twice (F("n") + 1): a retry finds
-        # its own token stored and fails, and the sender reports the first attempt's result
+    once = expected is None and any(isinstance(v, F) and not _idempotent(v) for v in changes.values())
+    if expected is None and not once:
+        # a retried idempotent request finds its own token stored and fails, and the sender
+        # reports the first attempt's result (applying it again would change nothing anyway)
         conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
     if condition is not None:
         conditions.append(b.condition(condition, meta))
@@ -727,4 +875,75 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     return WriteOp("Update", model, params, target_key,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
-                   local_changes=plain, key_values=key_values, token=token, returns_item=True)
+                   local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once)
+
+
+# -- read_versions fallback: moving an item read under an older key version -------------------
+def unchanged_condition(revision_attribute: str, raw: Mapping[str, Any],
+                        version_attribute: str | None = None) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """The condition "this item is as ``raw`` shows it": (expression, names, values).
+
+    Every dynorm write sets the revision attribute to a fresh token, so an item read with a
+    token is unchanged exactly when its token is (one attribute compared, whatever a write
+    added, changed or removed); the version attribute (``fields.Version``), when the item has
+    one, is compared too, for other writers that follow the optimistic-locking convention
+    without knowing the token. An item read without a token (written by another writer, or by
+    dynorm before it set one) is compared attribute by attribute, and
+    ``attribute_not_exists(rev)`` catches any dynorm write since.
+
+    Args:
+        revision_attribute: ``Table.Meta.revision_attribute``.
+        raw: the item as read (DynamoDB JSON).
+        version_attribute: the entity's version attribute name, if any.
+    """
+    if revision_attribute in raw:
+        if version_attribute and version_attribute in raw:
+            return ("#r = :r AND #v = :v", {"#r": revision_attribute, "#v": version_attribute},
+                    {":r": raw[revision_attribute], ":v": raw[version_attribute]})
+        return "#r = :r", {"#r": revision_attribute}, {":r": raw[revision_attribute]}
+    names: dict[str, str] = {"#r": revision_attribute}
+    values: dict[str, Any] = {}
+    parts = ["attribute_not_exists(#r)"]
+    for i, (attr, av) in enumerate(sorted(raw.items())):
+        names[f"#a{i}"] = attr
+        values[f":a{i}"] = av
+        parts.append(f"#a{i} = :a{i}")
+    return " AND ".join(parts), names, values
+
+
+def prepare_move_to_current(model: type[Entity], raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Plan moving an item read under an older key version to the current one (``read_versions``).
+
+    Returns ``(put, delete)``, the two actions of one TransactWriteItems: a Put of the item
+    under the current keys, every attribute kept as read (undeclared ones and the revision
+    token included), conditional on no item there or one with the same token (a copy-mode
+    rekey's copy of it); and a Delete of the old item conditional on it being unchanged
+    (:func:`unchanged_condition`).
+
+    Raises:
+        InvalidKeyValue: a stored value cannot be put in the current keys.
+    """
+    meta = model._meta
+    tmeta = meta.table._meta
+    table = meta.table.table_name()
+    rev = tmeta.revision_attribute
+    old_key = {tmeta.pk_attribute: raw[tmeta.pk_attribute]}
+    if tmeta.sk_attribute:
+        old_key[tmeta.sk_attribute] = raw[tmeta.sk_attribute]
+    keys = meta.key_attributes(model.from_raw_data(dict(raw)).attribute_values)
+    item = {a: v for a, v in raw.items() if a not in keys}
+    item.update({a: {"S": t} for a, t in keys.items() if t is not None})
+    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute}}
+    if rev in raw:
+        put["ConditionExpression"] = "attribute_not_exists(#pk) OR #r = :r"
+        put["ExpressionAttributeNames"]["#r"] = rev
+        put["ExpressionAttributeValues"] = {":r": raw[rev]}
+    else:
+        put["ConditionExpression"] = "attribute_not_exists(#pk)"
+    vf = meta.version_field
+    cond, names, values = unchanged_condition(rev, raw, meta.fields[vf].attr_name if vf else None)
+    delete: dict[str, Any] = {"TableName": table, "Key": old_key, "ConditionExpression": cond,
+                              "ExpressionAttributeNames": names}
+    if values:
+        delete["ExpressionAttributeValues"] = values
+    return put, delete

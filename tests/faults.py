@@ -21,7 +21,8 @@ class _Raw:
 
 
 def fake_response(status: int, body: dict[str, Any]) -> botocore.awsrequest.AWSResponse:
-    return botocore.awsrequest.AWSResponse("http://127.0.0.1", status, {}, _Raw(json.dumps(body).encode()))
+    headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "dynorm-fault-injected"}
+    return botocore.awsrequest.AWSResponse("http://127.0.0.1", status, headers, _Raw(json.dumps(body).encode()))
 
 
 class Hook:

@@ -32,7 +32,7 @@ class Widget(Entity):
     maker = fields.String()
     size = fields.Integer(default=0)
     counter = fields.Integer(default=0)
-    version = fields.Version()
+{version_field}
 
     class Meta:
         table = MigShop
@@ -44,8 +44,11 @@ class Widget(Entity):
         indexes = {{"by_maker": Index("GSI1", pk="{{version}}#M#{{maker}}", sk={gsi_sk!r})}}
 '''
 
-V1 = {"version": "v1", "gsi_sk": "W#{widget_id}", "read_versions": None}
-V2 = {"version": "v2", "gsi_sk": "S#{size:04d}#W#{widget_id}", "read_versions": None}
+VERSIONED = "    version = fields.Version()"
+V1 = {"version": "v1", "gsi_sk": "W#{widget_id}", "read_versions": None, "version_field": VERSIONED}
+V2 = {"version": "v2", "gsi_sk": "S#{size:04d}#W#{widget_id}", "read_versions": None, "version_field": VERSIONED}
+#: the same Widget without a fields.Version() (add ``note`` so writes can add an attribute)
+UNVERSIONED = "    note = fields.String(null=True)"
 
 
 class Project:
@@ -115,8 +118,8 @@ def body(item: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k not in ("PK", "SK", "GSI1PK", "GSI1SK")}
 
 
-def load_v1(project: Project, n: int) -> Any:
-    models = project.write_models(**V1)
+def load_v1(project: Project, n: int, **variant: Any) -> Any:
+    models = project.write_models(**{**V1, **variant})
     result = project.makemigrations()
     assert result.name == "0001_initial"
     project.executor().migrate(MigrateOptions())

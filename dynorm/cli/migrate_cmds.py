@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import click
 
-from . import State, pass_state
+from ._common import State, pass_state
 from .confirm import confirm_changes, yes_option
 
 
@@ -325,7 +325,13 @@ def showmigrations(state: State) -> None:
             p = progress.get(n)
             if n not in applied and p and p["started"]:
                 mark = "[~]"
-                extra = (f" (partial: {p['failed']} failed item(s); `dynorm migrate` retries them)" if p["failed"]
-                         else f" (interrupted: {p['done']}/{p['segments']} scan segment(s) finished; "
-                              "`dynorm migrate` resumes)")
+                if p.get("reverse"):
+                    extra = (f" (partly reversed: {p['failed']} failed item(s), {p['done']}/{p['segments']} scan "
+                             "segment(s) finished; `dynorm migrate <earlier>` finishes the reversal, "
+                             "`dynorm migrate` applies it again)")
+                else:
+                    extra = (f" (partial: {p['failed']} failed item(s); `dynorm migrate` retries them)"
+                             if p["failed"] else
+                             f" (interrupted: {p['done']}/{p['segments']} scan segment(s) finished; "
+                             "`dynorm migrate` resumes)")
             click.echo(f"  {mark} {n}{extra}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from . import State, pass_state
+from ._common import State, pass_state
 
 
 @click.command()

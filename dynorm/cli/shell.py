@@ -6,12 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from dynorm.registry import default_manager
-
 if TYPE_CHECKING:  # pragma: no cover
     from dynorm.tables import Table
 
-from . import State, pass_state
+from ._common import State, pass_state
 
 
 def namespace(tables: list[type[Table]]) -> dict[str, Any]:
@@ -31,6 +29,7 @@ def banner(tables: list[type[Table]]) -> str:
     import inspect
 
     from dynorm.query import QuerySet
+    from dynorm.registry import default_manager
 
     lines = ["dynorm shell — preloaded: dynorm, Q, F, capture"]
     for table in tables:
@@ -40,6 +39,9 @@ def banner(tables: list[type[Table]]) -> str:
             lines.append(f"  {entity.__name__} [{m.entity_type}] pk={m.primary.pk.template!r}"
                          f" sk={m.primary.sk.template if m.primary.sk else None!r}")
             for b in m.indexes.values():
+                if b.is_multi:  # keys are the fields' own attributes
+                    lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk_fields!r} sk={b.sk_fields!r}")
+                    continue
                 lines.append(f"    .using({b.name!r}) {b.index_name}: pk={b.pk.template!r}"
                              f" sk={b.sk.template if b.sk else b.sort_field!r}")
             manager = default_manager(entity)
@@ -53,6 +55,8 @@ def banner(tables: list[type[Table]]) -> str:
 
 def _example(tables: list[type[Table]]) -> str:
     """An ``explain()`` line written with the app's own first entity (and its first index field)."""
+    from dynorm.registry import default_manager
+
     entities = [e for t in tables for e in t.entities().values()]
     if not entities:
         return "Entity.objects.filter(...).explain()"

@@ -12,6 +12,7 @@ from .operations import (
     CreateTable,
     DeleteEntity,
     DeleteVersion,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -19,5 +20,5 @@ from .operations import (
     SyncIndexes,
 )
 
-__all__ = ["CreateEntity", "CreateTable", "DeleteEntity", "DeleteVersion", "MigrationError", "Operation",
+__all__ = ["CreateEntity", "CreateTable", "DeleteEntity", "DeleteVersion", "DropIndexes", "MigrationError", "Operation",
            "RekeyEntity", "RunPython", "SyncIndexes"]

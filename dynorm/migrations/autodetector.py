@@ -7,6 +7,7 @@ from .operations import (
     CreateEntity,
     CreateTable,
     DeleteEntity,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -20,7 +21,8 @@ __all__ = ["detect_changes", "suggest_name"]
 def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
     """Return the operations that turn ``old`` into ``new``.
 
-    New tables become ``CreateTable``, new GSIs ``SyncIndexes``, new entity types
+    New tables become ``CreateTable``, new GSIs ``SyncIndexes``, GSIs gone from the table
+    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), new entity types
     ``CreateEntity``, changed key versions or templates ``RekeyEntity`` (old and new layouts
     frozen), removed entity types ``DeleteEntity``. Tables are never dropped.
 
@@ -28,6 +30,7 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         MigrationError: a change DynamoDB cannot make in place (key attributes, LSIs).
     """
     ops: list[Operation] = []
+    old = old.clone()
     for name, table in new.tables.items():
         before = old.tables.get(name)
         if before is None:
@@ -51,12 +54,22 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             ops.append(AlterKeyEncoding(name, table.key_encoding))
         if before.lsis != table.lsis:
             raise MigrationError(f"table {name}: LSIs can only be declared when a table is created.")
-        changed = {g: v for g, v in table.gsis.items() if before.gsis.get(g) != v}
-        bad = [g for g in changed if g in before.gsis]
+        now, was = table.all_gsis(), before.all_gsis()
+        changed = {g: v for g, v in now.items() if was.get(g) != v}
+        bad = [g for g in changed if g in was]
         if bad:
             raise MigrationError(f"table {name}: GSI {bad[0]} changed its key attributes; add a new GSI instead.")
         if changed:
-            ops.append(SyncIndexes(name, {k: list(v) for k, v in changed.items()}))
+            # DynamoDB backfills a new GSI by itself: a multi-attribute GSI on attributes the
+            # items hold already needs no item rewrite (entities moving onto it keep their layout)
+            ops.append(SyncIndexes(name, changed))
+        dropped = [g for g in was if g not in now]
+        if dropped:
+            # after the new indexes exist, the old ones go and the entities stop writing their key
+            # attributes: no item is rewritten (what they hold stays, as undeclared attributes)
+            drop = DropIndexes(name, dropped)
+            ops.append(drop)
+            drop.state_forwards(old)
     for key, entity in new.entities.items():
         before_e = old.entities.get(key)
         if before_e is None:

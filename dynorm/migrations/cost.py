@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
-           "OperationCost", "estimate_scan_operation"]
+           "OperationCost", "estimate_scan_operation", "units_bound"]
 
 
 def _value_size(av: dict[str, Any]) -> int:
@@ -106,8 +106,20 @@ class OperationCost:
     wcu: float
 
 
+def units_bound(items: int, total_bytes: float) -> int:
+    """An upper bound of ``sum(write_units(size))`` over ``items`` items of ``total_bytes`` bytes together.
+
+    ``write_units(s) <= s / 1024 + 1`` for every size, so the sum is at most ``total_bytes / 1024 + items``
+    whatever the sizes are (the average alone is not a bound: 1 KB and 100 B items average ~560 B,
+    i.e. 1 WCU, but cost 2 + 1).
+    """
+    if items <= 0:
+        return 0
+    return items + math.floor(total_bytes / 1024)
+
+
 def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: int, page_size: int,
-                            group: int, gsis: int, consistent: bool) -> OperationCost:
+                            group: int, gsis: int, consistent: bool, growth: int = 0) -> OperationCost:
     """Estimate a RekeyEntity (``kind`` ``"move"``/``"copy"``) or DeleteVersion (``"delete"``) on a table.
 
     Args:
@@ -117,9 +129,12 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         page_size: Scan ``Limit``; group: items per write request.
         gsis: GSIs an item of the entity is in (assumed the same before and after).
         consistent: strongly consistent Scan.
+        growth: bytes a rewritten item may gain (new key text longer than the old).
 
     Returns:
-        An :class:`OperationCost` assuming every item of the table is one of the entity's.
+        An :class:`OperationCost` assuming every item of the table is one of the entity's; its
+        ``wcu`` is an upper bound whatever the sizes of the items (it uses their total size, not
+        the average), provided ``items`` and ``table_bytes`` are current.
     """
     avg = table_bytes / items if items else 0.0
     read_requests = math.ceil(items / page_size) + segments if items else segments
@@ -127,14 +142,17 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     full, rest = divmod(items, page_size)
     rcu = full * read_units(page_size * avg, consistent) + (read_units(rest * avg, consistent) if rest else 0.0) \
         + segments * read_units(0, consistent)
+    # per-item units from the total size, not the average (see units_bound); a rewritten item may
+    # be up to ``growth`` bytes larger than the old one (longer key text)
+    old_units = units_bound(items, table_bytes)
+    new_units = units_bound(items, table_bytes + items * growth)
     if kind == "delete":
-        per_item = write_units(avg) * (1 + gsis)
+        wcu = old_units * (1 + gsis)
     elif kind == "copy":
-        per_item = copy_units(avg, gsis)
+        wcu = new_units * (2 + gsis)
     else:
-        per_item = move_units(avg, avg, gsis, gsis, same_primary=False)
-    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu,
-                         float(per_item * items))
+        wcu = old_units * (2 + gsis) + new_units * (2 + gsis)
+    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu, float(wcu))
 
 
 class TokenBucket:
@@ -232,6 +250,34 @@ class Pacer:
             self.read_units += units
         if self.reads is not None:
             self.reads.charge(units)
+
+    def groups(self, planned: list[Any], size: int, units: Callable[[Any], float]) -> list[list[Any]]:
+        """Split ``planned`` writes into requests of at most ``size`` items and at most one burst of WCU.
+
+        Without a write limit: slices of ``size``. With one, a request never costs more than the
+        bucket's burst (one second of the rate), so the rate limit holds over every second; a single
+        item dearer than the burst goes alone.
+
+        Args:
+            planned: the writes, in order; size: items per request (e.g. 50 per TransactWriteItems);
+            units: the estimated WCU of one write.
+        """
+        if self.writes is None:
+            return [planned[i:i + size] for i in range(0, len(planned), size)]
+        burst = self.writes.rate
+        out: list[list[Any]] = []
+        current: list[Any] = []
+        spent = 0.0
+        for entry in planned:
+            cost = units(entry)
+            if current and (len(current) >= size or spent + cost > burst):
+                out.append(current)
+                current, spent = [], 0.0
+            current.append(entry)
+            spent += cost
+        if current:
+            out.append(current)
+        return out
 
     def before_write(self, units: float) -> bool:
         """Take ``units`` of the write budget (waiting as needed); False when stopped."""

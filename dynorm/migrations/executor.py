@@ -32,6 +32,7 @@ from .loader import Migration, build_state
 from .operations import (
     CreateTable,
     DeleteVersion,
+    DropIndexes,
     MigrationError,
     Operation,
     RekeyEntity,
@@ -167,6 +168,19 @@ def _physical(logical: str) -> str:
     return conf.get_settings().table_prefix + logical
 
 
+def _key_growth(old: dict[str, dict[str, str]], new: dict[str, dict[str, str]]) -> int:
+    """Bytes a rewritten item may gain: the new key attributes' names and templates, less the old ones'.
+
+    Field values fill both templates alike; an attribute only the new keys have counts in full
+    (its name and template text, plus its field values at most once more: counted as the template again).
+    """
+    def size(keys: dict[str, dict[str, str]]) -> dict[str, int]:
+        return {attr: len(attr.encode()) + len(tpl.encode()) for attrs in keys.values() for attr, tpl in attrs.items()}
+
+    before, after = size(old), size(new)
+    return sum(max(0, n - before.get(a, 0)) if a in before else 2 * n for a, n in after.items())
+
+
 def _describe_table(name: str) -> dict[str, Any] | None:
     try:
         return backend.call("DescribeTable", {"TableName": name})["Table"]
@@ -211,6 +225,16 @@ class Executor:
         ledger = self.ledger()
         return ledger.applied() if ledger.exists() else {}
 
+    def started(self) -> set[str]:
+        """Migrations not applied with work recorded: partial, interrupted, or partly reversed (one Query)."""
+        if not self.migrations:
+            return set()
+        ledger = self.ledger()
+        if not ledger.exists():
+            return set()
+        applied = ledger.applied()
+        return {name for name, p in ledger.progress().items() if p["started"] and name not in applied}
+
     def _resolve(self, target: str | None) -> str | None:
         names = [m.name for m in self.migrations]
         if target is not None and target not in names:
@@ -221,7 +245,10 @@ class Executor:
         return target
 
     def backwards_plan(self, target: str | None) -> list[Migration]:
-        """The applied migrations after ``target`` that migrating to it reverses, newest first.
+        """The migrations after ``target`` that migrating to it reverses, newest first.
+
+        Those are the applied ones and those with recorded work (partial, interrupted, partly
+        reversed): reversing a partial migration moves back what it moved.
 
         Raises:
             MigrationError: ``target`` names no migration, or one of those migrations has an
@@ -231,8 +258,9 @@ class Executor:
         if target is None:
             return []
         applied = self.applied()
+        started = self.started()
         names = [m.name for m in self.migrations]
-        later = [m for m in self.migrations[names.index(target) + 1:] if m.name in applied]
+        later = [m for m in self.migrations[names.index(target) + 1:] if m.name in applied or m.name in started]
         if later and target not in applied:
             raise MigrationError(f"cannot migrate to {target}: it is not applied, but later migrations are "
                                  f"({', '.join(m.name for m in later)}).")
@@ -281,14 +309,17 @@ class Executor:
         desc = _describe_table(_physical(op.table))
         if desc is None:
             return None
+        growth = 0
         if isinstance(op, RekeyEntity):
             kind = options.mode
             gsis = sum(1 for path in op.new.keys if path != "primary")
             group = MOVE_GROUP if kind == "move" else COPY_GROUP
+            growth = _key_growth(op.old.keys, op.new.keys)
         else:
             kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
-                                       options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options))
+                                       options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
+                                       growth)
 
     # -- running -----------------------------------------------------------------------
     def migrate(self, options: MigrateOptions) -> MigrateReport:
@@ -329,10 +360,18 @@ class Executor:
             if not ledger.exists():
                 self._create_table(self.ledger_table())
             worker = "all" if options.worker[1] == 1 else f"w{options.worker[0]}of{options.worker[1]}"
+            ledger.on_lost = self._stop.set  # a lock that cannot be renewed stops every segment
             ledger.acquire(worker, ttl=options.lock_ttl)
             try:
                 for m in backwards:
-                    if self._run(m, options, report, ledger, reverse=True) != "done":
+                    # from here on the migration is no longer applied: its forward records are void
+                    # (a forward run starts it again) and an interruption leaves it partial
+                    ledger.unrecord_applied(m.name)
+                    ledger.clear(m.name)
+                    status = self._run(m, options, report, ledger, reverse=True)
+                    if status == "partial":
+                        report.partial[m.name] = self._totals(report, f"{m.name}~reverse").get("failed", 0)
+                    if status != "done":
                         break
                     ledger.forget(m.name)
                     report.unapplied.append(m.name)
@@ -341,6 +380,7 @@ class Executor:
                         ledger.record_applied(m.name, {}, fake=True)
                         report.applied.append(m.name)
                         continue
+                    ledger.clear(f"{m.name}~reverse")  # a partial reversal is void once it moves forward
                     status = self._run(m, options, report, ledger)
                     if status == "waiting":
                         break  # other workers still own segments of this migration
@@ -349,6 +389,12 @@ class Executor:
                         break  # later migrations may rely on this one: stop here
                     ledger.record_applied(m.name, self._totals(report, m.name))
                     report.applied.append(m.name)
+            except MigrationInterrupted as exc:
+                if ledger.lost.is_set():
+                    raise MigrationInterrupted(
+                        f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
+                        f"checkpoint so that no other run writes at the same time ({exc})", report) from exc
+                raise
             finally:
                 ledger.release()
         finally:
@@ -417,11 +463,23 @@ class Executor:
         if isinstance(op, SyncIndexes):
             desc = _describe_table(_physical(op.table))
             present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
-            missing = {g: v for g, v in op.gsis.items() if g not in present}
+            missing = [g for g in op.names if g not in present]
             rep.status = f"{'would add' if options.dry_run else 'added'} {', '.join(missing) or 'nothing'}"
             if not options.dry_run:
-                for gname, (pk, sk) in missing.items():
-                    backend.call("UpdateTable", gsi_update_params(_physical(op.table), gname, pk, sk))
+                ddl = TableState(op.table, gsis=dict(op.gsis), multi_gsis=dict(op.multi_gsis)).options()
+                for gname in missing:
+                    backend.call("UpdateTable", gsi_update_params(_physical(op.table), ddl, gname))
+                    wait_active(_physical(op.table))
+            return "done"
+        if isinstance(op, DropIndexes):
+            desc = _describe_table(_physical(op.table))
+            present = {g["IndexName"] for g in (desc or {}).get("GlobalSecondaryIndexes", [])}
+            gone = [g for g in op.gsis if g in present]
+            rep.status = f"{'would drop' if options.dry_run else 'dropped'} {', '.join(gone) or 'nothing'}"
+            if not options.dry_run:
+                for gname in gone:
+                    backend.call("UpdateTable", {"TableName": _physical(op.table),
+                                                 "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": gname}}]})
                     wait_active(_physical(op.table))
             return "done"
         if isinstance(op, RunPython):

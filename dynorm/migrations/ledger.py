@@ -5,6 +5,16 @@ Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migratio
 raw key of an item that could not be rewritten, and why; retried by the next run) and
 ``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
 checkpoints and failures under ``<migration>~reverse``.
+
+One lock per table for every kind of run: a plain (or backwards) run's ``lock#all`` excludes every
+other lock; ``--worker i/N`` runs of the same ``N`` may hold their ``lock#wiofN`` together (they
+share the segments) and exclude everything else. A run checks the live locks, writes its own, and
+checks again: two runs racing both back off rather than both running.
+
+The heartbeat renews the lock every ``ttl / 3``; a failed renewal is retried every ``ttl / 20``, and
+when the lock cannot be renewed by ``ttl / 6`` before it expires, :attr:`Ledger.lost` is set and the
+``on_lost`` callback runs (the executor stops every segment at its next checkpoint), so another run
+can never take an expired lock while this one still writes (the in-flight request aside).
 """
 
 from __future__ import annotations
@@ -47,6 +57,9 @@ class Ledger:
         self._heartbeat: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock_sk: str | None = None
+        #: set when the heartbeat could not renew the lock in time (the run must stop)
+        self.lost = threading.Event()
+        self.on_lost: Any = None
 
     def _key(self, sk: str) -> dict[str, Any]:
         return {self.table.pk_attribute: {"S": LEDGER_PARTITION}, str(self.table.sk_attribute): {"S": sk}}
@@ -70,16 +83,13 @@ class Ledger:
             "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :applied)",
             "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": str(self.table.sk_attribute)},
             "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":applied": {"S": "applied#"}}}
-        while True:
-            resp = backend.call("Query", params)
+        for resp in backend.paginate("Query", params):
             for item in resp.get("Items", []):
                 name = item[str(self.table.sk_attribute)]["S"].split("#", 1)[1]
                 out[name] = {"applied_at": item.get("applied_at", {}).get("S"),
                              "counts": json.loads(item.get("counts", {}).get("S", "{}")),
                              "fake": item.get("fake", {}).get("BOOL", False)}
-            if "LastEvaluatedKey" not in resp:
-                return out
-            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return out
 
     def record_applied(self, name: str, counts: dict[str, Any], fake: bool = False) -> None:
         """Record ``name`` as applied (once: a second record is refused and ignored)."""
@@ -134,13 +144,7 @@ class Ledger:
         if not prefix:  # the whole partition (begins_with refuses an empty string)
             params["KeyConditionExpression"] = "#pk = :pk"
             del params["ExpressionAttributeNames"]["#sk"], params["ExpressionAttributeValues"][":p"]
-        items: list[dict[str, Any]] = []
-        while True:
-            resp = backend.call("Query", params)
-            items += resp.get("Items", [])
-            if "LastEvaluatedKey" not in resp:
-                return items
-            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return [item for resp in backend.paginate("Query", params) for item in resp.get("Items", [])]
 
     # -- failed items ------------------------------------------------------------------
     def record_failures(self, migration: str, op_index: int, failed: list[tuple[dict[str, Any], str]]) -> None:
@@ -169,7 +173,8 @@ class Ledger:
         """Work recorded per migration: ``{name: {"failed", "segments", "done", "started"}}``.
 
         ``failed``: items recorded as failed; ``segments``/``done``: scan segments with a checkpoint /
-        finished; ``started``: 1 when anything was recorded (an operation begun).
+        finished; ``started``: 1 when anything was recorded (an operation begun); ``reverse``: 1 when
+        the records are a reversal's (``<migration>~reverse``), counted under the migration's name.
 
         One Query over the ledger partition (failed items and scan checkpoints).
         """
@@ -179,14 +184,31 @@ class Ledger:
             if kind not in ("failed", "checkpoint"):
                 continue
             name, _, tail = rest.partition("#")
-            entry = out.setdefault(name, {"failed": 0, "segments": 0, "done": 0, "started": 0})
+            reverse = name.endswith("~reverse")
+            name = name.removesuffix("~reverse")
+            entry = out.setdefault(name, {"failed": 0, "segments": 0, "done": 0, "started": 0, "reverse": 0})
             entry["started"] = 1
+            entry["reverse"] |= int(reverse)
             if kind == "failed":
                 entry["failed"] += 1
             elif not tail.endswith(("#op", "#meta")):
                 entry["segments"] += 1
                 entry["done"] += int(item.get("done", {}).get("BOOL", False))
         return out
+
+    def clear(self, label: str) -> None:
+        """Remove the checkpoints and failures of one direction of a migration (``name`` or ``name~reverse``).
+
+        Called when a run starts the other direction: its records no longer describe the table.
+        """
+        for prefix in (f"checkpoint#{label}#", f"failed#{label}#"):
+            for item in self._query_prefix(prefix):
+                sk = item[str(self.table.sk_attribute)]["S"]
+                backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
+
+    def unrecord_applied(self, migration: str) -> None:
+        """Remove a migration's applied record (a reversal of it is starting)."""
+        backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(f"applied#{migration}")})
 
     def forget(self, migration: str) -> None:
         """Remove a migration's applied record, checkpoints and failures (after it was reversed)."""
@@ -198,12 +220,45 @@ class Ledger:
             backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
     # -- lock --------------------------------------------------------------------------
+    def _live_locks(self, now: float) -> list[tuple[str, str, float]]:
+        """The unexpired locks of other runs: ``(worker, owner, seconds left)``."""
+        out = []
+        for item in self._query_prefix("lock#"):
+            owner = item.get("owner", {}).get("S", "?")
+            left = float(item.get("expires_at", {}).get("N", "0")) - now
+            if owner != self.owner and left > 0:
+                out.append((item[str(self.table.sk_attribute)]["S"].split("#", 1)[1], owner, left))
+        return out
+
+    @staticmethod
+    def _compatible(mine: str, theirs: str) -> bool:
+        """Workers of one ``--worker i/N`` split may run together; nothing else may."""
+        if mine == "all" or theirs == "all" or mine == theirs:
+            return False
+        return mine.partition("of")[2] == theirs.partition("of")[2]
+
+    def _check_conflicts(self, worker: str) -> None:
+        now = time.time()
+        for theirs, owner, left in self._live_locks(now):
+            if not self._compatible(worker, theirs):
+                raise MigrationLocked(
+                    f"table {self.name} is locked by another `dynorm migrate` ({owner}, lock {theirs!r} expires in "
+                    f"{left:.0f} s); wait for it to finish, or run `dynorm migrate --force-unlock` if that process "
+                    "is dead.")
+
     def acquire(self, worker: str = "all", ttl: float = 60.0) -> None:
-        """Take the run lock (PutItem if absent or expired) and keep it alive with a heartbeat.
+        """Take the run lock and keep it alive with a heartbeat (see the module docstring for the rules).
+
+        Query the live locks, PutItem ``lock#<worker>`` (if absent, expired or ours), Query again; a
+        conflicting lock seen either time gives the lock back.
+
+        Args:
+            worker: ``"all"`` or ``"w<i>of<N>"``; ttl: seconds the lock lives without a heartbeat.
 
         Raises:
-            MigrationLocked: another run holds an unexpired lock.
+            MigrationLocked: another run holds an unexpired lock that excludes this one.
         """
+        self._check_conflicts(worker)
         sk = f"lock#{worker}"
         now = time.time()
         item = {**self._key(sk), "owner": {"S": self.owner}, "expires_at": {"N": f"{now + ttl:.3f}"}}
@@ -222,20 +277,42 @@ class Ledger:
                 f"table {self.name} is locked by another `dynorm migrate` ({owner}, lock expires in {left:.0f} s); "
                 "wait for it to finish, or run `dynorm migrate --force-unlock` if that process is dead.") from exc
         self._lock_sk = sk
+        try:
+            self._check_conflicts(worker)  # a run that raced us: both back off
+        except MigrationLocked:
+            self.release()
+            raise
         self._stop.clear()
-        self._heartbeat = threading.Thread(target=self._beat, args=(sk, ttl), daemon=True)
+        self.lost.clear()
+        self._heartbeat = threading.Thread(target=self._beat, args=(sk, ttl, now + ttl), daemon=True)
         self._heartbeat.start()
 
-    def _beat(self, sk: str, ttl: float) -> None:
-        while not self._stop.wait(ttl / 3):
+    def _beat(self, sk: str, ttl: float, expires: float) -> None:
+        wait = ttl / 3
+        while not self._stop.wait(wait):
+            new_expiry = time.time() + ttl
             try:
                 backend.call("UpdateItem", {
                     "TableName": self.name, "Key": self._key(sk), "UpdateExpression": "SET #exp = :exp",
                     "ConditionExpression": "#owner = :me",
                     "ExpressionAttributeNames": {"#exp": "expires_at", "#owner": "owner"},
-                    "ExpressionAttributeValues": {":exp": {"N": f"{time.time() + ttl:.3f}"}, ":me": {"S": self.owner}}})
-            except DynormError:
+                    "ExpressionAttributeValues": {":exp": {"N": f"{new_expiry:.3f}"}, ":me": {"S": self.owner}}})
+            except ConditionFailed:
+                self._lose()  # taken over (--force-unlock): stop now
                 return
+            except Exception:  # noqa: BLE001 - any failure (throttled, network): retry until the deadline
+                if time.time() + ttl / 20 >= expires - ttl / 6:
+                    self._lose()
+                    return
+                wait = ttl / 20  # retry soon: the lock must be renewed before it expires
+                continue
+            expires = new_expiry
+            wait = ttl / 3
+
+    def _lose(self) -> None:
+        self.lost.set()
+        if self.on_lost is not None:
+            self.on_lost()
 
     def release(self) -> None:
         """Give the lock back (DeleteItem conditional on owning it)."""

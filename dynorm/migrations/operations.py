@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..exceptions import DynormError
-from .state import EntityState, ProjectState, TableState
+from .state import EntityState, ProjectState, TableState, split_gsis
 
-__all__ = ["Operation", "CreateTable", "SyncIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
            "RekeyEntity", "RunPython", "DeleteVersion", "MigrationError"]
 
 
@@ -53,8 +53,8 @@ class CreateTable(Operation):
 
     def __init__(self, name: str, gsis: dict[str, Any] | None = None, lsis: dict[str, str] | None = None,
                  **options: Any) -> None:
-        self.table = TableState(name=name, gsis={k: (v[0], v[1]) for k, v in (gsis or {}).items()},
-                                lsis=dict(lsis or {}), **options)
+        plain, multi = split_gsis(gsis or {})
+        self.table = TableState(name=name, gsis=plain, multi_gsis=multi, lsis=dict(lsis or {}), **options)
 
     def state_forwards(self, state: ProjectState) -> None:
         if self.table.name in state.tables:
@@ -62,7 +62,8 @@ class CreateTable(Operation):
         state.tables[self.table.name] = TableState(**vars(self.table))
 
     def describe(self) -> str:
-        gsis = f" with GSIs {', '.join(self.table.gsis)}" if self.table.gsis else ""
+        names = [*self.table.gsis, *self.table.multi_gsis]
+        gsis = f" with GSIs {', '.join(names)}" if names else ""
         return f"create table {self.table.name}{gsis}"
 
     def deconstruct(self) -> dict[str, Any]:
@@ -78,20 +79,65 @@ class SyncIndexes(Operation):
 
     def __init__(self, table: str, gsis: dict[str, Any]) -> None:
         self.table = table
-        self.gsis = {k: (v[0], v[1]) for k, v in gsis.items()}
+        self.gsis, self.multi_gsis = split_gsis(gsis)
+
+    @property
+    def names(self) -> list[str]:
+        """The GSIs this operation adds, template GSIs first."""
+        return [*self.gsis, *self.multi_gsis]
 
     def state_forwards(self, state: ProjectState) -> None:
         t = _table(state, self.table, "SyncIndexes")
         t.gsis.update(self.gsis)
+        t.multi_gsis.update(self.multi_gsis)
 
     def describe(self) -> str:
-        return f"add GSI(s) {', '.join(self.gsis)} to {self.table}"
+        return f"add GSI(s) {', '.join(self.names)} to {self.table}"
 
     def deconstruct(self) -> dict[str, Any]:
-        return {"table": self.table, "gsis": {k: list(v) for k, v in self.gsis.items()}}
+        gsis: dict[str, Any] = {k: list(v) for k, v in self.gsis.items()}
+        gsis.update({k: v for k, v in self.multi_gsis.items()})
+        return {"table": self.table, "gsis": gsis}
 
     def inverse(self) -> Operation | None:
         return None  # the index stays: an unused GSI loses nothing (drop it by hand to save its cost)
+
+
+class DropIndexes(Operation):
+    """Drop GSIs from a table (UpdateTable ``Delete`` per index, waiting until ACTIVE); no item is rewritten.
+
+    Every entity of the table stops writing the dropped indexes' key attributes (their
+    recorded layouts lose those indexes). Items keep the attributes they hold: after the
+    drop they are plain undeclared attributes, which dynorm's writes keep. This is how an
+    access pattern finishes moving onto a multi-attribute GSI (docs/modelling.md).
+    """
+
+    def __init__(self, table: str, gsis: list[str]) -> None:
+        self.table = table
+        self.gsis = list(gsis)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        t = _table(state, self.table, "DropIndexes")
+        for g in self.gsis:
+            if g not in t.gsis and g not in t.multi_gsis:
+                raise MigrationError(f"DropIndexes: table {self.table!r} has no GSI {g!r} in the migration state.")
+            t.gsis.pop(g, None)
+            t.multi_gsis.pop(g, None)
+        for (tname, _etype), e in state.entities.items():
+            if tname == self.table:
+                for g in self.gsis:
+                    e.keys.pop(g, None)
+
+    def describe(self) -> str:
+        return f"drop GSI(s) {', '.join(self.gsis)} of {self.table} (items are not rewritten)"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "gsis": list(self.gsis)}
+
+    def inverse(self) -> Operation | None:
+        raise MigrationError(f"{self.describe()} cannot be reversed: items written since no longer hold the "
+                             "dropped indexes' key attributes. Add the index again in a new migration and "
+                             "rekey the entities that use it.")
 
 
 class AlterKeyEncoding(Operation):

@@ -2,8 +2,9 @@
 
 Items are handled as raw DynamoDB JSON, so every attribute survives, also ones no model
 declares. ``move`` puts the item under its new keys and deletes the old one in one
-TransactWriteItems, the delete conditional on the old item being unchanged (its version
-attribute, else every attribute); ``copy`` only puts. Up to 50 items (100 actions) share a
+TransactWriteItems, the delete conditional on the old item being unchanged (its revision
+token ``Table.Meta.revision_attribute``, which every dynorm write sets; else every attribute and
+the absence of a token); ``copy`` only puts. Up to 50 items (100 actions) share a
 transaction; a cancelled group is retried item by item, re-reading items that changed, so a
 concurrent application write is never lost and one hot item does not stall the run.
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-import random
 import threading
 import time
 import uuid
@@ -26,8 +26,9 @@ from typing import Any, Callable, Iterator
 
 from .. import _codec, backend
 from ..batch import WRITE_CHUNK, RetryPolicy, send_until_processed
-from ..exceptions import DynormError, InvalidKeyValue, TransactionCanceled
+from ..exceptions import ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
+from ..writes import unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
 
@@ -36,6 +37,8 @@ __all__ = ["Counts", "PageResult", "Rekeyer", "VersionDeleter", "PAGE_SIZE"]
 PAGE_SIZE = 200
 MOVE_GROUP = 50     # 2 actions per item: 100 actions, DynamoDB's limit
 COPY_GROUP = 100
+#: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
+CONFLICT_BACKOFF = backend.RetryPolicy(base_delay=0.01, max_delay=float("inf"))
 
 
 @dataclass
@@ -144,20 +147,15 @@ class _Base:
     def pages(self, operation: str, params: dict[str, Any],
               start: dict[str, Any] | None) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any] | None]]:
         """Yield (items, LastEvaluatedKey) per page from ``start``; end early (without ``None``) when stopped."""
-        key = start
-        while True:
-            p = dict(params)
-            if key:
-                p["ExclusiveStartKey"] = key
-            if not self.pacer.before_read():
-                return
-            resp = backend.call(operation, p)
+        if not self.pacer.before_read():
+            return
+        for resp in backend.paginate(operation, params, start_key=start):
             self.pacer.after_read(float((resp.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.0)))
             self.counts.add(evaluated=int(resp.get("ScannedCount", len(resp.get("Items", [])))))
             key = resp.get("LastEvaluatedKey")
             yield resp.get("Items", []), key
-            if not key:
-                return
+            if key and not self.pacer.before_read():
+                return  # stopped: the next page is not requested
 
 
 class Rekeyer(_Base):
@@ -172,7 +170,6 @@ class Rekeyer(_Base):
         self.mode = mode
         self.old_attrs = {a for attrs in op.old.keys.values() for a in attrs}
         self.new_templates = op.new.templates(table.delimiter, table.key_encoding)
-        self.version_attr = op.old.version_attribute
 
     def read_params(self, segment: int, total: int) -> tuple[str, dict[str, Any]]:
         """The Scan (or Query) finding old-version items of this entity type."""
@@ -214,16 +211,8 @@ class Rekeyer(_Base):
         return new
 
     def _unchanged(self, raw: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
-        if self.version_attr and self.version_attr in raw:
-            return "#v = :v", {"#v": self.version_attr}, {":v": raw[self.version_attr]}
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        parts = []
-        for i, (attr, av) in enumerate(sorted(raw.items())):
-            names[f"#a{i}"] = attr
-            values[f":a{i}"] = av
-            parts.append(f"#a{i} = :a{i}")
-        return " AND ".join(parts), names, values
+        # the revision token (and version) when the item has one, else every attribute (see writes.py)
+        return unchanged_condition(self.table.revision_attribute, raw, self.op.old.version_attribute)
 
     def actions(self, raw: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]]:
         """The TransactItems that rewrite one item."""
@@ -274,8 +263,7 @@ class Rekeyer(_Base):
                 continue
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
         size = MOVE_GROUP if self.mode == "move" else COPY_GROUP
-        for i in range(0, len(planned), size):
-            group = planned[i:i + size]
+        for group in self.pacer.groups(planned, size, lambda entry: entry[2]):
             if not self.pacer.before_write(sum(u for _, _, u in group)):
                 result.complete = False
                 return result
@@ -304,6 +292,27 @@ class Rekeyer(_Base):
         self.counts.add(scanned=1)
         return self._one(raw)
 
+    def _same_item(self, raw: dict[str, Any], new: dict[str, Any], there: dict[str, Any]) -> bool:
+        """Whether the item under the new key is this very item: the same revision token (a copy
+        keeps the token), or, for items without one, the same attributes as the rewrite."""
+        rev = self.table.revision_attribute
+        if rev in raw or rev in there:
+            return raw.get(rev) == there.get(rev)
+        return there == new
+
+    def _delete_old(self, raw: dict[str, Any]) -> bool:
+        """Delete the old item when it is unchanged (move mode, its copy exists); False when it changed."""
+        cond, names, values = self._unchanged(raw)
+        params: dict[str, Any] = {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": cond,
+                                  "ExpressionAttributeNames": names}
+        if values:
+            params["ExpressionAttributeValues"] = values
+        try:
+            backend.call("DeleteItem", params)
+        except ConditionFailed:
+            return False
+        return True
+
     def _transact(self, actions: list[dict[str, Any]]) -> None:
         # No ReturnConsumedCapacity: a migration reports items, and computing capacity for
         # every transaction cost ~17% of migrate throughput on DynamoDB Local (measured).
@@ -330,7 +339,29 @@ class Rekeyer(_Base):
                 codes = [str(r.get("code")) for r in exc.reasons]
             creates = "attribute_not_exists" in acts[0]["Put"]["ConditionExpression"]
             if creates and codes[:1] == ["ConditionalCheckFailed"]:
-                # the new item exists already (an earlier run, or the application wrote it): keep it
+                there = self._get(self._key_of(new))
+                if there is None:
+                    continue  # deleted meanwhile: try again
+                if not self._same_item(raw, new, there):
+                    # Another item is stored under the new key (a copy left by a migration in the
+                    # other direction, or one the application wrote there): which one is current
+                    # cannot be known, so neither is overwritten or skipped silently; the item is
+                    # failed (the migration stays partial) and both are kept for the operator.
+                    rev = self.table.revision_attribute
+                    theirs, ours = there.get(rev, {}).get("S"), raw.get(rev, {}).get("S")
+                    return "failed", (f"the new key already holds a different item (revision {theirs!r}; this one "
+                                      f"has {ours!r}): both are kept; delete the one that is not current, then run "
+                                      "migrate again")
+                # the same item was written there already (an earlier copy of it): nothing to copy
+                if self.mode == "move" and not self._delete_old(raw):
+                    # the old item changed since it was read: read it again and compare anew
+                    self.counts.add(conflicts=1)
+                    fresh = self._get(self._key_of(raw))
+                    if fresh is None:
+                        self.counts.add(skipped=1)
+                        return "ok", "gone"
+                    raw = fresh
+                    continue
                 self.counts.add(skipped=1)
                 return "ok", "skipped"
             if "ConditionalCheckFailed" in codes:
@@ -343,10 +374,11 @@ class Rekeyer(_Base):
                 raw = fresh
                 continue
             self.counts.add(conflicts=1)  # TransactionConflict and the like: back off and retry
-            if self.pacer.stop is not None and self.pacer.stop.wait(random.uniform(0, 0.01 * 2 ** attempt)):
+            delay = CONFLICT_BACKOFF.delay(attempt)
+            if self.pacer.stop is not None and self.pacer.stop.wait(delay):
                 return "stopped", ""
             if self.pacer.stop is None:
-                time.sleep(random.uniform(0, 0.01 * 2 ** attempt))
+                time.sleep(delay)
         return "failed", f"still conflicting after {attempts} attempts ({', '.join(codes)})"
 
 

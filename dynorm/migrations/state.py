@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..keys import KeyTemplate
+from ..tables import REVISION_ATTRIBUTE
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table, TableOptions
@@ -40,26 +41,39 @@ class TableState:
     key_encoding: str = "ordered"
     #: scalar types (``S``/``N``) of LSI sort attributes (CreateTable must declare them)
     attribute_types: dict[str, str] = field(default_factory=dict)
+    #: the attribute every dynorm write sets to a fresh token (``Table.Meta.revision_attribute``):
+    #: move mode's "unchanged since read" condition
+    revision_attribute: str = REVISION_ATTRIBUTE
+    #: multi-attribute GSIs: name -> ``{"pk": {attribute: type}, "sk": {attribute: type}}``
+    multi_gsis: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
 
     def options(self) -> TableOptions:
         """The equivalent :class:`~dynorm.tables.TableOptions`."""
-        from ..tables import TableOptions
+        from ..tables import TableOptions, parse_multi_key
 
+        multi = {g: parse_multi_key(f"table {self.name} GSI {g}", d) for g, d in self.multi_gsis.items()}
         return TableOptions(table_name=self.name, pk_attribute=self.pk_attribute, sk_attribute=self.sk_attribute,
                             type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
                             ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
-                            billing_mode=self.billing_mode, key_encoding=self.key_encoding)
+                            billing_mode=self.billing_mode, key_encoding=self.key_encoding,
+                            revision_attribute=self.revision_attribute, multi_gsis=multi)
+
+    def all_gsis(self) -> dict[str, Any]:
+        """Every GSI as migration files spell it: ``[pk, sk]`` or ``{"pk": {...}, "sk": {...}}``."""
+        out: dict[str, Any] = {k: list(v) for k, v in self.gsis.items()}
+        out.update({k: {"pk": dict(v["pk"]), "sk": dict(v.get("sk") or {})} for k, v in self.multi_gsis.items()})
+        return out
 
     def definition(self) -> dict[str, Any]:
         """Keyword arguments for ``CreateTable(...)`` in a migration file."""
         out: dict[str, Any] = {"name": self.name}
         for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
                              ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST"),
-                             ("key_encoding", "ordered")):
+                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
-        if self.gsis:
-            out["gsis"] = {k: list(v) for k, v in self.gsis.items()}
+        if self.gsis or self.multi_gsis:
+            out["gsis"] = self.all_gsis()
         if self.lsis:
             out["lsis"] = dict(self.lsis)
         if self.attribute_types:
@@ -128,7 +142,21 @@ def table_state(table: type[Table]) -> TableState:
     return TableState(name=m.table_name, pk_attribute=m.pk_attribute, sk_attribute=m.sk_attribute,
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
                       ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
-                      key_encoding=m.key_encoding, attribute_types=lsi_types)
+                      key_encoding=m.key_encoding, attribute_types=lsi_types,
+                      revision_attribute=m.revision_attribute,
+                      multi_gsis={g: v.definition() for g, v in m.multi_gsis.items()})
+
+
+def split_gsis(gsis: dict[str, Any]) -> tuple[dict[str, tuple[str, str | None]], dict[str, dict[str, dict[str, str]]]]:
+    """Split GSIs as migration files spell them into template GSIs and multi-attribute GSIs."""
+    plain: dict[str, tuple[str, str | None]] = {}
+    multi: dict[str, dict[str, dict[str, str]]] = {}
+    for k, v in (gsis or {}).items():
+        if isinstance(v, dict):
+            multi[k] = {"pk": dict(v["pk"]), "sk": dict(v.get("sk") or {})}
+        else:
+            plain[k] = (v[0], v[1])
+    return plain, multi
 
 
 def entity_state(entity: Any) -> EntityState:

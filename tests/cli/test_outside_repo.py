@@ -5,6 +5,7 @@ changing tables on a non-local endpoint."""
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import pty
 import select
@@ -14,12 +15,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
+import click
 import pytest
 from click.testing import CliRunner
 
-from dynorm import backend, capture
+from dynorm import backend, capture, conf
 from dynorm.cli import cli
 from dynorm.local import find_jar
 
@@ -270,3 +272,129 @@ def test_shell_uses_ipython_when_installed_and_prints_plans_as_text(tmp_path: Pa
                           timeout=120)
     assert "In [1]:" in proc.stdout  # IPython, not the standard console
     assert "Query retail index GSI1" in proc.stdout and "Plan(" not in proc.stdout
+
+
+# -- found by the adversarial pass on issue 12 --------------------------------------------
+
+@pytest.mark.parametrize("endpoint", ["http://127.example.com:8000", "https://127.0.0.1.attacker.example/"])
+def test_hostnames_starting_with_127_are_not_loopback(endpoint: str) -> None:
+    # only IP literals 127.0.0.0/8 are loopback; a DNS name that starts with "127." can be anywhere,
+    # and is_local=True skips the confirmation before migrate (nothing is contacted here)
+    from dynorm.cli.confirm import confirm_changes
+
+    settings = conf.Settings(endpoint=endpoint)
+    assert settings.is_local is False
+    with pytest.raises(click.UsageError):  # stdin is not a terminal under pytest: refuse without --yes
+        confirm_changes(settings, "create missing tables and GSIs", ["x"], yes=False)
+
+
+def test_local_stop_does_not_kill_a_process_that_is_not_the_recorded_server(tmp_path: Path) -> None:
+    # server.json outlives the server (kill -9, reboot); its pid may now be any process of the user.
+    # `dynorm local stop` SIGTERMs (then SIGKILLs) it without checking the endpoint still answers.
+    from dynorm.local import stop_recorded
+
+    victim = subprocess.Popen(["sleep", "30"])
+    try:
+        state = tmp_path / "server.json"
+        state.write_text(json.dumps({"pid": victim.pid, "port": 9, "endpoint": "http://127.0.0.1:9"}))
+        assert stop_recorded(state) is False and not state.exists()
+        time.sleep(0.3)
+        assert victim.poll() is None, "dynorm local stop killed an unrelated process"
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def test_local_start_with_another_port_does_not_silently_reuse_the_recorded_server(
+        dynamodb_local: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `dynorm local start --port P` while a server is recorded on another port exits 0 saying
+    # "already running at <other port>": a script then exports http://127.0.0.1:P and finds nothing.
+    from dynorm.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    port = int(dynamodb_local.rsplit(":", 1)[1])
+    (tmp_path / ".dynamodb-local").mkdir()
+    (tmp_path / ".dynamodb-local" / "server.json").write_text(
+        json.dumps({"pid": 0, "port": port, "endpoint": dynamodb_local}))
+    monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(tmp_path / "no-such.jar"))  # never really start one
+    other = port + 1 if port < 65535 else port - 1
+    result = CliRunner().invoke(cli, ["local", "start", "--port", str(other), "--no-install"])
+    assert result.exit_code != 0 and dynamodb_local in result.output and "dynorm local stop" in result.output, \
+        result.output
+
+
+def test_ctrl_c_while_dynorm_local_start_waits_leaves_no_unstoppable_server(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `dynorm local start` (keep=True: java in its own session, so the terminal's Ctrl-C does not reach it)
+    # interrupted while waiting for the server to answer: the java process survives, nothing records it,
+    # `dynorm local stop` says "No DynamoDB Local was running" and the port stays taken.
+    import dynorm.local as local
+
+    jar = local.find_jar()
+    monkeypatch.chdir(tmp_path)
+    server = local.LocalDynamoDB(port=local._free_port(), jar=jar)
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "ping", ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.start(keep=True)
+        assert server.process is not None
+        time.sleep(0.5)
+        monkeypatch.undo()
+        recorded = local.STATE_FILE.is_file() and \
+            json.loads(local.STATE_FILE.read_text()).get("pid") == server.process.pid
+        assert server.process.poll() is not None or recorded, "orphan DynamoDB Local left running, unrecorded"
+    finally:
+        server.stop()
+
+
+def test_dynamodb_local_exposure_is_documented_and_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lead's decision 10: DynamoDB Local has no bind-address option (it listens on every interface);
+    # the docs and `dynorm local start`'s output say so instead of promising 127.0.0.1 only
+    import dynorm.local as local
+    from dynorm.cli import cli
+
+    root = Path(__file__).resolve().parents[2]
+    for doc in ("docs/cli.md", "docs/getting-started.md"):
+        text = " ".join((root / doc).read_text().split())
+        assert "every network interface" in text and "firewall" in text, doc
+    assert "127.0.0.1 only" not in (root / "docs/getting-started.md").read_text()
+
+    started: list[Any] = []
+
+    def fake_start(self: Any, keep: bool = False, timeout: float = 60.0) -> Any:
+        started.append(self.port)
+        self.process = subprocess.Popen(["sleep", "30"])
+        return self
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(local.LocalDynamoDB, "start", fake_start)
+    monkeypatch.setattr(local, "check_java", lambda *a: ("java", 17))
+    monkeypatch.setattr(local, "find_jar", lambda *a: tmp_path / "DynamoDBLocal.jar")
+    monkeypatch.setattr(local, "read_state", lambda *a: None)
+    result = CliRunner().invoke(cli, ["local", "start", "--port", "8765", "--no-install"])
+    state = json.loads((tmp_path / ".dynamodb-local" / "server.json").read_text())
+    subprocess.run(["kill", str(state["pid"])], check=False)
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert started == [8765] and "every network interface" in out and "firewall" in out, out
+
+
+def test_cli_local_stop_forgets_a_record_whose_pid_is_not_dynamodb_local(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    victim = subprocess.Popen(["sleep", "30"])
+    monkeypatch.chdir(tmp_path)
+    try:
+        (tmp_path / ".dynamodb-local").mkdir()
+        (tmp_path / ".dynamodb-local" / "server.json").write_text(
+            json.dumps({"pid": victim.pid, "port": 9, "endpoint": "http://127.0.0.1:9"}))
+        code, out = run("local", "stop")
+        time.sleep(0.3)
+        assert code == 0 and "nothing was signalled" in out and f"pid {victim.pid}" in out
+        assert victim.poll() is None and not (tmp_path / ".dynamodb-local" / "server.json").exists()
+    finally:
+        victim.kill()
+        victim.wait()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dynorm import BatchIncomplete, InvalidQuery, KeyChangeError, TransactionCanceled, ValidationError, capture
+from dynorm import BatchIncomplete, InvalidQuery, KeyChangeError, Q, TransactionCanceled, ValidationError, capture
 from tests.models import Counter, Employment, Order, Person, Reading, StoreEmployee
 
 
@@ -185,3 +185,91 @@ def test_delete_and_values_list_agree_with_a_python_oracle(seqs: list[int], lo: 
     assert sorted(Reading.objects.filter(sensor=sensor).values_list("seq", flat=True)) == sorted(
         s for s in seqs if 2020 + s % 3 < lo)
     Reading.objects.filter(sensor=sensor).delete()
+
+
+# -- found by the adversarial pass on issue 12 --------------------------------------------
+
+def test_none_writes_nothing_through_any_write_method() -> None:
+    # Django: none().update() updates 0 rows; dynorm: none() never sends a request, writes included
+    objs = _readings("s1", 2)
+    objs[0].value = 7
+    empty = Reading.objects.filter(sensor="s1", year=2020, seq=0).none()
+    with capture() as c:
+        assert empty.update(value=5) is None
+        assert Reading.objects.none().bulk_update(objs[:1], ["value"]) == 0
+        assert empty.delete() == 0 and empty.bulk_delete(objs) == 0
+        assert empty.update_with_retry({"sensor": "s1", "year": 2020, "seq": 0}, lambda o: None) is None
+        for write in ("create", "bulk_create", "get_or_create", "update_or_create"):
+            with pytest.raises(InvalidQuery, match=f"none\\(\\).{write}"):
+                getattr(empty, write)(**({} if write != "bulk_create" else {"objs": objs}))
+    assert c.count == 0, c.operations
+    assert _stored(Reading, sensor="s1", year=2020, seq=0)["value"] == {"N": "0"}  # type: ignore[index]
+
+
+def test_latest_and_earliest_honour_a_leading_minus() -> None:
+    _readings("s1", 6)  # year 2020: seq 0, 3; 2021: 1, 4; 2022: 2, 5
+    qs = Reading.objects.filter(sensor="s1", year=2021)
+    with capture() as c:
+        assert (qs.latest("seq").seq, qs.earliest("seq").seq) == (4, 1)
+        assert (qs.latest("-seq").seq, qs.earliest("-seq").seq) == (1, 4)
+    assert c.operations == ["Query"] * 4
+    everything = Reading.objects.filter(sensor="s1")
+    assert (everything.latest("-year", "-seq").seq, everything.earliest("-year", "-seq").seq) == (0, 5)
+    assert (everything.latest("year", "seq").seq, everything.earliest("year").seq) == (5, 0)
+
+
+@pytest.mark.parametrize("fields", [("seq",), ("-seq",), ("seq", "year"), ("year", "-seq"), ("value",)])
+def test_latest_refuses_fields_the_sort_key_does_not_order_by(fields: tuple[str, ...]) -> None:
+    # Y#{year}#{seq}: without year pinned, the key orders by year first, so latest("seq") would be
+    # the greatest seq of the latest year, not the greatest seq
+    _readings("s1", 5)
+    with capture() as c, pytest.raises(InvalidQuery, match="latest"):
+        Reading.objects.filter(sensor="s1").latest(*fields)
+    assert c.count == 0
+
+
+def test_in_bulk_with_ids_on_a_filtered_queryset_is_refused_before_any_request() -> None:
+    # BatchGetItem takes no condition: dynorm refuses rather than ignoring the filter
+    _readings("s1", 5)
+    with capture() as c, pytest.raises(InvalidQuery, match=r"Reading.objects.in_bulk\(ids\)"):
+        Reading.objects.filter(sensor="s1", seq__gte=3).in_bulk([{"sensor": "s1", "year": 2021, "seq": 1}])
+    assert c.count == 0
+    assert sorted(Reading.objects.in_bulk([("s1", 2021, 1), ("s1", 2021, 4)])) == [("s1", 2021, 1), ("s1", 2021, 4)]
+
+
+def test_pk_alias_inside_q_objects_values_only_and_order_by() -> None:
+    for e in ("e1", "e2", "e3"):
+        StoreEmployee.objects.create(store_id="s1", employee_id=e, name=e.upper())
+    base = StoreEmployee.objects.filter(store_id="s1")
+    assert sorted(o.employee_id for o in base.filter(Q(pk=("s1", "e1")) | Q(pk=("s1", "e3")))) == ["e1", "e3"]
+    assert sorted(o.employee_id for o in base.exclude(Q(pk=("s1", "e1")))) == ["e2", "e3"]
+    assert base.values("pk")[0] == {"pk": ("s1", "e1")}
+    with capture() as c:
+        assert [o.pk for o in base.only("pk").order_by("-pk")] == [("s1", "e3"), ("s1", "e2"), ("s1", "e1")]
+    assert c.operations == ["Query"] and c.requests[0].params["ScanIndexForward"] is False
+    assert [p for p in Person.objects.filter(Q(pk="p9")).scan()] == []
+
+
+def test_the_isnull_hint_names_lookups_that_work() -> None:
+    import datetime
+
+    StoreEmployee.objects.create(store_id="s1", employee_id="e1", name="A")
+    StoreEmployee.objects.create(store_id="s1", employee_id="e2", name="B",
+                                 started=datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc))
+    with pytest.raises(InvalidQuery) as err:
+        list(StoreEmployee.objects.filter(store_id="s1", started__isnull=True))
+    assert "exact=None" not in str(err.value) and "not_exists=True" in str(err.value)
+    base = StoreEmployee.objects.filter(store_id="s1")
+    assert [o.employee_id for o in base.filter(started__not_exists=True)] == ["e1"]
+    assert [o.employee_id for o in base.filter(started__exists=True)] == ["e2"]
+
+
+@pytest.mark.parametrize("habit, dynorm_way", [
+    ("select_related", "prefetch"), ("aggregate", "count()"), ("annotate", "Python"), ("distinct", "distinct"),
+    ("extra", "backend.call"), ("raw", "backend.call"), ("defer", "only("), ("select_for_update", "Version"),
+])
+def test_django_methods_dynorm_lacks_name_the_dynorm_way(habit: str, dynorm_way: str) -> None:
+    with capture() as c, pytest.raises(InvalidQuery) as err:
+        getattr(Reading.objects.filter(sensor="s1"), habit)("x")
+    assert dynorm_way in str(err.value) and f"Reading.objects.{habit}()" in str(err.value)
+    assert c.count == 0

@@ -141,3 +141,168 @@ def test_unreachable_loopback_endpoint_hints_the_dynorm_command(dynamodb_local: 
     finally:
         conf.configure(endpoint=dynamodb_local, max_attempts=conf.Settings().max_attempts)
     assert "`dynorm local start`" in str(err.value) and "make" not in str(err.value)
+
+
+# -- found by the adversarial pass on issue 12 --------------------------------------------
+
+class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
+    """Answers every request as "success" without being DynamoDB."""
+
+    mode = "204"
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.mode == "204":
+            self.send_response(204)
+            self.end_headers()
+            return
+        body = b"{}" if self.mode == "200-json" else b""
+        self.send_response(200)
+        if self.mode == "200-json":
+            self.send_header("Content-Type", "application/json")
+            self.send_header("x-amzn-RequestId", "not-really")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(params=["204", "200-empty-no-content-type", "200-json"])
+def not_dynamodb(request: pytest.FixtureRequest, dynamodb_local: str) -> Iterator[str]:
+    handler = type("Handler", (_NotDynamoDB,), {"mode": request.param})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    conf.configure(endpoint=endpoint, max_attempts=1)
+    try:
+        yield endpoint
+    finally:
+        conf.configure(endpoint=dynamodb_local, max_attempts=conf.Settings().max_attempts)
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_server_that_is_not_dynamodb_never_acknowledges_a_write_or_reads_as_missing(not_dynamodb: str) -> None:
+    # acknowledged means present: a 204, an empty 200 or a bare JSON {} is not DynamoDB's answer
+    with capture() as c, pytest.raises(ServiceError) as err:
+        Store(store_id="a", name="A").save()
+    msg = str(err.value)
+    assert len(c.operations) == 1 and msg.startswith(c.operations[0])  # save(): one UpdateItem
+    assert "\n" not in msg and not_dynamodb in msg and "did not answer as DynamoDB" in msg
+    assert err.value.code == "NotDynamoDB"
+    with pytest.raises(ServiceError, match="GetItem.*did not answer as DynamoDB"):
+        Store.objects.get(store_id="a")
+    with pytest.raises(ServiceError, match="did not answer as DynamoDB"):
+        Store.objects.filter(store_id="a").count()
+
+
+def test_dynamodb_locals_answers_carry_what_backend_call_checks(dynamodb_local: str) -> None:
+    meta = backend.call("ListTables", {})["ResponseMetadata"]
+    assert meta["HTTPStatusCode"] == 200 and meta["RequestId"]
+    assert "x-amz-json" in meta["HTTPHeaders"]["content-type"]
+
+
+@pytest.mark.usefixtures("_fresh_client")
+def test_a_missing_aws_profile_is_a_configuration_error_and_configure_is_all_or_nothing(
+        dynamodb_local: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dynorm import ConfigurationError
+
+    monkeypatch.setenv("AWS_PROFILE", "dynorm-no-such-profile")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/dynorm-test-config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/dynorm-test-credentials")
+    backend.reset_client()
+    before = conf.get_settings()
+    with capture() as c, pytest.raises(ConfigurationError, match="dynorm-no-such-profile") as err:
+        conf.configure(endpoint="http://127.0.0.1:9", table_prefix="other-")
+        Store.objects.get(store_id="a")
+    assert "AWS_PROFILE" in str(err.value) and c.count == 0
+    monkeypatch.delenv("AWS_PROFILE")
+    backend.reset_client()
+    assert (conf.get_settings().endpoint, conf.get_settings().table_prefix) == (before.endpoint, before.table_prefix)
+
+
+@pytest.mark.usefixtures("_fresh_client")
+def test_an_access_key_dynamodb_local_refuses_is_explained(dynamodb_local: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "fake_key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake_secret")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    backend.reset_client()
+    with pytest.raises(ServiceError) as err:
+        Store.objects.get(store_id="a")
+    assert err.value.code == "UnrecognizedClientException"
+    assert "letters and digits" in str(err.value) and "AWS_ACCESS_KEY_ID" in str(err.value)
+
+
+def _lost_table() -> type:
+    import uuid
+
+    from dynorm import Entity, Table, fields
+
+    class LostTable(Table):
+        class Meta:
+            table_name = f"lost-{uuid.uuid4().hex[:8]}"
+            ttl_attribute = "expires"
+
+    class LostItem(Entity):
+        xid = fields.String()
+        expires = fields.TTL(null=True)
+
+        class Meta:
+            table = LostTable
+            pk = "X#{xid}"
+            sk = "X"
+
+    return LostTable
+
+
+@pytest.mark.parametrize("exist_ok", [True, False])
+def test_create_table_with_a_lost_response_is_created_and_finished(dynamodb_local: str, exist_ok: bool) -> None:
+    # CreateTable reaches DynamoDB, its answer is lost, botocore retries: ResourceInUseException.
+    # The table is this call's: True, ACTIVE, TTL on (also with exist_ok=False: nothing failed)
+    import urllib.request
+
+    import botocore.exceptions
+
+    table = _lost_table()
+    sent = {"n": 0}
+
+    def applied_then_lost(request: Any, **kwargs: Any) -> None:
+        sent["n"] += 1
+        if sent["n"] == 1:
+            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+            urllib.request.urlopen(urllib.request.Request(request.url, data=request.body, headers=headers),
+                                   timeout=10).read()
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    try:
+        with Hook("before-send.dynamodb.CreateTable", applied_then_lost):
+            created = table.create_table(exist_ok=exist_ok)
+        ttl = backend.call("DescribeTimeToLive", {"TableName": table.table_name()})["TimeToLiveDescription"]
+        assert (created, ttl.get("TimeToLiveStatus"), sent["n"]) == (True, "ENABLED", 2)
+        assert table.describe()["TableStatus"] == "ACTIVE"  # type: ignore[index]
+    finally:
+        table.delete_table(wait=False)
+
+
+def test_create_table_exist_ok_turns_on_the_declared_ttl(dynamodb_local: str) -> None:
+    from dynorm import schema
+
+    table = _lost_table()
+    params = schema.create_action(table).params
+    backend.call("CreateTable", params)  # created elsewhere, without TTL
+    try:
+        with capture() as c:
+            assert table.create_table(exist_ok=True) is False
+        assert "UpdateTimeToLive" in c.operations
+        ttl = backend.call("DescribeTimeToLive", {"TableName": table.table_name()})["TimeToLiveDescription"]
+        assert ttl.get("TimeToLiveStatus") == "ENABLED"
+        with capture() as c:
+            assert table.create_table(exist_ok=True) is False  # already on: no UpdateTimeToLive
+        assert "UpdateTimeToLive" not in c.operations
+        with pytest.raises(ServiceError, match="ResourceInUse"):
+            table.create_table()
+    finally:
+        table.delete_table(wait=False)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import dynorm
-from dynorm import Entity, Table, fields
+from dynorm import Entity, Table, backend, fields
 from dynorm.cursor import encode_cursor
 
 
@@ -110,12 +110,15 @@ def test_range_lookups_on_escaped_text_are_exact(words: list[str]) -> None:
         assert "\U0010ffff" not in qs.filter(name__gte=bound).explain().values.__repr__()
 
 
-@pytest.mark.xfail(strict=True, reason="q11b (contradictions): the key range is empty (keys.key_range), but the "
-                   "same reversed BETWEEN also goes into the FilterExpression, which DynamoDB rejects")
-def test_reversed_between_is_empty_not_a_service_error(words: list[str]) -> None:
-    with dynorm.capture() as c:
-        assert _names(Word.objects.filter(group="g", name__between=("a$", "a#"))) == []
-    assert c.count <= 1
+def test_reversed_between_is_refused_before_any_request_not_a_service_error(words: list[str]) -> None:
+    # like contradictory equalities: no item can match, so the query is refused (swap the bounds)
+    for qs in (Word.objects.filter(group="g", name__between=("a$", "a#")),
+               Word.objects.filter(group="g", name__between=("b", "a"))):
+        with dynorm.capture() as c, pytest.raises(dynorm.InvalidQuery, match="low bound is above the high bound"):
+            list(qs)
+        assert c.count == 0
+    assert _names(Word.objects.filter(group="g", name__between=("a#", "a$"))) == sorted(
+        w for w in words if "a#" <= w <= "a$")
 
 
 def test_padded_integer_spec_refuses_before_any_request_and_orders() -> None:
@@ -218,3 +221,188 @@ def test_cursors_need_a_secret_off_loopback(words: list[str], monkeypatch: pytes
     monkeypatch.setattr(dynorm.conf, "get_settings", lambda: secret)
     page = Word.objects.filter(group="g").page(size=3)
     assert Word.objects.filter(group="g").page(size=3, cursor=page.cursor).items
+
+# -- order, lossy keys and foreign key text (issue 11 follow-up, adv11) ------------------------
+# These entities live in the physical table "keyorder" (KeyTable): dynorm_tables creates every
+# registered table for every test, so no new physical table is declared for them except the one
+# percent-encoded table a legacy layout needs.
+
+
+UTC = dt.timezone.utc
+
+
+class PercentTable(Table):
+    class Meta:
+        table_name = "keyorder-percent"
+        key_encoding = "percent"
+
+
+class DayEvent(Entity):
+    """A lossy date spec followed by another field: the key orders by date, then by eid."""
+
+    g = fields.String()
+    day = fields.DateTime()
+    eid = fields.String()
+
+    class Meta:
+        table = KeyTable
+        entity_type = "ADVEV"
+        pk = "EV#{g}"
+        sk = "D#{day:%Y-%m-%d}#{eid}"
+
+
+class DottedDay(Entity):
+    """An unordered spec (day first): the key text does not sort like the datetime."""
+
+    g = fields.String()
+    day = fields.DateTime()
+
+    class Meta:
+        table = KeyTable
+        entity_type = "ADVDM"
+        pk = "DM#{g}"
+        sk = "D#{day:%d.%m.%Y %H%M%S%f}"
+
+
+class Truncated(Entity):
+    g = fields.String()
+    name = fields.String()
+    tag = fields.String(default="a")
+
+    class Meta:
+        table = KeyTable
+        entity_type = "ADVTR"
+        pk = "TR#{g}"
+        sk = "N#{name:.3}"
+
+
+class KeyWord(Entity):
+    g = fields.String()
+    k = fields.String()
+
+    class Meta:
+        table = KeyTable
+        entity_type = "ADVWORD"
+        pk = "KW#{g}"
+        sk = "K#{k}"
+
+
+class LegacyName(Entity):
+    """A percent-encoded (legacy) table: its key text does not sort like the names."""
+
+    g = fields.String()
+    name = fields.String()
+
+    class Meta:
+        table = PercentTable
+        entity_type = "ADVPN"
+        pk = "PN#{g}"
+        sk = "N#{name}"
+
+
+def _refused(qs: Any, says: str) -> None:
+    """Evaluating ``qs`` raises InvalidQuery naming ``says``, before any request."""
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.InvalidQuery, match=says):
+            list(qs)
+    assert c.count == 0
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_a_field_behind_a_lossy_spec_is_refused() -> None:
+    """order_by("day") on sk "D#{day:%Y-%m-%d}#{eid}": within one date the key orders by eid,
+    not by day (it returned hours [9, 3, 15, 1]); refused, naming what can be ordered."""
+    for i, h in enumerate([9, 3, 15, 1]):
+        DayEvent.objects.create(g="g", day=dt.datetime(2024, 3, 1, h, tzinfo=UTC), eid="abcd"[i])
+    _refused(DayEvent.objects.filter(g="g").order_by("day"), r"can order by: primary: sk")
+    _refused(DayEvent.objects.filter(g="g").order_by("-day"), "order_by")
+    assert [e.day.hour for e in DayEvent.objects.filter(g="g")] == [9, 3, 15, 1]  # sk order, as documented
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_a_field_behind_an_unordered_spec_is_refused() -> None:
+    """order_by("day") on sk "D#{day:%d.%m.%Y ...}" (an unordered spec) returned day-of-month order."""
+    for d in (dt.datetime(2024, 1, 31, tzinfo=UTC), dt.datetime(2024, 2, 1, tzinfo=UTC),
+              dt.datetime(2023, 12, 15, tzinfo=UTC)):
+        DottedDay.objects.create(g="g", day=d)
+    _refused(DottedDay.objects.filter(g="g").order_by("day"), "cannot be served")
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_order_by_string_key_field_on_percent_encoded_table_is_refused() -> None:
+    """key_encoding='percent' does not preserve order: order_by("name") returned a#, a#z after a$."""
+    for n in ["a#", "a$", "a", "a%", "a#z", "b"]:
+        LegacyName.objects.create(g="g", name=n)
+    _refused(LegacyName.objects.filter(g="g").order_by("name"), "cannot be served")
+    assert sorted(p.name for p in LegacyName.objects.filter(g="g")) == sorted(["a#", "a$", "a", "a%", "a#z", "b"])
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_earliest_by_a_field_behind_a_lossy_spec_is_refused() -> None:
+    """earliest("day") returned the smallest eid of the date (9:00), not the earliest day (3:00)."""
+    for h, e in ((9, "a"), (3, "b"), (15, "c")):
+        DayEvent.objects.create(g="g", day=dt.datetime(2024, 3, 1, h, tzinfo=UTC), eid=e)
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.InvalidQuery, match="not by day"):
+            DayEvent.objects.filter(g="g").earliest("day")
+        with pytest.raises(dynorm.InvalidQuery, match="not by day"):
+            DayEvent.objects.filter(g="g").latest("day")
+    assert c.count == 0
+    assert DayEvent.objects.filter(g="g").earliest().eid == "a"  # by the sort key: allowed
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_in_bulk_through_a_lossy_key_returns_only_matching_items() -> None:
+    """in_bulk([{"name": "abcz"}]) on sk "N#{name:.3}" returned the stored item "abcq" (same key text)."""
+    Truncated.objects.create(g="g", name="abcq", tag="q")
+    with pytest.raises(Truncated.DoesNotExist):
+        Truncated.objects.get(g="g", name="abcz")
+    with dynorm.capture() as c:
+        assert Truncated.objects.in_bulk([{"g": "g", "name": "abcz"}]) == {}
+    assert c.operations == ["BatchGetItem"]
+    got = Truncated.objects.in_bulk([{"g": "g", "name": "abcq"}, {"g": "g", "name": "abcz"}])
+    assert [(k, o.tag) for k, o in got.items()] == [(("g", "abcq"), "q")]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_in_bulk_through_a_lossy_date_spec_in_the_middle_of_the_key() -> None:
+    """in_bulk([{g, day=8:00, eid}]) returned the 9:00 item (same "D#2024-03-01#a" key)."""
+    nine = dt.datetime(2024, 3, 1, 9, tzinfo=UTC)
+    DayEvent.objects.create(g="g", day=nine, eid="a")
+    eight = dt.datetime(2024, 3, 1, 8, tzinfo=UTC)
+    with pytest.raises(DayEvent.DoesNotExist):
+        DayEvent.objects.get(g="g", day=eight, eid="a")
+    assert DayEvent.objects.in_bulk([{"g": "g", "day": eight, "eid": "a"}]) == {}
+    assert [o.day for o in DayEvent.objects.in_bulk([{"g": "g", "day": nine, "eid": "a"}]).values()] == [nine]
+
+
+def _put_foreign(sk: str, k: str) -> None:
+    """Another writer (e.g. the legacy percent encoding) stores an item whose key text is not
+    this version's encoding of its attribute."""
+    backend.call("PutItem", {"TableName": KeyTable.table_name(), "Item": {
+        "PK": {"S": "KW#g"}, "SK": {"S": sk}, "entityType": {"S": "ADVWORD"},
+        "g": {"S": "g"}, "k": {"S": k}}})
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_begins_with_on_key_field_checks_the_value_not_only_the_key_text() -> None:
+    """A percent-encoding writer's item (k="a#x" keyed "K#a%23x") came back for k__begins_with="a%"."""
+    KeyWord.objects.create(g="g", k="a%b")
+    _put_foreign("K#a%23x", "a#x")
+    qs = KeyWord.objects.filter(g="g", k__begins_with="a%")
+    assert sorted(o.k for o in qs) == ["a%b"]
+    assert "begins_with" in (qs.explain().filter or "")  # the value is checked, not only the key text
+    assert KeyWord.objects.filter(g="g", k__begins_with="a%").count() == 1
+    assert sorted(o.k for o in KeyWord.objects.filter(g="g", k__gte="a%")) == ["a%b"]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_get_by_key_never_returns_an_item_whose_key_field_differs() -> None:
+    """get(k="a%23x") is a GetItem of "K#a%23x"; the item there has k="a#x" and was returned."""
+    _put_foreign("K#a%23x", "a#x")
+    with dynorm.capture() as c:
+        with pytest.raises(KeyWord.DoesNotExist):
+            KeyWord.objects.get(g="g", k="a%23x")
+    assert c.operations == ["GetItem"]
+    KeyWord.objects.create(g="g", k="b")
+    assert KeyWord.objects.get(g="g", k="b").k == "b"

@@ -25,7 +25,7 @@ class Board(Table):
     class Meta:
         table_name = "q11-board"
         gsi_count = 1
-        lsis = {"LSI1": "score"}
+        lsis = {"LSI1": "score", "LSI2": "label"}
 
 
 class Task(Entity):
@@ -431,5 +431,249 @@ def test_pipeline_matches_a_brute_force_oracle() -> None:
             if cursor is None:
                 break
         assert seen == expected
+
+    check()
+
+# -- issue 11 follow-up (adv11): LSI conditions, count() vs iteration, evaluated querysets ------
+
+
+class Scored(Entity):
+    g = fields.String()
+    sid = fields.String()
+    score = fields.Decimal(null=True)
+    label = fields.String(null=True)
+    note = fields.Integer(null=True)
+
+    class Meta:
+        table = Board
+        entity_type = "ADVSC"
+        pk = "SC#{g}"
+        sk = "S#{sid}"
+        indexes = {"by_score": Index("LSI1"), "by_label": Index("LSI2")}
+
+
+class CollTable(Table):
+    """The physical table "keyorder" of tests/integration/test_key_order.py (same definition):
+    dynorm_tables creates each physical table once, and every test creates them all."""
+
+    class Meta:
+        table_name = "keyorder"
+
+
+class CollMember(Entity):
+    a = fields.String()
+    m = fields.String()
+
+    class Meta:
+        table = CollTable
+        entity_type = "ADVMEMB"
+        pk = "A#{a}"
+        sk = "M#{m}"
+
+
+class CollNote(Entity):
+    """Its sort key starts with CollMember's: "M#{m}#N#{k}" (a member and its notes)."""
+
+    a = fields.String()
+    m = fields.String()
+    k = fields.String()
+
+    class Meta:
+        table = CollTable
+        entity_type = "ADVNOTE"
+        pk = "A#{a}"
+        sk = "M#{m}#N#{k}"
+
+
+class CollFree(Entity):
+    """Its sort key starts with a placeholder: it shares every partition of the table."""
+
+    a = fields.String()
+    x = fields.String()
+
+    class Meta:
+        table = CollTable
+        entity_type = "ADVFREE"
+        pk = "A#{a}"
+        sk = "{x}"
+
+
+def _scores() -> None:
+    import decimal
+
+    Scored.objects.create(g="g", sid="a", score=decimal.Decimal(5), label="x", note=5)
+    Scored.objects.create(g="g", sid="b", score=decimal.Decimal(1), label="y", note=1)
+
+
+def _answer(qs: object) -> object:
+    """The result ids, or "refused" for InvalidQuery (raised before any request)."""
+    try:
+        return sorted(o.sid for o in qs)  # type: ignore[attr-defined]
+    except dynorm.InvalidQuery:
+        return "refused"
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("extra", ["exclude", "ne", "in", "or"])
+def test_lsi_range_with_another_condition_on_the_lsi_attribute(extra: str) -> None:
+    """filter(score__gte=0) picks LSI1; a second, non-range condition on score (exclude, ne, in,
+    Q|Q) goes into the FilterExpression, which DynamoDB rejects for a key attribute of the index:
+    ServiceError (ValidationException) instead of ['b']."""
+    import decimal
+
+    _scores()
+    qs = Scored.objects.filter(g="g", score__gte=decimal.Decimal(0))
+    qs = {"exclude": qs.exclude(score=decimal.Decimal(5)),
+          "ne": qs.filter(score__ne=decimal.Decimal(5)),
+          "in": qs.filter(score__in=[decimal.Decimal(1)]),
+          "or": qs.filter(dynorm.Q(score=decimal.Decimal(1)) | dynorm.Q(score=decimal.Decimal(7)))}[extra]
+    assert _answer(qs) == ["b"]
+    assert qs.explain().index is None  # the table Query, where score is a plain attribute
+    assert qs.count() == 1
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_a_condition_the_lsi_key_cannot_carry_is_refused_when_the_lsi_is_required() -> None:
+    """order_by("score") or using("by_score") need LSI1, whose sort attribute DynamoDB refuses in
+    a FilterExpression: refused before any request, naming the condition."""
+    import decimal
+
+    _scores()
+    base = Scored.objects.filter(g="g", score__gte=decimal.Decimal(0)).exclude(score=decimal.Decimal(5))
+    for qs in (base.order_by("score"), base.using("by_score")):
+        with dynorm.capture() as c:
+            with pytest.raises(dynorm.InvalidQuery, match="score"):
+                list(qs)
+        assert c.count == 0
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_an_empty_string_on_an_lsi_string_attribute() -> None:
+    """'' cannot be an index key value: equality / upper bounds on it match nothing and are
+    refused before any request; a lower bound of '' (or between('', x)) is every item with the attribute."""
+    _scores()
+    Scored.objects.create(g="g", sid="c")  # no label: not in LSI2
+    for lookups in ({"label": ""}, {"label__lte": ""}, {"label__lt": ""}):
+        with dynorm.capture() as c:
+            assert _answer(Scored.objects.filter(g="g", **lookups)) == "refused"
+        assert c.count == 0
+    assert _answer(Scored.objects.filter(g="g", label__between=("", "x"))) == ["a"]
+    assert _answer(Scored.objects.filter(g="g", label__begins_with="")) == ["a", "b"]
+    assert Scored.objects.filter(g="g", label__gte="").count() == 2
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("lookup", ["gt", "gte"])
+def test_lsi_string_lower_bound_empty_string(lookup: str) -> None:
+    """label__gte="" (every label) / label__gt="" on an LSI over a string attribute sends an
+    empty string as a key-condition value: ServiceError instead of both items."""
+    _scores()
+    assert _answer(Scored.objects.filter(g="g", **{f"label__{lookup}": ""})) == ["a", "b"]
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("field,bounds", [("sid", ("b", "a")), ("label", ("y", "x")), ("score", (5, 1)),
+                                           ("note", (5, 1))])
+def test_reversed_between_is_refused_before_any_request(field: str, bounds: tuple) -> None:
+    """between=(high, low) matches nothing; docs/querying.md: "Bounds that no value can meet are
+    refused before any request". dynorm sends BETWEEN high AND low and DynamoDB answers
+    ValidationException (ServiceError) on the sort key, an LSI attribute and a plain attribute."""
+    _scores()
+    with dynorm.capture() as c:
+        got = _answer(Scored.objects.filter(g="g", **{f"{field}__between": bounds}))
+    assert got == "refused" and c.count == 0
+
+
+def _collection() -> None:
+    for m in "abc":
+        CollMember.objects.create(a="1", m=m)
+    for k in "xyz":
+        CollNote.objects.create(a="1", m="a", k=k)
+    for x in ("p", "q"):
+        CollFree.objects.create(a="1", x=x)
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("lookups", [{}, {"m__gte": "a"}, {"m__begins_with": "a"}])
+def test_count_matches_iteration_when_another_template_extends_the_prefix(lookups: dict) -> None:
+    """CollMember "M#{m}" and CollNote "M#{m}#N#{k}" share the prefix "M#": iteration drops the
+    notes, but count() (Select=COUNT) counts them: 6 where list() has 3 (1 vs 4 with
+    begins_with). Table.check() reports nothing."""
+    _collection()
+    qs = CollMember.objects.filter(a="1", **lookups)
+    assert qs.count() == len(list(CollMember.objects.filter(a="1", **lookups)))
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_collection_of_placeholder_sk_entity_count_matches_iteration() -> None:
+    """collection(a=...).of(CollFree) iterates the 2 CollFree items but count() counts the whole
+    partition (8): the issue's "count() in a shared partition" case on the collection path."""
+    _collection()
+    of = CollMember.objects.collection(a="1").of(CollFree)
+    assert len(list(of)) == 2
+    assert CollMember.objects.collection(a="1").of(CollFree).count() == 2
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_count_ignores_an_undeclared_type_under_the_prefix_like_iteration() -> None:
+    """An item of a type no model declares, written under "M#" by another service: iteration
+    skips it, count() counts it (4 vs 3)."""
+    _collection()
+    backend.call("PutItem", {"TableName": CollTable.table_name(), "Item": {
+        "PK": {"S": "A#2"}, "SK": {"S": "M#zzz"}, "entityType": {"S": "ALIEN"}, "a": {"S": "2"}, "m": {"S": "zzz"}}})
+    CollMember.objects.create(a="2", m="a")
+    qs = CollMember.objects.filter(a="2")
+    assert qs.count() == len(list(CollMember.objects.filter(a="2")))
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+@pytest.mark.parametrize("method", ["first", "earliest"])
+def test_first_and_earliest_on_an_evaluated_queryset(method: str) -> None:
+    """Django habit: evaluate a queryset, then call first()/earliest() on it. dynorm raises
+    AssertionError (query.py first(): self[:1] on a cached queryset is a list)."""
+    _collection()
+    qs = CollMember.objects.filter(a="1")
+    assert [o.m for o in qs] == ["a", "b", "c"]
+    assert getattr(qs, method)().m == "a"
+
+
+@pytest.mark.usefixtures("dynorm_tables")
+def test_count_matches_iteration_and_an_oracle_over_random_layouts() -> None:
+    """Differential: members, their notes (sk extends the member's), placeholder-sk items and
+    undeclared types share random partitions; for random lookups on m, count() == len(list())
+    == the brute-force answer, and collection().of(X).count() == len(list()) for every X."""
+    counter = iter(range(10_000))
+    text = st.text(alphabet="ab#%M", min_size=1, max_size=3)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(members=st.sets(text, max_size=4), notes=st.sets(st.tuples(text, text), max_size=4),
+           free=st.sets(st.text(alphabet="M#ab", min_size=1, max_size=3), max_size=3),
+           aliens=st.sets(text, max_size=2),
+           lookup=st.sampled_from(["all", "exact", "gte", "lte", "gt", "lt", "begins_with"]), value=text)
+    def check(members: set[str], notes: set[tuple[str, str]], free: set[str], aliens: set[str],
+              lookup: str, value: str) -> None:
+        a = f"h{next(counter)}"
+        for m in members:
+            CollMember.objects.create(a=a, m=m)
+        for m, k in notes:
+            CollNote.objects.create(a=a, m=m, k=k)
+        for x in free:
+            CollFree.objects.create(a=a, x=x)
+        for m in aliens:  # another service's type, keyed like a member
+            backend.call("PutItem", {"TableName": CollTable.table_name(), "Item": {
+                "PK": {"S": f"A#{a}"}, "SK": {"S": f"M#{m}~zz"}, "entityType": {"S": "ALIEN"},
+                "a": {"S": a}, "m": {"S": m}}})
+        ops = {"all": lambda m: True, "exact": lambda m: m == value, "gte": lambda m: m >= value,
+               "lte": lambda m: m <= value, "gt": lambda m: m > value, "lt": lambda m: m < value,
+               "begins_with": lambda m: m.startswith(value)}
+        expected = sorted(m for m in members if ops[lookup](m))
+        lookups = {} if lookup == "all" else {"m": value} if lookup == "exact" else {f"m__{lookup}": value}
+        qs = CollMember.objects.filter(a=a, **lookups)
+        assert sorted(o.m for o in qs) == expected
+        assert CollMember.objects.filter(a=a, **lookups).count() == len(expected)
+        for entity, n in ((CollMember, len(members)), (CollNote, len(notes)), (CollFree, len(free))):
+            of = CollMember.objects.collection(a=a).of(entity)
+            assert len(list(of)) == n
+            assert CollMember.objects.collection(a=a).of(entity).count() == n
 
     check()

@@ -50,7 +50,8 @@ def test_create_table_exist_ok() -> None:
     Store.objects.create(store_id="s1", name="One")
     with capture() as c:
         assert Retail.create_table(exist_ok=True) is False
-    assert c.operations == ["CreateTable"]
+    # then wait until ACTIVE and make sure the declared TTL is on (it is: nothing more is sent)
+    assert c.operations == ["CreateTable", "DescribeTable", "DescribeTimeToLive"]
     assert Store.objects.get(store_id="s1").name == "One"  # nothing was changed
 
 

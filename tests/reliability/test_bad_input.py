@@ -12,8 +12,8 @@ import pytest
 
 import dynorm
 from demo_project.catalog.models import Product
-from dynorm import F, conf
-from tests.models import Measure, Order, Person, Reading, StoreEmployee
+from dynorm import Entity, F, conf, fields
+from tests.models import Measure, Order, Person, Reading, Retail, StoreEmployee
 
 
 def _bad_yaml(tmp: Path) -> Any:
@@ -194,3 +194,73 @@ def test_bad_input_gets_its_error_and_sends_nothing(tmp_path: Path, name: str, a
         with pytest.raises(error, match=re.escape(message)):
             action(tmp_path)
     assert c.count == 0, f"{name}: {c.operations}"
+
+
+class W9Big(Entity):
+    sku = fields.String()
+    name = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_BIG"
+        pk = "{version}#W9BIG#{sku}"
+        sk = "METADATA"
+
+
+def test_save_of_an_oversize_item_is_refused_before_any_request_like_create() -> None:
+    size = 400 * 1024 - 60  # the declared fields fit; PK/SK/type/revision push the item over 400 KB
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError):
+            W9Big.objects.create(sku="big1", name="x" * size)
+    assert c.count == 0
+    W9Big.objects.create(sku="big2", name="small")
+    obj = W9Big.objects.get(sku="big2")
+    obj.name = "x" * size
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match="400 KB"):
+            obj.save()
+    assert c.count == 0
+
+
+class W9Lsi(Entity):
+    """``label`` is stored as ``placed_at``, the sort key of Retail's LSI1 (1024-byte limit)."""
+
+    lid = fields.String()
+    label = fields.String(null=True, attr_name="placed_at")
+
+    class Meta:
+        table = Retail
+        entity_type = "W9_LSI"
+        pk = "{version}#W9LSI#{lid}"
+        sk = "METADATA"
+
+
+@pytest.mark.parametrize("value", ["y" * 1100, ""])
+@pytest.mark.parametrize("how", ["create", "save", "update", "queryset_update", "save_update_fields",
+                                 "transaction_update", "bulk_create"])
+def test_a_bad_lsi_sort_key_value_is_refused_before_any_request_on_every_write(how: str, value: str) -> None:
+    """Over 1024 bytes or empty: DynamoDB refuses both in an LSI sort-key attribute."""
+    W9Lsi.objects.create(lid="b", label="short")
+    obj = W9Lsi.objects.get(lid="b")
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.InvalidKeyValue, match="W9Lsi.label") as info:
+            if how == "create":
+                W9Lsi.objects.create(lid="new", label=value)
+            elif how == "save":
+                obj.label = value
+                obj.save()
+            elif how == "update":
+                obj.update(label=value)
+            elif how == "queryset_update":
+                W9Lsi.objects.filter(lid="b").update(label=value)
+            elif how == "save_update_fields":
+                obj.label = value
+                obj.save(update_fields=["label"])
+            elif how == "transaction_update":
+                with dynorm.transaction() as tx:
+                    tx.update(obj, label=value)
+            else:
+                W9Lsi.objects.bulk_create([W9Lsi(lid="n1", label="ok"), W9Lsi(lid="n2", label=value)])
+    assert c.count == 0
+    assert info.value.entity == "W9Lsi" and info.value.field == "label"
+    assert W9Lsi.objects.get(lid="b").label == "short"

@@ -8,8 +8,9 @@ revision token (AlreadyExists, created=False, StaleWrite, or a counter at 2).
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import botocore.exceptions
 import pytest
@@ -36,15 +37,21 @@ class Tally(Entity):
 class _LoseFirstResponse:
     """Deliver the first request of ``operation`` to DynamoDB, then drop the connection."""
 
-    def __init__(self, operation: str) -> None:
+    def __init__(self, operation: str, between: Callable[[], Any] | None = None) -> None:
         self.operation = operation
+        self.between = between
         self.delivered = 0
 
     def __call__(self, request: Any, **kwargs: Any) -> None:
         if self.delivered == 0:
             self.delivered += 1
             req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-            urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only: the server applies it
+            try:
+                urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only: the server applies it
+            except urllib.error.HTTPError:
+                pass
+            if self.between is not None:
+                self.between()  # another writer acts before botocore's retry
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
 
 
@@ -52,8 +59,8 @@ class _LoseFirstResponse:
 def lose() -> Iterator[Any]:
     hooks: list[Hook] = []
 
-    def arm(operation: str) -> _LoseFirstResponse:
-        fault = _LoseFirstResponse(operation)
+    def arm(operation: str, between: Callable[[], Any] | None = None) -> _LoseFirstResponse:
+        fault = _LoseFirstResponse(operation, between)
         hook = Hook(f"before-send.dynamodb.{operation}", fault)
         hook.__enter__()
         hooks.append(hook)
@@ -121,11 +128,13 @@ def test_update_with_retry_plus_one_is_applied_once(lose: Any, io: Any) -> None:
 
 def test_unversioned_increment_whose_response_was_lost_is_applied_once(lose: Any, io: Any) -> None:
     io(Tally.objects, "create", name="t1")
-    fault = lose("UpdateItem")
+    fault = lose("TransactWriteItems")
     with dynorm.capture() as c:
         result = io(Tally.objects.filter(name="t1"), "update", n=F("n") + 1)
-    assert fault.delivered == 1 and c.operations == ["UpdateItem"]
-    assert result.n == 1  # the item as the first attempt left it (ALL_OLD of the retry)
+    # a non-idempotent unversioned update goes as a one-action transaction (ClientRequestToken),
+    # then a consistent GetItem returns the item as written
+    assert fault.delivered == 1 and c.operations == ["TransactWriteItems", "GetItem"]
+    assert result.n == 1
     assert Tally.objects.get(name="t1").n == 1
 
 
@@ -193,7 +202,8 @@ def test_many_increments_with_a_third_of_the_responses_lost_count_exactly() -> N
     def bump(c: Counter) -> None:
         c.value += 1
 
-    with Hook("before-send.dynamodb.UpdateItem", sometimes_lose):
+    with Hook("before-send.dynamodb.UpdateItem", sometimes_lose), \
+            Hook("before-send.dynamodb.TransactWriteItems", sometimes_lose):
         for _ in range(10):
             Counter.objects.update_with_retry({"name": "hot"}, bump)
             Counter.objects.get(name="hot").update(value=F("value") + 1)
@@ -227,3 +237,165 @@ def test_a_retry_that_finds_someone_elses_change_says_so() -> None:
             pytest.raises(dynorm.StaleWrite, match="first attempt may have been applied"):
         obj.save()
     assert Counter.objects.get(name="w1").value == 100
+
+
+# -- another write lands between a lost attempt and botocore's retry (issue 9, adversarial) ----
+
+class LrTally(Entity):
+    """Unversioned: a non-idempotent update is protected by its transaction's ClientRequestToken."""
+
+    name = fields.String()
+    n = fields.Integer(default=0)
+    note = fields.String(null=True)
+    log = fields.List(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "LR_TALLY"
+        pk = "{version}#LRTALLY#{name}"
+        sk = "METADATA"
+
+
+class LrCounter(Entity):
+    name = fields.String()
+    value = fields.Integer(default=0)
+    note = fields.String(null=True)
+    version = fields.Version()
+
+    class Meta:
+        table = Retail
+        entity_type = "LR_COUNTER"
+        pk = "{version}#LRCOUNTER#{name}"
+        sk = "METADATA"
+
+
+class LrStock(Entity):
+    sku = fields.String()
+    name = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "LR_STOCK"
+        pk = "{version}#LRSTOCK#{sku}"
+        sk = "METADATA"
+
+
+def test_lost_unversioned_increment_is_not_applied_twice_when_another_write_lands_between(lose: Any) -> None:
+    LrTally.objects.create(name="t")
+    fault = lose("TransactWriteItems", between=lambda: LrTally.objects.filter(name="t").update(note="other"))
+    result = LrTally.objects.filter(name="t").update(n=F("n") + 1)
+    assert fault.delivered == 1
+    assert result.n == 1 and result.note == "other"
+    assert _raw(LrTally, name="t")["n"] == {"N": "1"}
+
+
+def test_lost_append_is_not_applied_twice_when_another_write_lands_between(lose: Any) -> None:
+    obj = LrTally.objects.create(name="a", log=[])
+    lose("TransactWriteItems", between=lambda: LrTally.objects.filter(name="a").update(note="other"))
+    obj.update(log=F("log").append(["x"]))
+    assert obj.log == ["x"]
+    assert _raw(LrTally, name="a")["log"] == {"L": [{"S": "x"}]}
+
+
+def test_update_with_retry_does_not_reapply_fn_after_a_lost_response(lose: Any) -> None:
+    LrCounter.objects.create(name="c")
+    lose("UpdateItem", between=lambda: LrCounter.objects.filter(name="c").update(note="other"))
+    calls = []
+
+    def bump(c: LrCounter) -> None:
+        calls.append(1)
+        c.value += 1
+
+    with pytest.raises(dynorm.StaleWrite, match="may have been applied") as info:
+        LrCounter.objects.update_with_retry({"name": "c"}, bump)
+    assert getattr(info.value, "maybe_applied", False) and len(calls) == 1
+    assert _raw(LrCounter, name="c")["value"] == {"N": "1"}
+
+
+def test_a_conflict_in_the_transactional_path_is_reported_truthfully() -> None:
+    LrTally.objects.create(name="q")
+    with dynorm.capture() as c, pytest.raises(dynorm.ConditionFailed, match="nothing was written"):
+        LrTally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
+    assert c.operations == ["TransactWriteItems"]
+    with pytest.raises(LrTally.DoesNotExist):
+        LrTally.objects.filter(name="missing").update(n=F("n") + 1)
+    assert _raw(LrTally, name="q")["n"] == {"N": "0"}
+
+
+def test_idempotent_unversioned_update_stays_one_update_item() -> None:
+    LrTally.objects.create(name="i")
+    with dynorm.capture() as c:
+        LrTally.objects.filter(name="i").update(note="x", n=5)
+    assert c.operations == ["UpdateItem"]
+
+
+@pytest.mark.parametrize("update_fields", [None, ["name"]])
+def test_retried_unversioned_save_is_ordered_after_a_write_made_during_the_call(lose: Any, update_fields: Any) -> None:
+    """Documented (docs/writing.md): the other write happened while save() had not returned, so the
+    retried save landing after it is a linearizable outcome; versioned entities refuse it instead."""
+    LrStock.objects.create(sku="w", name="orig")
+    obj = LrStock.objects.get(sku="w")
+    obj.name = "mine"
+    lose("UpdateItem", between=lambda: LrStock.objects.filter(sku="w").update(name="theirs"))
+    obj.save(update_fields=update_fields)
+    assert _raw(LrStock, sku="w")["name"] == {"S": "mine"}
+
+
+def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -> None:
+    import itertools
+    import threading
+
+    LrTally.objects.create(name="conc")
+    counter = itertools.count()
+    local = threading.local()
+
+    def hook(request: Any, **kwargs: Any) -> None:
+        if getattr(local, "retrying", False):
+            local.retrying = False
+            return
+        if next(counter) % 3 == 0:
+            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
+            try:
+                urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only
+            except urllib.error.HTTPError:
+                pass
+            local.retrying = True
+            raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    acknowledged = []
+
+    def work() -> None:
+        for _ in range(10):
+            LrTally.objects.filter(name="conc").update(n=F("n") + 1)
+            acknowledged.append(1)
+
+    with Hook("before-send.dynamodb.TransactWriteItems", hook):
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert int(_raw(LrTally, name="conc")["n"]["N"]) == len(acknowledged) == 40
+
+
+def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_new_token() -> None:
+    """A cancellation that arrived applied nothing: the increment is resent (new token), once."""
+    import json
+
+    from tests.faults import fake_response
+
+    LrTally.objects.create(name="tc")
+    tokens: list[str] = []
+
+    def conflict_twice(request: Any, **kwargs: Any) -> Any:
+        tokens.append(json.loads(request.body)["ClientRequestToken"])
+        if len(tokens) > 2:
+            return None
+        return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                                   "Message": "Transaction cancelled",
+                                   "CancellationReasons": [{"Code": "TransactionConflict"}]})
+
+    with Hook("before-send.dynamodb.TransactWriteItems", conflict_twice):
+        result = LrTally.objects.filter(name="tc").update(n=F("n") + 1)
+    assert result.n == 1 and len(set(tokens)) == 3
+    assert _raw(LrTally, name="tc")["n"] == {"N": "1"}

@@ -9,9 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from dynorm.migrations.executor import MigrateOptions
+from dynorm.migrations.ledger import MigrationLocked
+from tests.faults import Hook, fake_response
 from tests.migproject import REPO, V2, Project, body, load_v1, scan_all, widgets
 
 
@@ -92,3 +97,76 @@ def test_sigint_and_sigterm_stop_at_a_checkpoint_release_the_lock_and_resume(
     after = widgets(project.table)
     assert len(after) == 4000 and all(i["PK"]["S"].startswith("v2#") for i in after)
     assert {i["widget_id"]["S"]: body(i) for i in after} == before
+
+
+# -- found by the adversarial tester of issue 10 (adv10) ------------------------------------
+def test_an_interrupted_reverse_is_not_shown_applied_nor_no_op_forwards(project: Project) -> None:
+    """Ctrl-C during `migrate 0001`: part of the items are back at v1. `showmigrations` still says
+    [X] 0002 and a forward `migrate` says "No migrations to apply", leaving them at v1 for good
+    (unless the operator happens to re-run the reverse)."""
+    import threading
+
+    from dynorm.cli import cli
+    from dynorm.migrations.executor import MigrationInterrupted
+
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    stop = threading.Event()
+    sent = {"n": 0}
+
+    def stop_after_two(**kwargs: Any) -> None:
+        sent["n"] += 1
+        if sent["n"] == 2:
+            stop.set()
+
+    with Hook("after-call.dynamodb.TransactWriteItems", stop_after_two):
+        with pytest.raises(MigrationInterrupted):
+            project.executor().migrate(MigrateOptions(target="0001", segments=1, stop=stop))
+    at_v1 = sum(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+    assert 0 < at_v1 < 400
+    cfg = str(project.config())
+    shown = CliRunner().invoke(cli, ["--config", cfg, "showmigrations"])
+    assert "[X] 0002_widget_v2" not in shown.output, shown.output
+    forward = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    after = widgets(project.table)
+    assert "No migrations to apply" not in forward.output and all(i["PK"]["S"].startswith("v2#") for i in after), \
+        (forward.output, sum(i["PK"]["S"].startswith("v1#") for i in after))
+
+
+def test_one_failed_heartbeat_does_not_let_a_second_run_take_the_lock(project: Project) -> None:
+    """The lock heartbeat thread returns for good on its first error (one throttled or failed
+    UpdateItem), while the migration goes on: the lock expires and a second `migrate` runs at the
+    same time on the same table."""
+    import threading
+    import time
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    failed = {"n": 0}
+
+    def fail_first_heartbeat(request: Any, **kwargs: Any) -> Any:
+        if failed["n"] == 0 and b"lock#" in request.body and b"expires_at" in request.body:
+            failed["n"] = 1
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+                                       "Message": "injected: one failed heartbeat"})
+        return None
+
+    outcome: dict[str, Any] = {}
+
+    def second_run() -> None:
+        time.sleep(4.0)  # the first run is still pacing its writes; its lock (ttl 1.5 s) must still be held
+        try:
+            outcome["report"] = project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1.5))
+        except MigrationLocked as exc:
+            outcome["locked"] = exc
+
+    t = threading.Thread(target=second_run)
+    with Hook("before-send.dynamodb.UpdateItem", fail_first_heartbeat):
+        t.start()
+        first = project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1.5, max_wcu=40))
+    t.join(60)
+    assert failed["n"] == 1 and first.applied == ["0002_widget_v2"]
+    assert "locked" in outcome, outcome  # actual: the second run acquired the lock and ran

@@ -10,6 +10,7 @@ import datetime as dt
 import decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,18 @@ def test_key_attributes_exactly_at_the_limits_are_accepted() -> None:
         else:
             raise AssertionError("a 2049-byte GSI partition key was accepted")
     assert c.count == 0
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (decimal.Decimal("0.1"), 0.1),  # the float whose shortest repr is the stored text
+    (decimal.Decimal("1E-130"), 1e-130),
+    (decimal.Decimal("1234567890.123456789012345"), decimal.Decimal("1234567890.123456789012345")),
+])
+def test_number_given_a_decimal_reads_back_by_the_documented_rule(value: decimal.Decimal, expected: Any) -> None:
+    """fields.Number: a non-integral number reads back as the float whose shortest repr is the
+    stored text, else a Decimal (the stored text cannot say which was written); fields.Decimal
+    always gives a Decimal."""
+    Measure.objects.create(sensor="w9n", amount=value, exact=value)
+    back = Measure.objects.get(sensor="w9n")
+    assert back.amount == expected and type(back.amount) is type(expected)
+    assert back.exact == value and isinstance(back.exact, decimal.Decimal)

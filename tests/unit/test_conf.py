@@ -44,3 +44,14 @@ def test_is_local() -> None:
     assert conf.Settings(endpoint="http://127.0.0.1:8000").is_local
     assert conf.Settings(endpoint="http://localhost:8000").is_local
     assert not conf.Settings(endpoint="https://dynamodb.us-east-1.amazonaws.com").is_local
+
+
+@pytest.mark.parametrize("host", ["127.dynamodb.corp.example", "127.attacker.example"])
+def test_a_dns_name_starting_with_127_is_not_loopback(host: str) -> None:
+    """A DNS name that starts with "127." is not loopback: cursors need a secret, the CLI asks."""
+    assert conf.Settings(endpoint=f"https://{host}:8000", cursor_secret=None).is_local is False
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.2:8000", "http://[::1]:8000", "http://localhost"])
+def test_loopback_addresses_are_local(endpoint: str) -> None:
+    assert conf.Settings(endpoint=endpoint).is_local

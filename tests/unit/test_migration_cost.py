@@ -8,7 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynorm.checks import collection_splits
-from dynorm.migrations.cost import Pacer, TokenBucket, estimate_scan_operation, item_size, move_units, write_units
+from dynorm.migrations.cost import (
+    Pacer,
+    TokenBucket,
+    copy_units,
+    estimate_scan_operation,
+    item_size,
+    move_units,
+    units_bound,
+    write_units,
+)
 
 
 class FakeClock:
@@ -61,13 +70,14 @@ def test_item_size_and_units_follow_dynamodb_rules() -> None:
     assert move_units(300, 300, 1, 1, same_primary=False) == 6
 
 
+@settings(deadline=None)
 @given(items=st.integers(0, 10**7), avg=st.integers(1, 400_000), segments=st.integers(1, 64),
        gsis=st.integers(0, 20), consistent=st.booleans())
 def test_estimate_matches_a_brute_force_sum(items: int, avg: int, segments: int, gsis: int,
                                             consistent: bool) -> None:
     cost = estimate_scan_operation("move", items, items * avg, segments, 200, 50, gsis, consistent)
     kb = -(-avg // 1024)
-    assert cost.wcu == items * (2 * kb + 2 * kb + 2 * gsis * kb)
+    assert cost.wcu >= items * (2 * kb + 2 * kb + 2 * gsis * kb)  # an upper bound of the per-item sum
     pages = -(-items // 200) + segments
     assert cost.read_requests == pages and cost.write_requests == -(-items // 50)
     # oracle: page by page, each rounded up to 4 KB, plus one empty page per segment
@@ -95,3 +105,42 @@ def test_collection_splits_by_version_or_by_template() -> None:
     assert "change their partition-key templates together" in msg
     alone = [("USER", "", "{version}#U#{user_id}", "v2"), *before[:2]]
     assert collection_splits(before, alone) == []  # USER shared its partitions with nobody
+
+
+@settings(deadline=None)
+@given(sizes=st.lists(st.integers(0, 400_000), max_size=60), gsis=st.integers(0, 5), growth=st.integers(0, 300),
+       kind=st.sampled_from(["move", "copy", "delete"]))
+def test_plan_wcu_is_an_upper_bound_whatever_the_item_sizes(sizes: list[int], gsis: int, growth: int,
+                                                             kind: str) -> None:
+    """The --plan figure bounds the per-item units the pacer charges, for any mix of sizes (not the average)."""
+    cost = estimate_scan_operation(kind, len(sizes), sum(sizes), 1, 200, 50, gsis, False, growth)
+    # oracle: every item charged on its own, each rewritten item up to ``growth`` bytes larger
+    if kind == "move":
+        spent = sum(move_units(s, s + growth, gsis, gsis, same_primary=False) for s in sizes)
+    elif kind == "copy":
+        spent = sum(copy_units(s + growth, gsis) for s in sizes)
+    else:
+        spent = sum(write_units(s) * (1 + gsis) for s in sizes)
+    assert spent <= cost.wcu
+    assert units_bound(len(sizes), sum(sizes)) >= sum(write_units(s) for s in sizes)
+
+
+def test_plan_wcu_of_mixed_sizes_exceeds_the_average_figure() -> None:
+    """Half 100 B and half 1.6 KB items average < 1 KB, yet the large ones cost 2 units each."""
+    sizes = [100, 1600] * 50
+    cost = estimate_scan_operation("move", 100, sum(sizes), 1, 200, 50, 1, False)
+    assert cost.wcu >= sum(move_units(s, s, 1, 1, same_primary=False) for s in sizes) == 900
+
+
+@settings(deadline=None)
+@given(units=st.lists(st.integers(1, 40), max_size=120), size=st.integers(1, 50), burst=st.integers(1, 300))
+def test_pacer_groups_never_exceed_the_burst_nor_the_request_size(units: list[int], size: int, burst: int) -> None:
+    pacer = Pacer(max_wcu=burst)
+    planned = list(enumerate(units))
+    groups = pacer.groups(planned, size, lambda e: e[1])
+    assert [e for g in groups for e in g] == planned  # every write once, in order
+    for g in groups:
+        assert 1 <= len(g) <= size
+        assert len(g) == 1 or sum(u for _, u in g) <= burst  # a single dearer item goes alone
+    unpaced = Pacer().groups(planned, size, lambda e: e[1])
+    assert unpaced == [planned[i:i + size] for i in range(0, len(planned), size)]

@@ -1,0 +1,101 @@
+"""Writes on an instance read through ``Meta.read_versions`` land on the current key version.
+
+An instance that ``get()`` found under an older key version (``obj._state.fallback``) is first
+moved: one consistent GetItem of the old item, then one TransactWriteItems that puts it, every
+attribute as stored (undeclared ones and the revision token included), under the current keys
+and deletes the old item conditional on it being unchanged (planned by
+:func:`dynorm.writes.prepare_move_to_current`). Only then is the write itself (save, update,
+delete) planned and sent as usual against the current keys, with its usual conditions (the
+version read, ``condition=``...). The move changes no value, so it is harmless even when the
+write after it fails; and since the old item is gone, no later read (nor ``DeleteVersion``)
+sees the old value, and an index field changed by the write is listed once.
+
+Races: the old item changed since the GetItem -> read it again and retry; the old item is
+gone (a migration moved it, or it was deleted) -> nothing to move, the write goes to the
+current keys; an item under the current keys with another token (written there since) -> it
+is the current one: the old leftover is deleted (conditional on being unchanged) and the
+write goes to the current item.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from . import backend
+from .backend import RetryPolicy
+from .exceptions import ConditionFailed, StaleWrite, TransactionCanceled
+from .writes import prepare_move_to_current
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .models import Entity
+
+__all__ = ["move_to_current", "move_to_current_steps"]
+
+ATTEMPTS = 8
+
+
+def move_to_current(obj: Entity) -> None:
+    """Move ``obj``'s item to the current key version (see :func:`move_to_current_steps`)."""
+    backend.drive(move_to_current_steps(obj))
+
+
+def move_to_current_steps(obj: Entity) -> backend.Steps:
+    """Move ``obj``'s item from the older key version it was read under to the current one.
+
+    A no-op for an instance not read through ``Meta.read_versions``. Afterwards the instance
+    points at its current keys (``obj._state.fallback`` is ``None``).
+
+    Requests: GetItem (ConsistentRead) + TransactWriteItems per attempt (a DeleteItem when the
+    current item exists already).
+
+    Raises:
+        StaleWrite: the old item kept changing for 8 attempts; nothing was written.
+        InvalidKeyValue: a stored value cannot be put in the current keys.
+        ServiceError: DynamoDB refused a request.
+    """
+    state = obj._state
+    if not state.fallback:
+        return
+    model = type(obj)
+    meta = model._meta
+    old_key = meta.primary_key(obj.attribute_values, state.fallback)  # key fields are always read
+    policy = RetryPolicy()
+    for attempt in range(ATTEMPTS):
+        raw = (yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": old_key,
+                                       "ConsistentRead": True})).get("Item")
+        if raw is None:
+            break  # moved by a migration, or deleted: the write goes to the current keys
+        put, delete = prepare_move_to_current(model, raw)
+        try:
+            yield backend.Send("TransactWriteItems", {"TransactItems": [{"Put": put}, {"Delete": delete}],
+                                                "ClientRequestToken": str(uuid.uuid4())})
+            break
+        except TransactionCanceled as exc:
+            codes = [str(r.get("code")) for r in exc.reasons]
+        if codes[:1] == ["ConditionalCheckFailed"]:
+            # an item written under the current keys since: it is the current one; drop the leftover
+            cond, names, values = delete["ConditionExpression"], delete["ExpressionAttributeNames"], \
+                delete.get("ExpressionAttributeValues")
+            params: dict[str, Any] = {"TableName": delete["TableName"], "Key": old_key, "ConditionExpression": cond,
+                                      "ExpressionAttributeNames": names}
+            if values:
+                params["ExpressionAttributeValues"] = values
+            try:
+                yield backend.Send("DeleteItem", params)
+                break
+            except ConditionFailed:
+                pass  # the old item changed meanwhile: read it again
+        yield backend.Sleep(policy.delay(attempt + 1))
+    else:
+        raise StaleWrite(f"{meta.entity} {obj.key}: the item read under key version {state.fallback!r} kept "
+                         f"changing while it was moved to version {meta.key_version!r} ({ATTEMPTS} attempts); "
+                         "nothing was written. Read it again and retry.")
+    values = obj.attribute_values
+    for attr, text in meta.key_attributes(values).items():
+        name = model._dynamo_to_python_attr(attr)
+        if text is None:
+            values.pop(name, None)
+        else:
+            values[name] = text
+    state.fallback = None

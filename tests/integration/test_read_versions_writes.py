@@ -1,0 +1,165 @@
+"""Writes on instances read through ``Meta.read_versions`` land on the current key version."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pytest
+
+import dynorm
+from dynorm import F, backend
+from dynorm.migrations.executor import MigrateOptions
+from tests.migproject import V2, Project, load_v1, widgets
+
+V2_READING_V1 = {**V2, "read_versions": ["v2", "v1"]}
+
+
+def _where(project: Project, wid: str) -> dict[str, dict[str, Any]]:
+    """The stored items of one widget by key version."""
+    return {i["PK"]["S"].split("#")[0]: i for i in widgets(project.table) if i["widget_id"]["S"] == wid}
+
+
+def _setup(project: Project, n: int = 20) -> Any:
+    load_v1(project, n)
+    models = project.write_models(**V2_READING_V1)
+    project.makemigrations()
+    return models.Widget
+
+
+def test_update_after_a_copy_lands_on_the_current_version_and_get_sees_it(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00003")  # found under v1 (fallback)
+    assert project.executor().migrate(MigrateOptions(mode="copy")).totals()["rewritten"] == 20
+    assert set(_where(project, "w00003")) == {"v1", "v2"}  # the copy
+    with dynorm.capture() as c:
+        w.update(counter=F("counter") + 5)
+    assert c.operations == ["GetItem", "TransactWriteItems", "UpdateItem"]
+    stored = _where(project, "w00003")
+    assert set(stored) == {"v2"}  # the old item is gone: no fallback can find the old value
+    assert int(stored["v2"]["counter"]["N"]) == 5 and w.counter == 5
+    assert W.objects.get(widget_id="w00003").counter == 5
+
+
+def test_save_keeps_undeclared_attributes_and_lists_a_changed_index_field_once(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00000")  # w00000 carries an attribute no model declares
+    assert w._state.fallback == "v1"
+    w.size = 9  # part of the GSI sort key under v2
+    w.maker = "m6"  # the GSI partition key
+    w.save()
+    stored = _where(project, "w00000")
+    assert set(stored) == {"v2"}
+    assert stored["v2"]["legacy"] == {"M": {"note": {"S": "kept 0"}}}
+    assert stored["v2"]["GSI1PK"]["S"] == "v2#M#m6" and stored["v2"]["GSI1SK"]["S"].startswith("S#0009#")
+    assert [x.widget_id for x in W.objects.filter(maker="m6", size=9)] == ["w00000"]
+    assert not W.objects.filter(maker="m0", size=0).exists()
+    assert W.objects.get(widget_id="w00000").version == w.version == 2
+    w.update(size=10)  # now a plain write at v2: no move
+    assert _where(project, "w00000")["v2"]["size"] == {"N": "10"}
+
+
+def test_delete_removes_both_versions(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00004")
+    project.executor().migrate(MigrateOptions(mode="copy"))
+    w.delete()
+    assert _where(project, "w00004") == {}
+    with pytest.raises(W.DoesNotExist):
+        W.objects.get(widget_id="w00004")
+
+
+def test_a_stale_fallback_instance_is_refused_by_its_version(project: Project) -> None:
+    W = _setup(project)
+    a = W.objects.get(widget_id="w00005")
+    b = W.objects.get(widget_id="w00005")
+    b.update(counter=1)  # moves it to v2 and writes version 2
+    a.counter = 99
+    with pytest.raises(dynorm.StaleWrite):
+        a.save()
+    assert int(_where(project, "w00005")["v2"]["counter"]["N"]) == 1
+    assert set(_where(project, "w00005")) == {"v2"}
+
+
+def test_queryset_update_by_key_follows_the_fallback(project: Project) -> None:
+    W = _setup(project)
+    got = W.objects.filter(widget_id="w00006").update(counter=F("counter") + 2)
+    assert got.counter == 2
+    assert set(_where(project, "w00006")) == {"v2"}
+    assert W.objects.get(widget_id="w00006").counter == 2
+    with pytest.raises(W.DoesNotExist):
+        W.objects.filter(widget_id="nope").update(counter=1)
+
+
+def test_writes_in_a_transaction_move_the_item_first(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00007")
+    with dynorm.transaction() as tx:
+        tx.update(w, counter=3)
+    assert set(_where(project, "w00007")) == {"v2"}
+    assert W.objects.get(widget_id="w00007").counter == 3
+
+
+def test_raw_item_without_token_is_moved_unchanged(project: Project) -> None:
+    W = _setup(project)
+    name = project.table.table_name()
+    backend.call("PutItem", {"TableName": name, "Item": {
+        "PK": {"S": "v1#W#raw"}, "SK": {"S": "METADATA"}, "entityType": {"S": "WIDGET"}, "widget_id": {"S": "raw"},
+        "maker": {"S": "m1"}, "size": {"N": "1"}, "counter": {"N": "4"}, "version": {"N": "1"},
+        "extra": {"S": "x"}}})
+    W.objects.get(widget_id="raw").update(counter=F("counter") + 1)
+    stored = _where(project, "raw")
+    assert set(stored) == {"v2"} and stored["v2"]["extra"] == {"S": "x"} and stored["v2"]["counter"] == {"N": "5"}
+
+
+def test_increments_under_load_during_a_copy_all_read_back_right(project: Project) -> None:
+    n = 300
+    W = _setup(project, n)
+    acked: dict[str, int] = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def app(t: int) -> None:
+        rng = random.Random(t)
+        while not stop.is_set():
+            wid = f"w{rng.randrange(n):05d}"
+            try:
+                if rng.random() < 0.5:
+                    W.objects.filter(widget_id=wid).update(counter=F("counter") + 1)
+                else:
+                    obj = W.objects.get(widget_id=wid)
+                    obj.update(counter=F("counter") + 1)
+            except dynorm.StaleWrite:
+                continue  # reported failed: nothing changed
+            with lock:
+                acked[wid] = acked.get(wid, 0) + 1
+
+    threads = [threading.Thread(target=app, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    try:
+        report = project.executor().migrate(MigrateOptions(mode="copy", segments=2))
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+    assert report.totals()["failed"] == 0
+    assert sum(acked.values()) > 100, sum(acked.values())
+    wrong = [(wid, k, W.objects.get(widget_id=wid).counter) for wid, k in acked.items()
+             if W.objects.get(widget_id=wid).counter != k]
+    assert wrong == []
+    for wid in acked:  # every write landed at v2 (a v1 copy may stay, stale and unread, until DeleteVersion)
+        assert "v2" in _where(project, wid), wid
+
+
+def test_a_partial_read_through_the_fallback_is_moved_whole(project: Project) -> None:
+    W = _setup(project)
+    w = W.objects.only("counter").get(widget_id="w00000")
+    assert w._state.fallback == "v1"
+    w.update(counter=3)
+    stored = _where(project, "w00000")
+    assert set(stored) == {"v2"}
+    item = stored["v2"]
+    assert item["counter"] == {"N": "3"} and item["maker"] == {"S": "m0"} and "legacy" in item
+    assert item["GSI1PK"]["S"] == "v2#M#m0"
