@@ -239,6 +239,19 @@ def test_none_sends_nothing(io: Any) -> None:
     assert c.count == 0
 
 
+def test_none_writes_nothing(io: Any) -> None:
+    qs = Product.objects.none()
+    with dynorm.capture() as c:
+        assert io(qs, "update", stock_level=1) is None
+        assert io(qs, "update_with_retry", {"product_id": "x"}, lambda obj: None) is None
+        for method in ("create", "get_or_create", "update_or_create"):
+            with pytest.raises(dynorm.InvalidQuery):
+                io(qs, method, product_id="x")
+        with pytest.raises(dynorm.InvalidQuery):
+            io(qs, "bulk_create", [])
+    assert c.count == 0
+
+
 def test_unreachable_endpoint_is_the_same_error(io: Any) -> None:
     settings = dynorm.get_settings()
     dynorm.configure(endpoint="http://127.0.0.1:9", max_attempts=1, connect_timeout=1.0)

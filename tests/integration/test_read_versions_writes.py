@@ -28,13 +28,13 @@ def _setup(project: Project, n: int = 20) -> Any:
     return models.Widget
 
 
-def test_update_after_a_copy_lands_on_the_current_version_and_get_sees_it(project: Project) -> None:
+def test_update_after_a_copy_lands_on_the_current_version_and_get_sees_it(project: Project, io: Any) -> None:
     W = _setup(project)
     w = W.objects.get(widget_id="w00003")  # found under v1 (fallback)
     assert project.executor().migrate(MigrateOptions(mode="copy")).totals()["rewritten"] == 20
     assert set(_where(project, "w00003")) == {"v1", "v2"}  # the copy
     with dynorm.capture() as c:
-        w.update(counter=F("counter") + 5)
+        io(w, "update", counter=F("counter") + 5)
     assert c.operations == ["GetItem", "TransactWriteItems", "UpdateItem"]
     stored = _where(project, "w00003")
     assert set(stored) == {"v2"}  # the old item is gone: no fallback can find the old value
@@ -42,13 +42,13 @@ def test_update_after_a_copy_lands_on_the_current_version_and_get_sees_it(projec
     assert W.objects.get(widget_id="w00003").counter == 5
 
 
-def test_save_keeps_undeclared_attributes_and_lists_a_changed_index_field_once(project: Project) -> None:
+def test_save_keeps_undeclared_attributes_and_lists_a_changed_index_field_once(project: Project, io: Any) -> None:
     W = _setup(project)
     w = W.objects.get(widget_id="w00000")  # w00000 carries an attribute no model declares
     assert w._state.fallback == "v1"
     w.size = 9  # part of the GSI sort key under v2
     w.maker = "m6"  # the GSI partition key
-    w.save()
+    io(w, "save")
     stored = _where(project, "w00000")
     assert set(stored) == {"v2"}
     assert stored["v2"]["legacy"] == {"M": {"note": {"S": "kept 0"}}}
@@ -60,11 +60,11 @@ def test_save_keeps_undeclared_attributes_and_lists_a_changed_index_field_once(p
     assert _where(project, "w00000")["v2"]["size"] == {"N": "10"}
 
 
-def test_delete_removes_both_versions(project: Project) -> None:
+def test_delete_removes_both_versions(project: Project, io: Any) -> None:
     W = _setup(project)
     w = W.objects.get(widget_id="w00004")
     project.executor().migrate(MigrateOptions(mode="copy"))
-    w.delete()
+    io(w, "delete")
     assert _where(project, "w00004") == {}
     with pytest.raises(W.DoesNotExist):
         W.objects.get(widget_id="w00004")
@@ -82,14 +82,14 @@ def test_a_stale_fallback_instance_is_refused_by_its_version(project: Project) -
     assert set(_where(project, "w00005")) == {"v2"}
 
 
-def test_queryset_update_by_key_follows_the_fallback(project: Project) -> None:
+def test_queryset_update_by_key_follows_the_fallback(project: Project, io: Any) -> None:
     W = _setup(project)
-    got = W.objects.filter(widget_id="w00006").update(counter=F("counter") + 2)
+    got = io(W.objects.filter(widget_id="w00006"), "update", counter=F("counter") + 2)
     assert got.counter == 2
     assert set(_where(project, "w00006")) == {"v2"}
     assert W.objects.get(widget_id="w00006").counter == 2
     with pytest.raises(W.DoesNotExist):
-        W.objects.filter(widget_id="nope").update(counter=1)
+        io(W.objects.filter(widget_id="nope"), "update", counter=1)
 
 
 def test_writes_in_a_transaction_move_the_item_first(project: Project) -> None:
