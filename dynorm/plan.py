@@ -490,7 +490,14 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         # "M#{m}", or a type no model declares), so Select=COUNT must not count them
         type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': typed.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
-    params = {"TableName": table}
+    return _query_plan(state, b, meta, tmeta, best, table, conds, filter_expr, entity_types, limit, count)
+
+
+def _query_plan(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any, best: BoundIndex, table: str,
+                conds: list[str], filter_expr: str | None, entity_types: frozenset[str] | None,
+                limit: int | None, count: bool) -> Plan:
+    """Assemble a Query plan from its key conditions and filter (template and multi-attribute paths)."""
+    params: dict[str, Any] = {"TableName": table}
     if best.index_name:
         params["IndexName"] = best.index_name
     params["KeyConditionExpression"] = " AND ".join(conds)
@@ -559,17 +566,8 @@ def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leave
     if not state.collection and _multi_shared(meta, best):
         type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
-    params: dict[str, Any] = {"TableName": table, "IndexName": best.index_name,
-                              "KeyConditionExpression": " AND ".join(conds)}
-    if filter_expr:
-        params["FilterExpression"] = filter_expr
-    if state.descending:
-        params["ScanIndexForward"] = False
-    projection = _projection(state, b, meta, tmeta, best)
-    _finish(params, b, projection, state, limit=limit, count=count)
     entity_types = None if state.collection else frozenset({meta.entity_type})
-    return Plan("Query", table, best.index_name, best.name, params["KeyConditionExpression"],
-                filter_expr or None, projection, b.names, b.values, params, entity_types=entity_types, bound=best)
+    return _query_plan(state, b, meta, tmeta, best, table, conds, filter_expr, entity_types, limit, count)
 
 
 def _multi_shared(meta: Any, bound: BoundIndex) -> bool:

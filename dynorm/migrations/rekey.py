@@ -292,6 +292,14 @@ class Rekeyer(_Base):
         self.counts.add(scanned=1)
         return self._one(raw)
 
+    def _reread(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """Count a conflict and read the old item again; ``None`` (counted as skipped) when it is gone."""
+        self.counts.add(conflicts=1)
+        fresh = self._get(self._key_of(raw))
+        if fresh is None:
+            self.counts.add(skipped=1)
+        return fresh
+
     def _same_item(self, raw: dict[str, Any], new: dict[str, Any], there: dict[str, Any]) -> bool:
         """Whether the item under the new key is this very item: the same revision token (a copy
         keeps the token), or, for items without one, the same attributes as the rewrite."""
@@ -355,10 +363,8 @@ class Rekeyer(_Base):
                 # the same item was written there already (an earlier copy of it): nothing to copy
                 if self.mode == "move" and not self._delete_old(raw):
                     # the old item changed since it was read: read it again and compare anew
-                    self.counts.add(conflicts=1)
-                    fresh = self._get(self._key_of(raw))
+                    fresh = self._reread(raw)
                     if fresh is None:
-                        self.counts.add(skipped=1)
                         return "ok", "gone"
                     raw = fresh
                     continue
@@ -366,10 +372,8 @@ class Rekeyer(_Base):
                 return "ok", "skipped"
             if "ConditionalCheckFailed" in codes:
                 # the old item changed since it was read: re-read it and try again
-                self.counts.add(conflicts=1)
-                fresh = self._get(self._key_of(raw))
+                fresh = self._reread(raw)
                 if fresh is None:
-                    self.counts.add(skipped=1)
                     return "ok", "gone"
                 raw = fresh
                 continue

@@ -117,12 +117,21 @@ def test_update_fields_plans_only_those_fields_and_their_index_keys() -> None:
     assert _expr(op.params, "ConditionExpression").startswith("(attribute_exists(PK)) AND (rev = ")
 
 
-def test_an_unversioned_update_carries_the_token_guard() -> None:
-    op = prepare_update(Memo, key={"memo_id": "m"}, changes={"hits": F("hits") + 1})
+def test_an_unversioned_idempotent_update_carries_the_token_guard() -> None:
+    op = prepare_update(Memo, key={"memo_id": "m"}, changes={"hits": 5})
     cond = _expr(op.params, "ConditionExpression")
     assert "attribute_not_exists(_dynorm_rev) OR _dynorm_rev <> " in cond
     assert op.params["ExpressionAttributeValues"][cond.rsplit(" ", 1)[-1].rstrip(")")] == {"S": op.token}
     assert op.request()[1]["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    assert not op.once
+
+
+def test_an_unversioned_increment_is_planned_once_only() -> None:
+    # F() arithmetic without a version condition: applied exactly once through a TransactWriteItems
+    # with a ClientRequestToken (the token guard cannot close the lost-response window)
+    op = prepare_update(Memo, key={"memo_id": "m"}, changes={"hits": F("hits") + 1})
+    assert op.once
+    assert "_dynorm_rev <>" not in _expr(op.params, "ConditionExpression")
 
 
 def test_a_versioned_update_relies_on_the_version_check() -> None:
