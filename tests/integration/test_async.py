@@ -18,20 +18,15 @@ import pytest
 import dynorm
 from demo_project.catalog.models import Product
 from dynorm import F, Q, backend
+from tests.faults import raw_at
 from tests.models import Counter, Employment, Order, Person
-
-
-def raw_item(table: type, pk: str, sk: str) -> dict[str, Any] | None:
-    resp = backend.call("GetItem", {"TableName": table.table_name(), "Key": {"PK": {"S": pk}, "SK": {"S": sk}},
-                                    "ConsistentRead": True})
-    return resp.get("Item")
 
 
 def test_create_get_save_delete(io: Any) -> None:
     with dynorm.capture() as c:
         p = io(Product.objects, "create", brand_id="1", category_id="2", name="Widget", stock_level=3)
     assert c.operations == ["PutItem"]
-    stored = raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
+    stored = raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
     assert stored is not None and stored["name"] == {"S": "Widget"} and "_dynorm_rev" in stored
     with dynorm.capture() as c:
         got = io(Product.objects, "get", product_id=p.product_id)
@@ -40,16 +35,16 @@ def test_create_get_save_delete(io: Any) -> None:
     with dynorm.capture() as c:
         io(got, "save")
     assert c.operations == ["UpdateItem"] and got.version == 2
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["stock_level"] == {"N": "9"}
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["stock_level"] == {"N": "9"}
     with pytest.raises(dynorm.StaleWrite):
         io(p, "save")  # p still holds version 1
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["stock_level"] == {"N": "9"}
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["stock_level"] == {"N": "9"}
     io(p, "refresh_from_db")
     assert p.stock_level == 9 and p.version == 2
     with dynorm.capture() as c:
         io(p, "delete")
     assert c.operations == ["DeleteItem"]
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") is None
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") is None
     with pytest.raises(Product.DoesNotExist):
         io(Product.objects, "get", product_id=p.product_id)
     with pytest.raises(Product.DoesNotExist):
@@ -60,7 +55,7 @@ def test_create_refuses_to_overwrite_and_bad_values_send_nothing(io: Any) -> Non
     p = io(Product.objects, "create", brand_id="1", category_id="2", name="Widget")
     with pytest.raises(dynorm.AlreadyExists):
         io(Product.objects, "create", product_id=p.product_id, brand_id="9", category_id="9", name="Other")
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["name"] == {"S": "Widget"}
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")["name"] == {"S": "Widget"}
     with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="stock_level"):
         io(Product.objects, "create", brand_id="1", category_id="2", name="Bad", stock_level="many")
     assert c.count == 0
@@ -68,11 +63,11 @@ def test_create_refuses_to_overwrite_and_bad_values_send_nothing(io: Any) -> Non
 
 def test_update_with_condition_and_errors(io: Any) -> None:
     p = io(Product.objects, "create", brand_id="1", category_id="1", name="Widget", stock_level=2)
-    before = raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
+    before = raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
     with pytest.raises(dynorm.ConditionFailed) as err:
         io(p, "update", stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3))
     assert isinstance(err.value.item, Product) and err.value.item.stock_level == 2
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") == before
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") == before
     with dynorm.capture() as c:
         io(p, "update", stock_level=F("stock_level") + 5)
     assert c.operations == ["UpdateItem"] and p.stock_level == 7 and p.version == 2

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import pytest
 
 from dynorm import ServiceError, backend, capture, conf
-from tests.faults import Hook
+from tests.faults import Hook, deliver
 from tests.models import Store
 
 
@@ -262,7 +262,6 @@ def _lost_table() -> type:
 def test_create_table_with_a_lost_response_is_created_and_finished(dynamodb_local: str, exist_ok: bool) -> None:
     # CreateTable reaches DynamoDB, its answer is lost, botocore retries: ResourceInUseException.
     # The table is this call's: True, ACTIVE, TTL on (also with exist_ok=False: nothing failed)
-    import urllib.request
 
     import botocore.exceptions
 
@@ -272,9 +271,7 @@ def test_create_table_with_a_lost_response_is_created_and_finished(dynamodb_loca
     def applied_then_lost(request: Any, **kwargs: Any) -> None:
         sent["n"] += 1
         if sent["n"] == 1:
-            headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
-            urllib.request.urlopen(urllib.request.Request(request.url, data=request.body, headers=headers),
-                                   timeout=10).read()
+            deliver(request)
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
 
     try:

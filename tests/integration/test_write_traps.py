@@ -8,7 +8,7 @@ import pytest
 
 import dynorm
 from dynorm import Entity, F, Index, Manager, fields
-from tests.faults import Hook
+from tests.faults import Hook, stored_item
 from tests.models import Counter, Order, Retail
 
 
@@ -251,12 +251,6 @@ class W9Stock(Entity):
         sk = "METADATA"
 
 
-def _w9raw(model: type[Entity], **key: Any) -> dict[str, Any]:
-    resp = dynorm.backend.call("GetItem", {"TableName": model._meta.table.table_name(), "ConsistentRead": True,
-                                           "Key": model._meta.primary_key(key)})
-    return dict(resp["Item"])
-
-
 def test_versioned_entity_can_save_an_item_stored_without_a_version_attribute() -> None:
     """Rolling deploy: fields.Version() added to a model whose items were written before (or by boto3)."""
     dynorm.backend.call("PutItem", {"TableName": Retail.table_name(), "Item": {
@@ -266,7 +260,7 @@ def test_versioned_entity_can_save_an_item_stored_without_a_version_attribute() 
     assert obj.version is None
     obj.value = 6
     obj.save()  # version 0: conditional on attribute_not_exists(version)
-    stored = _w9raw(W9Counter, name="old")
+    stored = stored_item(W9Counter, name="old")
     assert stored["value"] == {"N": "6"} and stored["nick"] == {"S": "keep"} and stored["version"] == {"N": "1"}
     assert obj.version == 1
     W9Counter.objects.update_with_retry({"name": "old"}, lambda c: setattr(c, "value", c.value + 1))
@@ -284,7 +278,7 @@ def test_a_stale_read_of_a_version_less_item_is_refused() -> None:
     b.value = 2
     with pytest.raises(dynorm.StaleWrite, match="expected version 0"):
         b.save()
-    assert _w9raw(W9Counter, name="old2")["value"] == {"N": "1"}
+    assert stored_item(W9Counter, name="old2")["value"] == {"N": "1"}
 
 
 def test_save_update_fields_of_an_unread_instance_does_not_reset_the_version() -> None:
@@ -295,7 +289,7 @@ def test_save_update_fields_of_an_unread_instance_does_not_reset_the_version() -
         cur.value = 10 + i
         cur.save()  # version 3
     W9Counter(name="v", value=99).save(update_fields=["value"])
-    stored = _w9raw(W9Counter, name="v")
+    stored = stored_item(W9Counter, name="v")
     assert stored["version"] == {"N": "4"} and stored["value"] == {"N": "99"}
     stale_reader.note = "stale"
     with pytest.raises(dynorm.StaleWrite):
@@ -337,7 +331,7 @@ def test_save_update_fields_after_only_loads_a_deferred_field_instead_of_removin
     with dynorm.capture() as c:
         obj.save(update_fields=["name", "warehouse"])
     assert c.operations == ["GetItem", "UpdateItem"]
-    stored = _w9raw(W9Indexed, sku="s1")
+    stored = stored_item(W9Indexed, sku="s1")
     assert stored["name"] == {"S": "bolt M8"} and stored["warehouse"] == {"S": "north"}
     assert stored["GSI1PK"] == {"S": "v1#W9WH#north"} and stored["GSI1SK"] == {"S": "W9IDX#s1"}
     assert [s.sku for s in W9Indexed.objects.filter(warehouse="north")] == ["s1"]
@@ -350,5 +344,5 @@ def test_save_update_fields_after_only_keeps_an_assigned_deferred_field() -> Non
     with dynorm.capture() as c:
         obj.save(update_fields=["warehouse"])
     assert c.operations == ["UpdateItem"]
-    assert _w9raw(W9Indexed, sku="s2")["GSI1PK"] == {"S": "v1#W9WH#south"}
-    assert _w9raw(W9Indexed, sku="s2")["name"] == {"S": "nut"}
+    assert stored_item(W9Indexed, sku="s2")["GSI1PK"] == {"S": "v1#W9WH#south"}
+    assert stored_item(W9Indexed, sku="s2")["name"] == {"S": "nut"}

@@ -10,16 +10,10 @@ import pytest
 
 import dynorm
 from demo_project.catalog.models import Product
-from dynorm import F, Q, backend
+from dynorm import F, Q
 from dynorm.batch import RetryPolicy, bulk_create
-from tests.faults import Hook, fake_response
+from tests.faults import Hook, fake_response, raw_at
 from tests.models import Counter, Employment, Order, Person, Store
-
-
-def raw_item(table: type, pk: str, sk: str) -> dict[str, Any] | None:
-    resp = backend.call("GetItem", {"TableName": table.table_name(), "Key": {"PK": {"S": pk}, "SK": {"S": sk}},
-                                    "ConsistentRead": True})
-    return resp.get("Item")
 
 
 # -- update expressions -------------------------------------------------------------------
@@ -34,11 +28,11 @@ def test_update_is_one_updateitem_refreshing_the_instance() -> None:
 
 def test_failed_condition_carries_the_item_and_writes_nothing() -> None:
     p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=2)
-    before = raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
+    before = raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA")
     with pytest.raises(dynorm.ConditionFailed) as err:
         p.update(stock_level=F("stock_level") - 3, condition=Q(stock_level__gte=3))
     assert isinstance(err.value.item, Product) and err.value.item.stock_level == 2
-    assert raw_item(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") == before
+    assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") == before
 
 
 def test_update_without_read_and_missing_item() -> None:
@@ -139,7 +133,7 @@ def test_transaction_commits_atomically() -> None:
 def test_failed_third_action_leaves_everything_as_before() -> None:
     a = Product.objects.create(brand_id="1", category_id="1", name="A", stock_level=5)
     b = Product.objects.create(brand_id="1", category_id="1", name="B", stock_level=0)
-    snapshot = {x.product_id: raw_item(Product._meta.table, f"v2#P#{x.product_id}", "METADATA") for x in (a, b)}
+    snapshot = {x.product_id: raw_at(Product._meta.table, f"v2#P#{x.product_id}", "METADATA") for x in (a, b)}
     with pytest.raises(dynorm.TransactionCanceled) as err:
         with dynorm.transaction() as tx:
             tx.update(a, stock_level=F("stock_level") - 1)
@@ -150,7 +144,7 @@ def test_failed_third_action_leaves_everything_as_before() -> None:
     assert isinstance(reasons[2]["error"], dynorm.ConditionFailed) and reasons[2]["error"].item.stock_level == 0
     assert "action 2 (update Product" in str(err.value)
     for pid, before in snapshot.items():
-        assert raw_item(Product._meta.table, f"v2#P#{pid}", "METADATA") == before
+        assert raw_at(Product._meta.table, f"v2#P#{pid}", "METADATA") == before
     assert not Person.objects.filter(person_id="p9").exists()
 
 

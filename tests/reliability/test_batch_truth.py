@@ -4,7 +4,6 @@ batch with BatchIncomplete listing written, unprocessed and uncertain items; no 
 from __future__ import annotations
 
 import json
-import urllib.request
 from typing import Any
 
 import botocore.exceptions
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 
 import dynorm
 from dynorm.batch import RetryPolicy, bulk_create
-from tests.faults import Hook, fake_response
+from tests.faults import Hook, deliver, fake_response
 from tests.models import Counter, Person
 
 REFUSED = {"__type": "com.amazon.coral.validate#ValidationException",
@@ -33,10 +32,7 @@ def _on_request(n: int, action: Any) -> Any:
 
 
 def _send_by_hand(request: Any, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = json.dumps(body).encode() if body is not None else request.body
-    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
-    req = urllib.request.Request(request.url, data=data, headers=headers)
-    return json.loads(urllib.request.urlopen(req, timeout=10).read())  # type: ignore[no-any-return]
+    return json.loads(deliver(request, json.dumps(body).encode() if body is not None else None))  # type: ignore[no-any-return]
 
 
 def _stored_people() -> set[str]:

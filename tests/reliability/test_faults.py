@@ -13,7 +13,7 @@ import pytest
 import dynorm
 from dynorm import F
 from dynorm.batch import RetryPolicy, bulk_create
-from tests.faults import Hook, fake_response
+from tests.faults import Hook, deliver, fake_response
 from tests.models import Counter, Person
 
 
@@ -101,10 +101,7 @@ def test_connection_dropped_after_the_transaction_reached_the_server() -> None:
     def drop_after_sending(request: Any, **kwargs: Any) -> Any:
         if sent["n"] == 0:
             sent["n"] += 1
-            import urllib.request
-
-            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-            urllib.request.urlopen(req, timeout=10).read()  # the server applies the transaction
+            deliver(request)  # the server applies the transaction
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
         return None
 

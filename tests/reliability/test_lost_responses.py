@@ -8,8 +8,6 @@ revision token (AlreadyExists, created=False, StaleWrite, or a counter at 2).
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from typing import Any, Callable, Iterator
 
 import botocore.exceptions
@@ -17,7 +15,7 @@ import pytest
 
 import dynorm
 from dynorm import Entity, F, fields
-from tests.faults import Hook
+from tests.faults import Hook, deliver, stored_item
 from tests.models import Counter, Retail
 
 
@@ -45,11 +43,7 @@ class _LoseFirstResponse:
     def __call__(self, request: Any, **kwargs: Any) -> None:
         if self.delivered == 0:
             self.delivered += 1
-            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-            try:
-                urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only: the server applies it
-            except urllib.error.HTTPError:
-                pass
+            deliver(request)
             if self.between is not None:
                 self.between()  # another writer acts before botocore's retry
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
@@ -71,19 +65,13 @@ def lose() -> Iterator[Any]:
         hook.__exit__(None, None, None)
 
 
-def _raw(model: type[Entity], **key: Any) -> dict[str, Any]:
-    resp = dynorm.backend.call("GetItem", {"TableName": model._meta.table.table_name(), "ConsistentRead": True,
-                                           "Key": model._meta.primary_key(key)})
-    return dict(resp["Item"])
-
-
 def test_create_whose_response_was_lost_is_reported_created(lose: Any, io: Any) -> None:
     fault = lose("PutItem")
     with dynorm.capture() as c:
         obj = io(Counter.objects, "create", name="c1", value=3)
     assert fault.delivered == 1 and c.operations == ["PutItem"]
     assert obj.version == 1 and not obj._state.adding
-    stored = _raw(Counter, name="c1")
+    stored = stored_item(Counter, name="c1")
     assert stored["value"] == {"N": "3"} and stored["version"] == {"N": "1"}
     assert stored["_dynorm_rev"]["S"]  # the token that told the retry apart
 
@@ -168,17 +156,18 @@ def test_a_real_conflict_after_a_retry_is_still_reported() -> None:
 
 def test_every_write_stores_a_fresh_token() -> None:
     obj = Counter.objects.create(name="tok")
-    first = _raw(Counter, name="tok")["_dynorm_rev"]
+    first = stored_item(Counter, name="tok")["_dynorm_rev"]
     obj.update(value=F("value") + 1)
-    second = _raw(Counter, name="tok")["_dynorm_rev"]
+    second = stored_item(Counter, name="tok")["_dynorm_rev"]
     obj.value = 4
     obj.save()
-    third = _raw(Counter, name="tok")["_dynorm_rev"]
+    third = stored_item(Counter, name="tok")["_dynorm_rev"]
     with dynorm.transaction() as tx:
         tx.update(obj, value=5)
-    fourth = _raw(Counter, name="tok")["_dynorm_rev"]
+    fourth = stored_item(Counter, name="tok")["_dynorm_rev"]
     Counter.objects.bulk_create([Counter(name="tok2")])
-    assert len({first["S"], second["S"], third["S"], fourth["S"], _raw(Counter, name="tok2")["_dynorm_rev"]["S"]}) == 5
+    fifth = stored_item(Counter, name="tok2")["_dynorm_rev"]
+    assert len({first["S"], second["S"], third["S"], fourth["S"], fifth["S"]}) == 5
 
 
 def test_many_increments_with_a_third_of_the_responses_lost_count_exactly() -> None:
@@ -195,8 +184,7 @@ def test_many_increments_with_a_third_of_the_responses_lost_count_exactly() -> N
         if request.body in dropped or rng.random() >= 0.33:
             return
         dropped.add(request.body)
-        req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-        urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only
+        deliver(request)
         raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
 
     def bump(c: Counter) -> None:
@@ -225,8 +213,7 @@ def test_a_retry_that_finds_someone_elses_change_says_so() -> None:
     def apply_then_race(request: Any, **kwargs: Any) -> None:
         if state["n"] == 0:
             state["n"] += 1
-            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-            urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only
+            deliver(request)
             other.refresh_from_db()
             other.value = 100
             other.save()  # the racing writer (its own request, through the same hook: passes)
@@ -286,7 +273,7 @@ def test_lost_unversioned_increment_is_not_applied_twice_when_another_write_land
     result = LrTally.objects.filter(name="t").update(n=F("n") + 1)
     assert fault.delivered == 1
     assert result.n == 1 and result.note == "other"
-    assert _raw(LrTally, name="t")["n"] == {"N": "1"}
+    assert stored_item(LrTally, name="t")["n"] == {"N": "1"}
 
 
 def test_lost_append_is_not_applied_twice_when_another_write_lands_between(lose: Any) -> None:
@@ -294,7 +281,7 @@ def test_lost_append_is_not_applied_twice_when_another_write_lands_between(lose:
     lose("TransactWriteItems", between=lambda: LrTally.objects.filter(name="a").update(note="other"))
     obj.update(log=F("log").append(["x"]))
     assert obj.log == ["x"]
-    assert _raw(LrTally, name="a")["log"] == {"L": [{"S": "x"}]}
+    assert stored_item(LrTally, name="a")["log"] == {"L": [{"S": "x"}]}
 
 
 def test_update_with_retry_does_not_reapply_fn_after_a_lost_response(lose: Any) -> None:
@@ -309,7 +296,7 @@ def test_update_with_retry_does_not_reapply_fn_after_a_lost_response(lose: Any) 
     with pytest.raises(dynorm.StaleWrite, match="may have been applied") as info:
         LrCounter.objects.update_with_retry({"name": "c"}, bump)
     assert getattr(info.value, "maybe_applied", False) and len(calls) == 1
-    assert _raw(LrCounter, name="c")["value"] == {"N": "1"}
+    assert stored_item(LrCounter, name="c")["value"] == {"N": "1"}
 
 
 def test_a_conflict_in_the_transactional_path_is_reported_truthfully() -> None:
@@ -319,7 +306,7 @@ def test_a_conflict_in_the_transactional_path_is_reported_truthfully() -> None:
     assert c.operations == ["TransactWriteItems"]
     with pytest.raises(LrTally.DoesNotExist):
         LrTally.objects.filter(name="missing").update(n=F("n") + 1)
-    assert _raw(LrTally, name="q")["n"] == {"N": "0"}
+    assert stored_item(LrTally, name="q")["n"] == {"N": "0"}
 
 
 def test_idempotent_unversioned_update_stays_one_update_item() -> None:
@@ -338,7 +325,7 @@ def test_retried_unversioned_save_is_ordered_after_a_write_made_during_the_call(
     obj.name = "mine"
     lose("UpdateItem", between=lambda: LrStock.objects.filter(sku="w").update(name="theirs"))
     obj.save(update_fields=update_fields)
-    assert _raw(LrStock, sku="w")["name"] == {"S": "mine"}
+    assert stored_item(LrStock, sku="w")["name"] == {"S": "mine"}
 
 
 def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -> None:
@@ -354,11 +341,7 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
             local.retrying = False
             return
         if next(counter) % 3 == 0:
-            req = urllib.request.Request(request.url, data=request.body, headers=dict(request.headers.items()))
-            try:
-                urllib.request.urlopen(req, timeout=10).read()  # noqa: S310 - 127.0.0.1 only
-            except urllib.error.HTTPError:
-                pass
+            deliver(request)
             local.retrying = True
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
 
@@ -375,7 +358,7 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
             t.start()
         for t in threads:
             t.join(120)
-    assert int(_raw(LrTally, name="conc")["n"]["N"]) == len(acknowledged) == 40
+    assert int(stored_item(LrTally, name="conc")["n"]["N"]) == len(acknowledged) == 40
 
 
 def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_new_token() -> None:
@@ -398,4 +381,4 @@ def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_
     with Hook("before-send.dynamodb.TransactWriteItems", conflict_twice):
         result = LrTally.objects.filter(name="tc").update(n=F("n") + 1)
     assert result.n == 1 and len(set(tokens)) == 3
-    assert _raw(LrTally, name="tc")["n"] == {"N": "1"}
+    assert stored_item(LrTally, name="tc")["n"] == {"N": "1"}
