@@ -35,8 +35,7 @@ from pynamodb.attributes import UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
 import dynorm  # noqa: E402
-from bench.common import connect  # noqa: E402
-from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
+from bench.common import connect, fresh_table, pynamodb_meta  # noqa: E402
 
 
 def measure(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -57,19 +56,13 @@ def main() -> int:
     endpoint, server = connect("bench-async-")
     from demo_project.catalog.models import Catalog, Product
 
-    if Catalog.exists():
-        Catalog.delete_table()
-    Catalog.create_table()
+    fresh_table(Catalog)
     target = Product.objects.create(brand_id="x", category_id="1", name="Target", stock_level=5)
     pid = target.product_id
     keys = target.key_attributes()
 
     class PProduct(Model):
-        class Meta:
-            table_name = Catalog.table_name()
-            host = endpoint
-            region = "us-east-1"
-            aws_access_key_id, aws_secret_access_key = LOCAL_CREDENTIALS
+        Meta = pynamodb_meta(Catalog.table_name(), endpoint)
 
         pk = UnicodeAttribute(hash_key=True, attr_name="PK")
         sk = UnicodeAttribute(range_key=True, attr_name="SK")

@@ -9,7 +9,6 @@ trips), median of rounds. Results: ``bench/results/bench_bulk.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -20,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pynamodb.attributes import UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from bench.common import connect  # noqa: E402
-from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
+from bench.common import connect, finish, fresh_table, pynamodb_meta  # noqa: E402
 
 
 def main() -> int:
@@ -32,17 +30,10 @@ def main() -> int:
     endpoint, server = connect("benchbulk-")
     from tests.models import Person, Retail
 
-    if Retail.exists():
-        Retail.delete_table()
-    Retail.create_table()
-    table = Retail.table_name()
+    table = fresh_table(Retail)
 
     class PPerson(Model):
-        class Meta:
-            table_name = table
-            host = endpoint
-            region = "us-east-1"
-            aws_access_key_id, aws_secret_access_key = LOCAL_CREDENTIALS
+        Meta = pynamodb_meta(table, endpoint)
 
         pk = UnicodeAttribute(hash_key=True, attr_name="PK")
         sk = UnicodeAttribute(range_key=True, attr_name="SK")
@@ -72,12 +63,7 @@ def main() -> int:
     print(f"  dynorm bulk_create      {results['dynorm']:8.0f}")
     print(f"  PynamoDB batch_write()  {results['pynamodb']:8.0f}")
     print(f"  ratio dynorm/PynamoDB   {results['dynorm/pynamodb']:8.2f}")
-    out = Path(__file__).parent / "results" / "bench_bulk.json"
-    out.write_text(json.dumps({"items": args.items, "rounds": args.rounds, **results}, indent=2))
-    print(f"written {out}")
-    Retail.delete_table()
-    if server:
-        server.stop()
+    finish("bench_bulk", {"items": args.items, "rounds": args.rounds, **results}, Retail, server)
     return 0
 
 

@@ -22,22 +22,18 @@ Uses ``DYNORM_TEST_ENDPOINT`` when set, else starts DynamoDB Local itself.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import boto3  # noqa: E402
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
 import dynorm  # noqa: E402
-from bench.bench_ops import cpu_per_op  # noqa: E402
-from bench.common import connect  # noqa: E402
+from bench.common import boto3_client, connect, cpu_per_op, finish, fresh_table, pynamodb_meta  # noqa: E402
 from dynorm import Entity, F, Table, fields  # noqa: E402
-from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
 
 
 class BenchCounters(Table):
@@ -64,24 +60,16 @@ def main() -> int:
     args = ap.parse_args()
 
     endpoint, server = connect("bench-")
-    if BenchCounters.exists():
-        BenchCounters.delete_table()
-    BenchCounters.create_table()
-    table = BenchCounters.table_name()
+    table = fresh_table(BenchCounters)
 
     class PTally(Model):
-        class Meta:
-            table_name = table
-            host = endpoint
-            region = "us-east-1"
-            aws_access_key_id, aws_secret_access_key = LOCAL_CREDENTIALS
+        Meta = pynamodb_meta(table, endpoint)
 
         pk = UnicodeAttribute(hash_key=True, attr_name="PK")
         sk = UnicodeAttribute(range_key=True, attr_name="SK")
         n = NumberAttribute()
 
-    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=LOCAL_CREDENTIALS[0], aws_secret_access_key=LOCAL_CREDENTIALS[1])
+    client = boto3_client(endpoint)
     for name in ("d", "s", "p", "b"):
         Tally.objects.create(name=name)
     p_obj = PTally.get("TALLY#p", "METADATA")
@@ -121,12 +109,7 @@ def main() -> int:
                  if "requests" in row else "")
         print(f"{label:<14}{us:>8.0f}{row['vs_boto3']:>10.2f}{row['vs_pynamodb']:>13.2f}{extra}")
     assert Tally.objects.get(name="d").n == 20 + 1 + args.ops * args.rounds  # applied once each
-    out = Path(__file__).parent / "results" / "bench_increment.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(f"written {out}")
-    BenchCounters.delete_table()
-    if server:
-        server.stop()
+    finish("bench_increment", results, BenchCounters, server)
     return 0
 
 

@@ -13,38 +13,17 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import boto3  # noqa: E402
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute  # noqa: E402
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
-from bench.common import connect  # noqa: E402
-from dynorm.backend import LOCAL_CREDENTIALS  # noqa: E402
-
-
-def cpu_per_op(impls: dict[str, Callable[[int], Any]], n: int, rounds: int) -> dict[str, float]:
-    """Median over rounds of process-CPU microseconds per call, for each implementation.
-
-    Rounds are interleaved (dynorm, PynamoDB, boto3, dynorm, ...) so that drift on a shared
-    machine does not favour whichever implementation happens to run first.
-    """
-    results: dict[str, list[float]] = {name: [] for name in impls}
-    for _ in range(rounds):
-        for name, fn in impls.items():
-            start = time.process_time()
-            for i in range(n):
-                fn(i)
-            results[name].append((time.process_time() - start) / n * 1e6)
-    return {name: statistics.median(values) for name, values in results.items()}
+from bench.common import boto3_client, connect, cpu_per_op, finish, fresh_table, pynamodb_meta  # noqa: E402
 
 
 def main() -> int:
@@ -57,10 +36,7 @@ def main() -> int:
     endpoint, server = connect("bench-")
     from demo_project.catalog.models import Catalog, Product
 
-    if Catalog.exists():
-        Catalog.delete_table()
-    Catalog.create_table()
-    table = Catalog.table_name()
+    table = fresh_table(Catalog)
 
     class PByBrand(GlobalSecondaryIndex["PProduct"]):
         class Meta:
@@ -72,11 +48,7 @@ def main() -> int:
     class PProduct(Model):
         """The same items, written by hand with PynamoDB."""
 
-        class Meta:
-            table_name = table
-            host = endpoint
-            region = "us-east-1"
-            aws_access_key_id, aws_secret_access_key = LOCAL_CREDENTIALS
+        Meta = pynamodb_meta(table, endpoint)
 
         pk = UnicodeAttribute(hash_key=True, attr_name="PK")
         sk = UnicodeAttribute(range_key=True, attr_name="SK")
@@ -95,8 +67,7 @@ def main() -> int:
         version = VersionAttribute()
         by_brand = PByBrand()
 
-    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=LOCAL_CREDENTIALS[0], aws_secret_access_key=LOCAL_CREDENTIALS[1])
+    client = boto3_client(endpoint)
 
     # 100 products of one brand for the query benchmark, plus one product to get
     for i in range(100):
@@ -172,12 +143,7 @@ def main() -> int:
         results[op] = row
         print(f"{op:<10}{row['dynorm']:>10.0f}{row['pynamodb']:>10.0f}{row['boto3']:>10.0f}"
               f"{row['dynorm/pynamodb']:>12.2f}{row['dynorm/boto3']:>9.2f}")
-    out = Path(__file__).parent / "results" / "bench_ops.json"
-    out.write_text(json.dumps(results, indent=2))
-    print(f"written {out}")
-    Catalog.delete_table()
-    if server:
-        server.stop()
+    finish("bench_ops", results, Catalog, server)
     return 0
 
 

@@ -6,6 +6,7 @@ Real requests only: the credentials are read off the Authorization header botoco
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import threading
 from typing import Any, Iterator
@@ -88,9 +89,9 @@ class _Html(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(params=[200, 404, 502])
-def html_endpoint(request: pytest.FixtureRequest, dynamodb_local: str) -> Iterator[str]:
-    handler = type("Handler", (_Html,), {"status": request.param})
+@contextlib.contextmanager
+def _stand_in(handler: type[http.server.BaseHTTPRequestHandler], dynamodb_local: str) -> Iterator[str]:
+    """Serve ``handler`` on a loopback port and point dynorm at it (one attempt) for the block."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{server.server_address[1]}"
@@ -101,6 +102,12 @@ def html_endpoint(request: pytest.FixtureRequest, dynamodb_local: str) -> Iterat
         conf.configure(endpoint=dynamodb_local, max_attempts=conf.Settings().max_attempts)
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(params=[200, 404, 502])
+def html_endpoint(request: pytest.FixtureRequest, dynamodb_local: str) -> Iterator[str]:
+    with _stand_in(type("Handler", (_Html,), {"status": request.param}), dynamodb_local) as endpoint:
+        yield endpoint
 
 
 def test_a_web_server_is_reported_in_one_line_naming_endpoint_and_operation(html_endpoint: str) -> None:
@@ -171,17 +178,8 @@ class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(params=["204", "200-empty-no-content-type", "200-json"])
 def not_dynamodb(request: pytest.FixtureRequest, dynamodb_local: str) -> Iterator[str]:
-    handler = type("Handler", (_NotDynamoDB,), {"mode": request.param})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
-    conf.configure(endpoint=endpoint, max_attempts=1)
-    try:
+    with _stand_in(type("Handler", (_NotDynamoDB,), {"mode": request.param}), dynamodb_local) as endpoint:
         yield endpoint
-    finally:
-        conf.configure(endpoint=dynamodb_local, max_attempts=conf.Settings().max_attempts)
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_server_that_is_not_dynamodb_never_acknowledges_a_write_or_reads_as_missing(not_dynamodb: str) -> None:
