@@ -14,7 +14,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Generator, Iterator
+from typing import Any, AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 
 from . import conf
 from .exceptions import (
@@ -606,61 +606,19 @@ def _advance(steps: Steps, value: Any, error: BaseException | None) -> Any:
     return steps.send(value) if error is None else steps.throw(error)
 
 
-def drive(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Any:
-    """Run ``steps`` synchronously (blocking I/O through :func:`call`) and return their result.
+def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generator[Any, None, Any]:
+    """Run ``steps`` synchronously (blocking I/O through :func:`call`), yielding each :class:`Emit` value.
+
+    The one synchronous driver: :func:`drive` runs it for a result. Its return value (the
+    ``StopIteration`` value) is the steps' result; closing it sends nothing more.
 
     Args:
         steps: the generator of steps.
         sleep: how a :class:`Sleep` step waits (injectable for tests).
+
+    Raises:
+        TypeError: a step that is not a :class:`Send`, :class:`Sleep` or :class:`Emit`.
     """
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = _advance(steps, value, error)
-        except StopIteration as stop:
-            return stop.value
-        value, error = None, None
-        if isinstance(step, Send):
-            try:
-                value = call(step.operation, step.params, stats=step.stats)
-            except DynormError as exc:
-                error = exc
-        elif isinstance(step, Sleep):
-            sleep(step.seconds)
-        else:
-            steps.close()
-            raise TypeError(f"drive(): unexpected step {step!r}")
-
-
-def stream(steps: Steps) -> Iterator[Any]:
-    """Run ``steps`` synchronously, yielding each :class:`Emit` value; closing it sends nothing more."""
-    value: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            try:
-                step = _advance(steps, value, error)
-            except StopIteration:
-                return
-            value, error = None, None
-            if isinstance(step, Send):
-                try:
-                    value = call(step.operation, step.params, stats=step.stats)
-                except DynormError as exc:
-                    error = exc
-            elif isinstance(step, Sleep):
-                time.sleep(step.seconds)
-            else:
-                yield step.value
-    finally:
-        steps.close()
-
-
-async def adrive(steps: Steps) -> Any:
-    """Run ``steps`` on the running event loop (requests through :func:`acall`) and return their result."""
-    import asyncio
-
     value: Any = None
     error: BaseException | None = None
     try:
@@ -672,21 +630,51 @@ async def adrive(steps: Steps) -> Any:
             value, error = None, None
             if isinstance(step, Send):
                 try:
-                    value = await acall(step.operation, step.params, stats=step.stats)
+                    value = call(step.operation, step.params, stats=step.stats)
                 except DynormError as exc:
                     error = exc
             elif isinstance(step, Sleep):
-                await asyncio.sleep(step.seconds)
+                sleep(step.seconds)
+            elif isinstance(step, Emit):
+                yield step.value
             else:
-                raise TypeError(f"adrive(): unexpected step {step!r}")
+                raise TypeError(f"unexpected step {step!r}")
     finally:
         steps.close()
 
 
-async def astream(steps: Steps) -> AsyncIterator[Any]:
-    """Run ``steps`` on the running event loop, yielding each :class:`Emit` value.
+def drive(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Any:
+    """Run ``steps`` synchronously (blocking I/O through :func:`call`) and return their result.
 
-    Closing it (``aclose()``, a cancelled task) sends nothing more.
+    Args:
+        steps: the generator of steps; it emits nothing.
+        sleep: how a :class:`Sleep` step waits (injectable for tests).
+
+    Raises:
+        TypeError: the steps emitted a value (they are to be run with :func:`stream`).
+    """
+    run = stream(steps, sleep)
+    try:
+        emitted = next(run)
+    except StopIteration as stop:
+        return stop.value
+    run.close()
+    raise TypeError(f"drive(): unexpected step Emit({emitted!r})")
+
+
+async def astream(steps: Steps, result: list[Any] | None = None) -> AsyncGenerator[Any, None]:
+    """Run ``steps`` on the running event loop (requests through :func:`acall`), yielding each
+    :class:`Emit` value.
+
+    The one asyncio driver: :func:`adrive` runs it for a result. Closing it (``aclose()``, a
+    cancelled task) sends nothing more.
+
+    Args:
+        steps: the generator of steps.
+        result: when given, the steps' result is appended to it at the end.
+
+    Raises:
+        TypeError: a step that is not a :class:`Send`, :class:`Sleep` or :class:`Emit`.
     """
     import asyncio
 
@@ -696,7 +684,9 @@ async def astream(steps: Steps) -> AsyncIterator[Any]:
         while True:
             try:
                 step = _advance(steps, value, error)
-            except StopIteration:
+            except StopIteration as stop:
+                if result is not None:
+                    result.append(stop.value)
                 return
             value, error = None, None
             if isinstance(step, Send):
@@ -706,10 +696,26 @@ async def astream(steps: Steps) -> AsyncIterator[Any]:
                     error = exc
             elif isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds)
-            else:
+            elif isinstance(step, Emit):
                 yield step.value
+            else:
+                raise TypeError(f"unexpected step {step!r}")
     finally:
         steps.close()
+
+
+async def adrive(steps: Steps) -> Any:
+    """Run ``steps`` on the running event loop (requests through :func:`acall`) and return their result.
+
+    Raises:
+        TypeError: the steps emitted a value (they are to be run with :func:`astream`).
+    """
+    result: list[Any] = []
+    run = astream(steps, result)
+    async for emitted in run:
+        await run.aclose()
+        raise TypeError(f"adrive(): unexpected step Emit({emitted!r})")
+    return result[0]
 
 
 def collect(steps: Steps) -> Steps:
