@@ -659,8 +659,10 @@ class QuerySet(Generic[T]):
     def _get_older_versions(self, p: Plan, given: dict[str, Any]) -> backend.Steps:
         """``Meta.read_versions`` fallback: GetItem under each older key version, in order.
 
-        Costs one extra GetItem per older version tried. Any write on an instance found this
-        way first moves its item to the current key version (:mod:`dynorm.fallback`).
+        Costs one extra GetItem per older version tried, and, when none holds the item, one
+        consistent GetItem of the current key again (a migration may have moved the item there
+        between the reads). Any write on an instance found this way first moves its item to the
+        current key version (:mod:`dynorm.fallback`).
         """
         meta = self.model._meta
         older = [v for v in meta.read_versions if v != meta.key_version]
@@ -675,7 +677,11 @@ class QuerySet(Generic[T]):
             if found:
                 found[0]._state.fallback = version
                 return found
-        return []
+        # a migration may have moved the item to the current key version between our reads:
+        # one consistent re-read of the current key tells "moved meanwhile" from "does not exist"
+        again = yield from backend.first_emit(self._run_steps(replace(p, params={**p.params, "ConsistentRead": True})),
+                                              [])
+        return again  # type: ignore[no-any-return]
 
     def first(self) -> T | None:
         """Return the first item in sort-key order, or ``None``.

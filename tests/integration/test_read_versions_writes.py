@@ -163,3 +163,36 @@ def test_a_partial_read_through_the_fallback_is_moved_whole(project: Project) ->
     item = stored["v2"]
     assert item["counter"] == {"N": "3"} and item["maker"] == {"S": "m0"} and "legacy" in item
     assert item["GSI1PK"]["S"] == "v2#M#m0"
+
+
+def test_get_finds_an_item_a_migration_moves_between_its_reads(project: Project, io: Any) -> None:
+    """The v2 app reads with read_versions=[v2, v1]: GetItem at v2 misses (not moved yet), the
+    migration moves the item (Put at v2 + Delete at v1 in one transaction), GetItem at v1 misses:
+    the item existed the whole time, so get() must not say DoesNotExist (found by the adversary
+    of issue 15 under a Dask move: 1 in ~800 app updates)."""
+    from tests.faults import Hook
+
+    W = _setup(project, 3)
+    table = project.table.table_name()
+    old_key = {"PK": {"S": "v1#W#w00001"}, "SK": {"S": "METADATA"}}
+    calls = {"n": 0}
+
+    def move_after_the_first_get(**kwargs: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raw = backend.call("GetItem", {"TableName": table, "Key": old_key, "ConsistentRead": True})["Item"]
+            new = {**raw, "PK": {"S": "v2#W#w00001"}, "GSI1PK": {"S": "v2#M#" + raw["maker"]["S"]},
+                   "GSI1SK": {"S": f"S#{int(raw['size']['N']):04d}#W#w00001"}}
+            backend.call("TransactWriteItems", {"TransactItems": [
+                {"Put": {"TableName": table, "Item": new}}, {"Delete": {"TableName": table, "Key": old_key}}]})
+
+    with Hook("after-call.dynamodb.GetItem", move_after_the_first_get), dynorm.capture() as c:
+        widget = io(W.objects, "get", widget_id="w00001")
+    assert widget.widget_id == "w00001" and widget._state.fallback is None
+    ours = [r.params["Key"]["PK"]["S"] for r in c.requests if r.operation == "GetItem"][1:]  # after the move's
+    assert ours == ["v2#W#w00001", "v1#W#w00001", "v2#W#w00001"]  # v2, v1, then v2 again, consistently
+    assert c.requests[-1].params["ConsistentRead"] is True
+    with dynorm.capture() as c:
+        with pytest.raises(W.DoesNotExist):
+            io(W.objects, "get", widget_id="nope")
+    assert c.operations == ["GetItem", "GetItem", "GetItem"]  # a real miss costs one re-read
