@@ -26,9 +26,10 @@ from typing import (
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
-from .exceptions import InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
+from .exceptions import DynormError, InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
 from .expressions import Q
 from .fields import unreadable_item, validate_values
+from .keys import VERSION
 from .plan import Plan, QueryState, plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -445,7 +446,7 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             resp = yield backend.Send("GetItem", p.params, self.stats)
             item = resp.get("Item")
-            obj = decode(item) if item else None
+            obj = decode(item) if item and p.admits(item) else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
             if prefetch:
                 yield from self._prefetch_steps(objs)
@@ -464,13 +465,20 @@ class QuerySet(Generic[T]):
             need = stop + peek - seen
             return max(need, min(first_limit * 8 ** sent, 1000)) if read_ahead else need
 
+        versions = _versioned_reads(self.model, p)
+        if versions:
+            read_ahead = True  # copies at other key versions are dropped after the read
+
         pager = backend.Pager(p.params, start_key, next_limit)
         while pager.request is not None:
             resp = yield backend.Send(p.operation, pager.request, self.stats)
             pager.got(resp)
             batch: list[Any] = []
-            for raw in resp.get("Items", ()):
-                obj = decode(raw)
+            raws = resp.get("Items", ())
+            decoded: list[tuple[Any, Any]] = [(raw, decode(raw)) for raw in raws]
+            if versions:
+                decoded = yield from _current_copies(self.model, decoded)
+            for raw, obj in decoded:
                 if obj is None:
                     continue
                 if stop is not None and seen >= stop:  # a read-ahead or the peek went past the window
@@ -742,6 +750,14 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             batches = yield from backend.collect(self._run_steps(p, prefetch=False))
             return sum(len(batch) for batch in batches)
+        if _versioned_reads(self.model, p):
+            # Select=COUNT would count every copy of an item under each key version (and
+            # versions this app does not read): count what iteration returns, reading keys only
+            keys_only = self.only(*self.model._meta.key_fields)
+            keys_only.unreadable = []
+            batches = yield from backend.collect(keys_only._run_steps(keys_only._plan(), prefetch=False))
+            self.stats = keys_only.stats
+            return sum(len(batch) for batch in batches)
         responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
         return sum(int(resp.get("Count", 0)) for resp in responses)
 
@@ -865,7 +881,7 @@ class QuerySet(Generic[T]):
     def _primary_key_filter(self, what: str) -> dict[str, Any]:
         """The primary-key fields of a queryset that names exactly one item (else InvalidQuery)."""
         p = self.explain()
-        if p.operation != "GetItem":
+        if p.operation != "GetItem" or p.checks:
             raise InvalidQuery(
                 f"{self.model.__name__}.objects.filter(...).{what}() needs exactly the primary-key fields "
                 f"({', '.join(self.model._meta.key_fields)}) and nothing else.")
@@ -1280,10 +1296,12 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("delete() on an item collection: delete per entity "
                                "(Entity.objects.filter(...).delete()).")
         key_fields = self.model._meta.key_fields
-        keys = [{f: getattr(obj, f) for f in key_fields} for obj in self.only(*key_fields).iterator()]
-        if not keys:
+        # the instances, not their key fields: each is deleted under the key it was read at (an
+        # item read through Meta.read_versions lives under an older key version)
+        objs = list(self.only(*key_fields).iterator())
+        if not objs:
             return 0
-        return self.bulk_delete(keys, **policy)
+        return self.bulk_delete(objs, **policy)
 
     delete.queryset_only = True  # type: ignore[attr-defined]
 
@@ -1299,6 +1317,74 @@ class QuerySet(Generic[T]):
         from .transaction import bulk_update
 
         return bulk_update(self.model, objs, fields, **options)
+
+
+def _versioned_reads(model: Any, p: Plan) -> bool:
+    """True when ``p`` reads an index whose keys do not carry the key version of the primary key.
+
+    A multi-attribute GSI's keys are the fields' own attributes: the copies of one item under
+    two key versions (a copy-mode rekey, the expand step of a rollout) are both in it, and
+    items under a version this app does not read are in it too. Template GSIs carry the
+    version in their key text (``{version}#...``) and need none of this.
+    """
+    bound = p.bound
+    if bound is None or not bound.is_multi or p.entity_types is None:
+        return False
+    prim = model._meta.primary
+    return VERSION in prim.pk.placeholders or (prim.sk is not None and VERSION in prim.sk.placeholders)
+
+
+def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps:
+    """Keep, of the items read through a version-blind index, each logical item once, as ``get()`` would.
+
+    An item stored under the current key version is kept. One under an older version of
+    ``Meta.read_versions`` is kept only when no item exists under the current keys (one
+    BatchGetItem per page for such items), and is marked as read at that version, so a write
+    on it first moves it to the current keys (:mod:`dynorm.fallback`). One under any other
+    version (a copy this app does not read) is dropped. Other entity types pass unchanged.
+
+    Yields BatchGetItem steps; returns the ``(raw, obj)`` pairs kept, in order.
+    """
+    from .batch import batch_get_steps
+    from .writes import stored_key
+
+    meta = model._meta
+    tmeta = meta.table._meta
+    attrs = [tmeta.pk_attribute] + ([tmeta.sk_attribute] if tmeta.sk_attribute else [])
+    older: list[tuple[int, dict[str, Any]]] = []  # (position, current key) of items read at older versions
+    keep: list[tuple[Any, Any]] = []
+    for raw, obj in decoded:
+        if not isinstance(obj, model):
+            keep.append((raw, obj))
+            continue
+        stored = {a: raw.get(a) for a in attrs}
+        version = None
+        for v in (meta.key_version, *meta.read_versions):
+            try:
+                if meta.primary_key(obj.attribute_values, v) == stored:
+                    version = v
+                    break
+            except DynormError:
+                break  # a key value the current templates cannot render: not an item this app reads
+        if version is None:
+            continue  # a copy under a key version this app does not read
+        if version != meta.key_version:
+            obj._state.fallback = version
+            older.append((len(keep), meta.primary_key(obj.attribute_values)))
+        keep.append((raw, obj))
+    if not older:
+        return keep
+    unreadable: list[Any] = []
+    found = yield from batch_get_steps([(model, key) for _, key in older], unreadable=unreadable)
+    # an item under the current keys exists (readable or not): it is the item, the older copy is not
+    current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
+    current |= {_key_ident(bad.key) for bad in unreadable}
+    shadowed = {pos for pos, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
+    return [pair for i, pair in enumerate(keep) if i not in shadowed]
+
+
+def _key_ident(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((a, str(v)) for a, v in key.items()))
 
 
 def _matching_keys(model: Any, state: QueryState, items: list[Any]) -> list[Any]:
