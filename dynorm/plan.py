@@ -26,7 +26,7 @@ from .writes import check_key_sizes
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["QueryState", "Plan", "plan", "orderable"]
+__all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by"]
 
 _RANGE = ("lt", "lte", "gt", "gte", "between", "begins_with")
 
@@ -49,6 +49,8 @@ class QueryState:
         prefetch: ``fields.Reference`` fields resolved with BatchGetItem after each page.
         order_field: the field ``order_by()`` named (``None`` for ``"sk"``); the planner
             refuses an access path whose sort key does not order by it.
+        order_then: the further fields ``order_by()`` named after ``order_field`` (``order_by("year",
+            "title")``); the access path must order by all of them in that order.
     """
 
     model: type[Entity]
@@ -63,6 +65,7 @@ class QueryState:
     of_values: tuple[tuple[str, Any], ...] = ()
     prefetch: tuple[str, ...] = ()
     order_field: str | None = None
+    order_then: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""
@@ -294,6 +297,25 @@ def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
     return out
 
 
+def orders_by(bound: BoundIndex, eq: dict[str, Any], meta: Any, names: tuple[str, ...]) -> bool:
+    """True when a Query on ``bound`` with the equalities ``eq`` returns its items ordered by ``names``.
+
+    One name: it is in :func:`orderable`. Several: leaving out the fields pinned by an equality
+    (constant over the results), they are the next sort attributes of a multi-attribute GSI
+    in declaration order (its items are ordered by the tuple of sort attributes), or at most
+    one field :func:`orderable` names (a key text orders only by its first unpinned field).
+    """
+    can = orderable(bound, eq, meta)
+    if len(names) == 1:
+        return names[0] in can
+    rest = [n for n in names if n not in eq]
+    if bound.is_multi:
+        pinned, _ = _multi_prefix(bound, eq)
+        remaining = [f for f in bound.sk_fields if f not in pinned]
+        return bool(can) and rest == remaining[:len(rest)]
+    return len(rest) <= 1 and all(n in can for n in rest)
+
+
 def _equalities(meta: Any, leaves: list[Leaf]) -> dict[str, Any]:
     """The ``field=value`` equalities, validated; two different values for one field are refused."""
     eq: dict[str, Any] = {}
@@ -432,13 +454,15 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             "(using('primary')) where it is a plain attribute; refused before any request.")
     candidates = carried
     if state.order_field is not None:
-        ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
+        names = (state.order_field, *state.order_then)
+        ordering = [c for c in candidates if orders_by(c, eq, meta, names)]
         if not ordering:
             can = "; ".join(f"{c.name}: {', '.join(orderable(c, eq, meta)) or 'nothing'}" for c in candidates)
+            asked = ", ".join(repr(n) for n in names)
             raise InvalidQuery(
-                f"{meta.entity}: order_by({state.order_field!r}) cannot be served: DynamoDB returns a Query's "
+                f"{meta.entity}: order_by({asked}) cannot be served: DynamoDB returns a Query's "
                 f"items in sort-key order only, and no access path for these conditions sorts by "
-                f"{state.order_field}. This query can order by: {can}. Sort the results yourself "
+                f"{', then '.join(names)}. This query can order by: {can}. Sort the results yourself "
                 "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
         candidates = ordering
     # a multi-attribute index cannot take a filter on its own key attributes: it serves only

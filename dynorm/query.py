@@ -260,24 +260,37 @@ class QuerySet(Generic[T]):
         A field may stand for ``sk`` when the access path's sort key orders by it
         (``order_by("-placed_at")`` on an LSI over ``placed_at``; a sort-key template's
         fields up to the first one not given); the planner then picks such an access path.
-        No I/O.
+        Several fields are allowed when the access path's sort attributes order by them in
+        that order: ``order_by("year", "title")`` (or ``"-year", "-title"``) on a multi-attribute
+        GSI sorted by ``(year, title)``; fields pinned by an equality may appear anywhere. No I/O.
 
         Raises:
-            InvalidQuery: more than one key, or an unknown field. When the queryset is
-                evaluated or explained: no access path for its conditions orders by that
-                field (the error lists what it can order by). DynamoDB sorts by the sort
-                key only; dynorm never returns another order silently.
+            InvalidQuery: ``"sk"`` with other keys, mixed directions, or an unknown field. When
+                the queryset is evaluated or explained: no access path for its conditions orders
+                by those fields (the error lists what it can order by). DynamoDB sorts by the sort
+                key only, in one direction; dynorm never returns another order silently.
         """
         self._check_unsliced("order")
-        if len(keys) != 1:
-            raise InvalidQuery("order_by takes one key: 'sk' or '-sk' (DynamoDB sorts by the sort key only).")
-        key = keys[0]
-        name = key.lstrip("-")
-        if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
-            name = self.model._meta.key_fields[-1]
-        if name != "sk" and name not in self.model._meta.fields:
-            raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
-        return self._clone(descending=key.startswith("-"), order_field=None if name == "sk" else name)
+        if not keys:
+            raise InvalidQuery("order_by needs a key: 'sk' or '-sk', or sort-key fields (DynamoDB sorts by the "
+                               "sort key only).")
+        directions = {k.startswith("-") for k in keys}
+        if len(directions) > 1:
+            raise InvalidQuery(f"order_by{keys!r}: DynamoDB returns a Query's items in one direction "
+                               "(ScanIndexForward); give every key ascending or every key descending.")
+        names: list[str] = []
+        for key in keys:
+            name = key.lstrip("-")
+            if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
+                name = self.model._meta.key_fields[-1]
+            if name != "sk" and name not in self.model._meta.fields:
+                raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or "
+                                   "'-sk'.")
+            if name == "sk" and len(keys) > 1:
+                raise InvalidQuery(f"order_by{keys!r}: 'sk' is the whole sort key; give it alone.")
+            names.append(name)
+        first = None if names[0] == "sk" else names[0]
+        return self._clone(descending=keys[0].startswith("-"), order_field=first, order_then=tuple(names[1:]))
 
     def reverse(self) -> QuerySet[T]:
         """Reverse the order (toggles ScanIndexForward); no I/O."""
