@@ -1024,8 +1024,18 @@ class QuerySet(Generic[T]):
             pass
         try:
             return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
-        except AlreadyExists:
-            return (yield from self.consistent()._get_steps((), kwargs)), False
+        except AlreadyExists as exc:
+            # the conditional create decides: an item holds this primary key. Read it
+            # consistently; if its other fields differ from kwargs it is not the one asked for,
+            # and creating it would overwrite another: say so instead of DoesNotExist
+            try:
+                return (yield from self.consistent()._get_steps((), kwargs)), False
+            except self.model.DoesNotExist:
+                asked = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in self.model._meta.key_fields)
+                raise AlreadyExists(
+                    f"get_or_create on {self.model.__name__}: an item with this primary key exists, but its fields "
+                    f"differ from {asked}; nothing was written. Give only the primary-key fields (and "
+                    "defaults=...) to get it.") from exc
 
     def update_or_create(self, defaults: Mapping[str, Any] | None = None, attempts: int = 5,
                          **kwargs: Any) -> tuple[T, bool]:

@@ -166,6 +166,20 @@ def test_the_whole_primary_key_plus_other_equalities_is_one_getitem_with_checks(
     assert Film.objects.get(tenant_id="t1", film_id="f2").rating is None
 
 
+def test_get_or_create_with_index_fields_reads_the_primary_key(io: Any) -> None:
+    _seed()
+    with dynorm.capture() as cap:
+        obj, created = io(Film.objects, "get_or_create", tenant_id="t1", film_id="f2", region="eu", year=2001)
+    assert (obj.title, created, cap.operations) == ("Beta", False, ["GetItem"])
+    from dynorm import AlreadyExists
+
+    with dynorm.capture() as cap:
+        with pytest.raises(AlreadyExists, match="fields differ from region='us'"):
+            io(Film.objects, "get_or_create", tenant_id="t1", film_id="f2", region="us", year=2001)
+    assert cap.operations == ["GetItem", "PutItem", "GetItem"]
+    assert Film.objects.get(tenant_id="t1", film_id="f2").region == "eu"  # nothing overwritten
+
+
 # -- copies of one item under two key versions ----------------------------------------------
 class Rolls(Table):
     class Meta:
