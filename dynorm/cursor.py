@@ -124,9 +124,12 @@ def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attribu
     for a, v in key.items():
         if "b" in v:
             try:
-                out[a] = {"B": _unb64(v["b"])}
+                raw = base64.b64decode(v["b"] + "=" * (-len(v["b"]) % 4), altchars=b"-_", validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise InvalidCursor("cursor holds an invalid key.") from exc
+            if not raw:  # no key attribute holds empty bytes
+                raise InvalidCursor("cursor holds an invalid key.")
+            out[a] = {"B": raw}
         else:
             out[a] = v
     return out

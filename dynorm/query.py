@@ -745,7 +745,10 @@ class QuerySet(Generic[T]):
         """Count the matches: Select=COUNT over all pages (``explain(count=True)`` shows the request).
 
         A sliced queryset counts what the slice returns (reading it); a full primary key
-        is one GetItem.
+        is one GetItem. On a multi-attribute GSI of an entity whose primary key holds
+        ``{version}``, the copies of an item under several key versions are all in the index:
+        the count is then what iteration returns (a Query reading the keys only, plus the
+        BatchGetItem of iteration for older copies), at the read capacity of Select=COUNT.
         """
         return backend.drive(self._count_steps())  # type: ignore[no-any-return]
 
