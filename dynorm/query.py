@@ -1400,11 +1400,17 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
         keep.append((raw, obj))
     if not older:
         return keep
-    unreadable: list[Any] = []
-    found = yield from batch_get_steps([(model, key) for _, key in older], unreadable=unreadable)
-    # an item under the current keys exists (readable or not): it is the item, the older copy is not
-    current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
-    current |= {_key_ident(bad.key) for bad in unreadable}
+    # an item under the current keys exists (readable or not): it is the item, the older copy is
+    # not. A current copy in this page answers without a read (a copy-mode rekey puts both copies
+    # side by side in the index); the others are looked up, 0.5 RCU each (as get()'s fallback)
+    current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for _, o in keep
+               if isinstance(o, model) and not o._state.fallback}
+    ask = [key for _, key in older if _key_ident({a: v["S"] for a, v in key.items()}) not in current]
+    if ask:
+        unreadable: list[Any] = []
+        found = yield from batch_get_steps([(model, key) for key in ask], unreadable=unreadable)
+        current |= {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
+        current |= {_key_ident(bad.key) for bad in unreadable}
     shadowed = {pos for pos, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
     return [pair for i, pair in enumerate(keep) if i not in shadowed]
 
