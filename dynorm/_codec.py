@@ -114,14 +114,19 @@ def check_text(value: str) -> str:
     return value
 
 
-def key_size_problem(text: str, partition: bool) -> str | None:
+def key_size_problem(text: str | bytes, partition: bool) -> str | None:
     """Say why a rendered key attribute value is too long for DynamoDB, or ``None`` when it fits.
 
     Args:
-        text: the key attribute's final text (after templates and escaping).
+        text: the key attribute's final text (after templates and escaping), or a binary key value.
         partition: True for a partition key (<= 2048 bytes), False for a sort key (<= 1024 bytes).
     """
     limit = MAX_PARTITION_KEY_BYTES if partition else MAX_SORT_KEY_BYTES
+    if isinstance(text, bytes):
+        size = len(text)
+        if size <= limit:
+            return None
+        return f"{size} bytes, over DynamoDB's {limit}-byte limit for a {'partition' if partition else 'sort'} key"
     if len(text) * 4 <= limit:  # UTF-8 needs at most 4 bytes a character: no need to encode
         return None
     size = len(text.encode("utf-8", "surrogatepass"))

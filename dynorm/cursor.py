@@ -73,7 +73,9 @@ def encode_cursor(last_evaluated_key: dict[str, Any], context: dict[str, Any], s
             query fingerprint).
         secret: the signing key.
     """
-    payload = json.dumps({"v": _VERSION, "c": context, "k": last_evaluated_key},
+    # a binary key attribute (a multi-attribute GSI's B attribute) travels as {"b": base64 text}
+    key = {a: {"b": _b64(v["B"])} if "B" in v else v for a, v in last_evaluated_key.items()}
+    payload = json.dumps({"v": _VERSION, "c": context, "k": key},
                          separators=(",", ":"), sort_keys=True).encode()
     return f"{_b64(payload)}.{_sig(secret, payload)}"
 
@@ -118,4 +120,16 @@ def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attribu
     if not (isinstance(key, dict) and key and set(key) <= key_attributes and all(
             isinstance(v, dict) and len(v) == 1 and isinstance(next(iter(v.values())), str) for v in key.values())):
         raise InvalidCursor("cursor holds an invalid key.")
-    return key
+    out: dict[str, Any] = {}
+    for a, v in key.items():
+        if "b" in v:
+            try:
+                raw = base64.b64decode(v["b"] + "=" * (-len(v["b"]) % 4), altchars=b"-_", validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise InvalidCursor("cursor holds an invalid key.") from exc
+            if not raw:  # no key attribute holds empty bytes
+                raise InvalidCursor("cursor holds an invalid key.")
+            out[a] = {"B": raw}
+        else:
+            out[a] = v
+    return out

@@ -30,7 +30,7 @@ from .keys import format_datetime
 _MISSING = object()
 
 __all__ = [
-    "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID",
+    "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID", "Binary",
     "List", "Map", "Set", "Version", "TTL", "Reference", "unreadable_item", "validate_values",
 ]
 
@@ -372,6 +372,34 @@ class ULID(Field, pa.UnicodeAttribute):
         if value is not None and not _ULID_TEXT.fullmatch(value):
             self._fail(value, entity, " text that is not a valid ULID")
         return value
+
+
+class Binary(Field, pa.BinaryAttribute):
+    """Bytes, stored as DynamoDB's binary type ``B`` (raw bytes, no base64 text in the item).
+
+    ``B`` is one of the three key types (with ``S`` and ``N``): a Binary field can be a key
+    attribute of a multi-attribute GSI (``{"pk": {"digest": "B"}}``), where items sort by
+    unsigned byte order. Accepts ``bytes``, ``bytearray`` and ``memoryview``; returns ``bytes``.
+    An empty value is stored (DynamoDB allows it outside keys) but refused in an index key
+    attribute, before any request.
+    """
+
+    kind = "Binary"
+
+    python_types = (bytes, bytearray, memoryview)
+    type_label = "bytes"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("legacy_encoding", False)  # raw B values, not PynamoDB 5's base64 text
+        super().__init__(**kwargs)
+
+    def validate(self, value: Any, entity: str = "?") -> Any:
+        value = super().validate(value, entity)
+        return None if value is None else bytes(value)
+
+    def neighbour(self, value: Any, step: int) -> Any | None:
+        """The smallest bytes after ``value`` (``value + b"\\x00"``); none before."""
+        return bytes(value) + b"\x00" if step > 0 else None
 
 
 class _Plain(Field, pa.Attribute[Any]):

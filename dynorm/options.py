@@ -380,6 +380,12 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                     raise ModelError(
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, which is not "
                         f"a field of {entity} (fields: {', '.join(fields) or 'none'}; or {{{VERSION}}}).")
+                if fields[ph].attr_type == "B" and bound.kind != "multi":
+                    where = "Meta" if bound.name == PRIMARY else f"Meta.indexes[{bound.name!r}]"
+                    raise ModelError(
+                        f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
+                        "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
+                        "declared as 'B'), or store it as text (hex) in a String field.")
     version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")

@@ -26,7 +26,7 @@ from .writes import check_key_sizes
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["QueryState", "Plan", "plan", "orderable"]
+__all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by"]
 
 _RANGE = ("lt", "lte", "gt", "gte", "between", "begins_with")
 
@@ -49,6 +49,8 @@ class QueryState:
         prefetch: ``fields.Reference`` fields resolved with BatchGetItem after each page.
         order_field: the field ``order_by()`` named (``None`` for ``"sk"``); the planner
             refuses an access path whose sort key does not order by it.
+        order_then: the further fields ``order_by()`` named after ``order_field`` (``order_by("year",
+            "title")``); the access path must order by all of them in that order.
     """
 
     model: type[Entity]
@@ -63,6 +65,7 @@ class QueryState:
     of_values: tuple[tuple[str, Any], ...] = ()
     prefetch: tuple[str, ...] = ()
     order_field: str | None = None
+    order_then: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""
@@ -82,6 +85,9 @@ class Plan:
         projection: ProjectionExpression (``None`` = all attributes).
         names, values: ExpressionAttributeNames / ExpressionAttributeValues.
         key: for GetItem, the primary key in DynamoDB JSON.
+        checks: for GetItem, ``(attribute, value)`` equalities the item read must meet (the
+            conditions beyond the primary key; GetItem takes no FilterExpression). An item
+            failing one is not a result.
         params: the exact request parameters.
         entity_types: the entity types the results may hold (``None`` = any, collections).
     """
@@ -99,6 +105,11 @@ class Plan:
     key: dict[str, Any] | None = None
     entity_types: frozenset[str] | None = None
     bound: BoundIndex | None = field(default=None, repr=False)
+    checks: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+    def admits(self, item: dict[str, Any]) -> bool:
+        """True when the raw ``item`` a GetItem returned meets :attr:`checks` (DynamoDB's equality)."""
+        return all(attr in item and av_equal(item[attr], av) for attr, av in self.checks)
 
     def readable(self, text: str | None) -> str | None:
         """Substitute names and values into an expression for display."""
@@ -116,6 +127,9 @@ class Plan:
         if self.key is not None:
             parts.append("Key: " + ", ".join(f"{k} = {json.dumps(next(iter(v.values())))}"
                                              for k, v in self.key.items()))
+        if self.checks:
+            parts.append("Checked on the item read: " + " AND ".join(
+                f"{a} = {json.dumps(next(iter(v.values())), ensure_ascii=False, default=str)}" for a, v in self.checks))
         if self.key_condition:
             parts.append(f"KeyConditionExpression: {self.readable(self.key_condition)}")
         if self.filter:
@@ -283,6 +297,25 @@ def orderable(bound: BoundIndex, eq: dict[str, Any], meta: Any) -> list[str]:
     return out
 
 
+def orders_by(bound: BoundIndex, eq: dict[str, Any], meta: Any, names: tuple[str, ...]) -> bool:
+    """True when a Query on ``bound`` with the equalities ``eq`` returns its items ordered by ``names``.
+
+    One name: it is in :func:`orderable`. Several: leaving out the fields pinned by an equality
+    (constant over the results), they are the next sort attributes of a multi-attribute GSI
+    in declaration order (its items are ordered by the tuple of sort attributes), or at most
+    one field :func:`orderable` names (a key text orders only by its first unpinned field).
+    """
+    can = orderable(bound, eq, meta)
+    if len(names) == 1:
+        return names[0] in can
+    rest = [n for n in names if n not in eq]
+    if bound.is_multi:
+        pinned, _ = _multi_prefix(bound, eq)
+        remaining = [f for f in bound.sk_fields if f not in pinned]
+        return bool(can) and rest == remaining[:len(rest)]
+    return len(rest) <= 1 and all(n in can for n in rest)
+
+
 def _equalities(meta: Any, leaves: list[Leaf]) -> dict[str, Any]:
     """The ``field=value`` equalities, validated; two different values for one field are refused."""
     eq: dict[str, Any] = {}
@@ -421,13 +454,15 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             "(using('primary')) where it is a plain attribute; refused before any request.")
     candidates = carried
     if state.order_field is not None:
-        ordering = [c for c in candidates if state.order_field in orderable(c, eq, meta)]
+        names = (state.order_field, *state.order_then)
+        ordering = [c for c in candidates if orders_by(c, eq, meta, names)]
         if not ordering:
             can = "; ".join(f"{c.name}: {', '.join(orderable(c, eq, meta)) or 'nothing'}" for c in candidates)
+            asked = ", ".join(repr(n) for n in names)
             raise InvalidQuery(
-                f"{meta.entity}: order_by({state.order_field!r}) cannot be served: DynamoDB returns a Query's "
+                f"{meta.entity}: order_by({asked}) cannot be served: DynamoDB returns a Query's "
                 f"items in sort-key order only, and no access path for these conditions sorts by "
-                f"{state.order_field}. This query can order by: {can}. Sort the results yourself "
+                f"{', then '.join(names)}. This query can order by: {can}. Sort the results yourself "
                 "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
         candidates = ordering
     # a multi-attribute index cannot take a filter on its own key attributes: it serves only
@@ -443,8 +478,14 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             "filter. Give the sort fields before it, or filter the results yourself. Nothing was sent.")
     candidates = usable
     # most selective first: the partition key built from the most given fields, then the
-    # sort-key prefix using the most given fields; max() keeps the first declared on ties
-    best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
+    # sort-key prefix using the most given fields; max() keeps the first declared on ties.
+    # The whole primary key beats every index: it names one item, read strongly consistent
+    # when asked, and never behind an index's replication lag
+    if state.using is None and not state.collection and any(c is meta.primary for c in candidates) \
+            and _full_primary(meta, eq):
+        best = meta.primary
+    else:
+        best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
     if best.is_multi:
         return _plan_multi(state, best, b, leaves, complex_, eq, limit=limit, count=count)
     if state.consistent and best.kind == "gsi":
@@ -461,16 +502,24 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         sk_full = pre.value if pre.complete else None
     # an equality through a lossy spec ({day:%Y-%m-%d}) only narrows the read: it stays a filter
     extra = [i for i, (f, lk, _) in enumerate(leaves) if not (lk == "exact" and f in best.fields and _exact(best, f))]
-    if (best.name == PRIMARY and (best.sk is None or sk_full is not None) and not extra and not complex_
-            and not state.collection and state.using is None):
+    # other equalities ride along a GetItem as checks of the item read (GetItem takes no
+    # FilterExpression): the same answer as a Query with a filter, with ConsistentRead possible
+    if (best.name == PRIMARY and (best.sk is None or sk_full is not None) and not complex_
+            and all(leaves[i][1] == "exact" for i in extra) and not state.collection and state.using is None):
         key: dict[str, Any] = {tmeta.pk_attribute: {"S": pk_value}}
         if best.sk is not None and tmeta.sk_attribute:
             key[tmeta.sk_attribute] = {"S": sk_full}
+        checks: dict[str, dict[str, Any]] = {}
+        for i in extra:
+            f = leaves[i][0]
+            checks[meta.fields[f].attr_name] = serialize_value(meta, f, eq[f])
         params = {"TableName": table, "Key": key}
         projection = _projection(state, b, meta, tmeta, best)
+        if projection is not None and checks:
+            projection = ", ".join([projection, *(b.name(a) for a in checks)])
         _finish(params, b, projection, state, limit=None, count=False)
         return Plan("GetItem", table, None, PRIMARY, None, None, projection, b.names, b.values, params,
-                    key=key, entity_types=entity_types, bound=best)
+                    key=key, entity_types=entity_types, bound=best, checks=tuple(checks.items()))
 
     conds = [f"{b.name(best.pk_attr)} = {b.value({'S': pk_value})}"]
     for i, (f, lk, _) in enumerate(leaves):
@@ -563,7 +612,9 @@ def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leave
                                          lambda x, f=f: serialize_value(meta, f, x)))
                 break
     filter_expr = _filter(b, meta, [lf for i, lf in enumerate(leaves) if i not in used], complex_)
-    if not state.collection and _multi_shared(meta, best):
+    # count() always filters on the type (as on template paths): iteration drops every item of
+    # another type holding these attributes, a type no model declares included
+    if not state.collection and (count or _multi_shared(meta, best)):
         type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
     entity_types = None if state.collection else frozenset({meta.entity_type})
@@ -675,6 +726,37 @@ def _key_attribute_in_filter(bound: BoundIndex, leaves: list[Leaf], complex_: li
         if any(fname == f for fname, _, _ in q.leaves()):
             return f"a condition on {f} inside OR/NOT (Q(...) | Q(...), exclude())"
     return None
+
+
+def av_equal(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when two attribute values are equal as DynamoDB's ``=`` compares them.
+
+    Numbers compare numerically (``{"N": "1.0"}`` equals ``{"N": "1"}``), sets as sets,
+    lists and maps element by element.
+    """
+    (ka, va), = a.items()
+    (kb, vb), = b.items()
+    if ka != kb:
+        return False
+    if ka == "N":
+        return _decimal.Decimal(va) == _decimal.Decimal(vb)
+    if ka == "NS":
+        return {_decimal.Decimal(x) for x in va} == {_decimal.Decimal(x) for x in vb}
+    if ka in ("SS", "BS"):
+        return set(va) == set(vb)
+    if ka == "L":
+        return len(va) == len(vb) and all(av_equal(x, y) for x, y in zip(va, vb))
+    if ka == "M":
+        return va.keys() == vb.keys() and all(av_equal(va[k], vb[k]) for k in va)
+    return bool(va == vb)
+
+
+def _full_primary(meta: Any, eq: dict[str, Any]) -> bool:
+    """True when the equalities give the whole primary key (one item)."""
+    prim = meta.primary
+    if not all(f in eq for f in prim.pk.fields):
+        return False
+    return prim.sk is None or prim.sk.prefix(eq, meta.key_version, entity=meta.entity).complete
 
 
 def _av_key(av: dict[str, Any]) -> Any:

@@ -26,9 +26,10 @@ from typing import (
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
-from .exceptions import InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
+from .exceptions import DynormError, InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
 from .expressions import Q
 from .fields import unreadable_item, validate_values
+from .keys import VERSION
 from .plan import Plan, QueryState, plan
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -259,24 +260,37 @@ class QuerySet(Generic[T]):
         A field may stand for ``sk`` when the access path's sort key orders by it
         (``order_by("-placed_at")`` on an LSI over ``placed_at``; a sort-key template's
         fields up to the first one not given); the planner then picks such an access path.
-        No I/O.
+        Several fields are allowed when the access path's sort attributes order by them in
+        that order: ``order_by("year", "title")`` (or ``"-year", "-title"``) on a multi-attribute
+        GSI sorted by ``(year, title)``; fields pinned by an equality may appear anywhere. No I/O.
 
         Raises:
-            InvalidQuery: more than one key, or an unknown field. When the queryset is
-                evaluated or explained: no access path for its conditions orders by that
-                field (the error lists what it can order by). DynamoDB sorts by the sort
-                key only; dynorm never returns another order silently.
+            InvalidQuery: ``"sk"`` with other keys, mixed directions, or an unknown field. When
+                the queryset is evaluated or explained: no access path for its conditions orders
+                by those fields (the error lists what it can order by). DynamoDB sorts by the sort
+                key only, in one direction; dynorm never returns another order silently.
         """
         self._check_unsliced("order")
-        if len(keys) != 1:
-            raise InvalidQuery("order_by takes one key: 'sk' or '-sk' (DynamoDB sorts by the sort key only).")
-        key = keys[0]
-        name = key.lstrip("-")
-        if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
-            name = self.model._meta.key_fields[-1]
-        if name != "sk" and name not in self.model._meta.fields:
-            raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or '-sk'.")
-        return self._clone(descending=key.startswith("-"), order_field=None if name == "sk" else name)
+        if not keys:
+            raise InvalidQuery("order_by needs a key: 'sk' or '-sk', or sort-key fields (DynamoDB sorts by the "
+                               "sort key only).")
+        directions = {k.startswith("-") for k in keys}
+        if len(directions) > 1:
+            raise InvalidQuery(f"order_by{keys!r}: DynamoDB returns a Query's items in one direction "
+                               "(ScanIndexForward); give every key ascending or every key descending.")
+        names: list[str] = []
+        for key in keys:
+            name = key.lstrip("-")
+            if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
+                name = self.model._meta.key_fields[-1]
+            if name != "sk" and name not in self.model._meta.fields:
+                raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or "
+                                   "'-sk'.")
+            if name == "sk" and len(keys) > 1:
+                raise InvalidQuery(f"order_by{keys!r}: 'sk' is the whole sort key; give it alone.")
+            names.append(name)
+        first = None if names[0] == "sk" else names[0]
+        return self._clone(descending=keys[0].startswith("-"), order_field=first, order_then=tuple(names[1:]))
 
     def reverse(self) -> QuerySet[T]:
         """Reverse the order (toggles ScanIndexForward); no I/O."""
@@ -445,7 +459,7 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             resp = yield backend.Send("GetItem", p.params, self.stats)
             item = resp.get("Item")
-            obj = decode(item) if item else None
+            obj = decode(item) if item and p.admits(item) else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
             if prefetch:
                 yield from self._prefetch_steps(objs)
@@ -464,13 +478,20 @@ class QuerySet(Generic[T]):
             need = stop + peek - seen
             return max(need, min(first_limit * 8 ** sent, 1000)) if read_ahead else need
 
+        versions = _versioned_reads(self.model, p)
+        if versions:
+            read_ahead = True  # copies at other key versions are dropped after the read
+
         pager = backend.Pager(p.params, start_key, next_limit)
         while pager.request is not None:
             resp = yield backend.Send(p.operation, pager.request, self.stats)
             pager.got(resp)
             batch: list[Any] = []
-            for raw in resp.get("Items", ()):
-                obj = decode(raw)
+            raws = resp.get("Items", ())
+            decoded: list[tuple[Any, Any]] = [(raw, decode(raw)) for raw in raws]
+            if versions:
+                decoded = yield from _current_copies(self.model, decoded)
+            for raw, obj in decoded:
                 if obj is None:
                     continue
                 if stop is not None and seen >= stop:  # a read-ahead or the peek went past the window
@@ -730,7 +751,10 @@ class QuerySet(Generic[T]):
         """Count the matches: Select=COUNT over all pages (``explain(count=True)`` shows the request).
 
         A sliced queryset counts what the slice returns (reading it); a full primary key
-        is one GetItem.
+        is one GetItem. On a multi-attribute GSI of an entity whose primary key holds
+        ``{version}``, the copies of an item under several key versions are all in the index:
+        the count is then what iteration returns (a Query reading the keys only, plus the
+        BatchGetItem of iteration for older copies), at the read capacity of Select=COUNT.
         """
         return backend.drive(self._count_steps())  # type: ignore[no-any-return]
 
@@ -747,6 +771,14 @@ class QuerySet(Generic[T]):
         p = self._plan(count=True)
         if p.operation == "GetItem":
             batches = yield from backend.collect(self._run_steps(p, prefetch=False))
+            return sum(len(batch) for batch in batches)
+        if _versioned_reads(self.model, p):
+            # Select=COUNT would count every copy of an item under each key version (and
+            # versions this app does not read): count what iteration returns, reading keys only
+            keys_only = self.only(*self.model._meta.key_fields)
+            keys_only.unreadable = []
+            batches = yield from backend.collect(keys_only._run_steps(keys_only._plan(), prefetch=False))
+            self.stats = keys_only.stats
             return sum(len(batch) for batch in batches)
         responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
         return sum(int(resp.get("Count", 0)) for resp in responses)
@@ -871,7 +903,7 @@ class QuerySet(Generic[T]):
     def _primary_key_filter(self, what: str) -> dict[str, Any]:
         """The primary-key fields of a queryset that names exactly one item (else InvalidQuery)."""
         p = self.explain()
-        if p.operation != "GetItem":
+        if p.operation != "GetItem" or p.checks:
             raise InvalidQuery(
                 f"{self.model.__name__}.objects.filter(...).{what}() needs exactly the primary-key fields "
                 f"({', '.join(self.model._meta.key_fields)}) and nothing else.")
@@ -1001,8 +1033,18 @@ class QuerySet(Generic[T]):
             pass
         try:
             return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
-        except AlreadyExists:
-            return (yield from self.consistent()._get_steps((), kwargs)), False
+        except AlreadyExists as exc:
+            # the conditional create decides: an item holds this primary key. Read it
+            # consistently; if its other fields differ from kwargs it is not the one asked for,
+            # and creating it would overwrite another: say so instead of DoesNotExist
+            try:
+                return (yield from self.consistent()._get_steps((), kwargs)), False
+            except self.model.DoesNotExist:
+                asked = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in self.model._meta.key_fields)
+                raise AlreadyExists(
+                    f"get_or_create on {self.model.__name__}: an item with this primary key exists, but its fields "
+                    f"differ from {asked}; nothing was written. Give only the primary-key fields (and "
+                    "defaults=...) to get it.") from exc
 
     def update_or_create(self, defaults: Mapping[str, Any] | None = None, attempts: int = 5,
                          **kwargs: Any) -> tuple[T, bool]:
@@ -1286,10 +1328,12 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("delete() on an item collection: delete per entity "
                                "(Entity.objects.filter(...).delete()).")
         key_fields = self.model._meta.key_fields
-        keys = [{f: getattr(obj, f) for f in key_fields} for obj in self.only(*key_fields).iterator()]
-        if not keys:
+        # the instances, not their key fields: each is deleted under the key it was read at (an
+        # item read through Meta.read_versions lives under an older key version)
+        objs = list(self.only(*key_fields).iterator())
+        if not objs:
             return 0
-        return self.bulk_delete(keys, **policy)
+        return self.bulk_delete(objs, **policy)
 
     delete.queryset_only = True  # type: ignore[attr-defined]
 
@@ -1305,6 +1349,80 @@ class QuerySet(Generic[T]):
         from .transaction import bulk_update
 
         return bulk_update(self.model, objs, fields, **options)
+
+
+def _versioned_reads(model: Any, p: Plan) -> bool:
+    """True when ``p`` reads an index whose keys do not carry the key version of the primary key.
+
+    A multi-attribute GSI's keys are the fields' own attributes: the copies of one item under
+    two key versions (a copy-mode rekey, the expand step of a rollout) are both in it, and
+    items under a version this app does not read are in it too. Template GSIs carry the
+    version in their key text (``{version}#...``) and need none of this.
+    """
+    bound = p.bound
+    if bound is None or not bound.is_multi or p.entity_types is None:
+        return False
+    prim = model._meta.primary
+    return VERSION in prim.pk.placeholders or (prim.sk is not None and VERSION in prim.sk.placeholders)
+
+
+def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps:
+    """Keep, of the items read through a version-blind index, each logical item once, as ``get()`` would.
+
+    An item stored under the current key version is kept. One under an older version of
+    ``Meta.read_versions`` is kept only when no item exists under the current keys (one
+    BatchGetItem per page for such items), and is marked as read at that version, so a write
+    on it first moves it to the current keys (:mod:`dynorm.fallback`). One under any other
+    version (a copy this app does not read) is dropped. Other entity types pass unchanged.
+
+    Yields BatchGetItem steps; returns the ``(raw, obj)`` pairs kept, in order.
+    """
+    from .batch import batch_get_steps
+    from .writes import stored_key
+
+    meta = model._meta
+    tmeta = meta.table._meta
+    attrs = [tmeta.pk_attribute] + ([tmeta.sk_attribute] if tmeta.sk_attribute else [])
+    older: list[tuple[int, dict[str, Any]]] = []  # (position, current key) of items read at older versions
+    keep: list[tuple[Any, Any]] = []
+    for raw, obj in decoded:
+        if not isinstance(obj, model):
+            keep.append((raw, obj))
+            continue
+        stored = {a: raw.get(a) for a in attrs}
+        version = None
+        for v in (meta.key_version, *meta.read_versions):
+            try:
+                if meta.primary_key(obj.attribute_values, v) == stored:
+                    version = v
+                    break
+            except DynormError:
+                break  # a key value the current templates cannot render: not an item this app reads
+        if version is None:
+            continue  # a copy under a key version this app does not read
+        if version != meta.key_version:
+            obj._state.fallback = version
+            older.append((len(keep), meta.primary_key(obj.attribute_values)))
+        keep.append((raw, obj))
+    if not older:
+        return keep
+    # an item under the current keys exists (readable or not): it is the item, the older copy is
+    # not. A current copy in this page answers without a read (a copy-mode rekey puts both copies
+    # side by side in the index); the others are looked up, 0.5 RCU each (as get()'s fallback)
+    current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for _, o in keep
+               if isinstance(o, model) and not o._state.fallback}
+    ask = [key for _, key in older if _key_ident({a: v["S"] for a, v in key.items()}) not in current]
+    if ask:
+        unreadable: list[Any] = []
+        found = yield from batch_get_steps([(model, key) for key in ask], unreadable=unreadable)
+        current |= {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
+        current |= {_key_ident(bad.key) for bad in unreadable}
+    shadowed = {pos for pos, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
+    return [pair for i, pair in enumerate(keep) if i not in shadowed]
+
+
+def _key_ident(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((a, str(v)) for a, v in key.items()))
 
 
 def _matching_keys(model: Any, state: QueryState, items: list[Any]) -> list[Any]:

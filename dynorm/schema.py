@@ -34,11 +34,12 @@ class SchemaAction:
 
 
 def attribute_types(table: type[Table]) -> dict[str, str]:
-    """Scalar types (``S``/``N``) of every field attribute of the table's entities (for LSI sort keys)."""
+    """Scalar types (``S``/``N``/``B``) of every field attribute of the table's entities (for LSI sort keys)."""
     out: dict[str, str] = {}
     for entity in table._entities.values():
         for f in entity._meta.fields.values():
-            out.setdefault(f.attr_name, "N" if f.attr_type == "N" else "S")  # a capability, not a class name
+            # a capability, not a class name
+            out.setdefault(f.attr_name, f.attr_type if f.attr_type in ("N", "B") else "S")
     return out
 
 

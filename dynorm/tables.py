@@ -149,6 +149,35 @@ class TableOptions:
         return out
 
 
+def _check_attribute_types(name: str, opts: TableOptions) -> None:
+    """Refuse a key attribute declared with two types (a table has one AttributeDefinition per name).
+
+    The table's own keys and every template GSI's key attributes hold key text (S); each
+    multi-attribute GSI declares a type per attribute. CreateTable would keep one of two
+    conflicting types, and every write of the other would be refused.
+
+    Raises:
+        ModelError: naming the attribute, both types and the two indexes declaring them.
+    """
+    seen: dict[str, tuple[str, str]] = {}  # attribute -> (type, where)
+    text = [(opts.pk_attribute, "the table's partition key")]
+    if opts.sk_attribute:
+        text.append((opts.sk_attribute, "the table's sort key"))
+    for gname, (pk_attr, sk_attr) in opts.gsis.items():
+        text += [(a, f"template GSI {gname}") for a in (pk_attr, sk_attr) if a]
+    declared = [(a, "S", where) for a, where in text]
+    for gname, multi in opts.multi_gsis.items():
+        declared += [(a, t, f"multi-attribute GSI {gname}") for a, t in (*multi.pk, *multi.sk)]
+    for attr, typ, where in declared:
+        if attr in seen and seen[attr][0] != typ:
+            t0, w0 = seen[attr]
+            raise ModelError(
+                f"{name}.Meta.gsis: attribute {attr!r} is declared as {t0} by {w0} and as {typ} by {where}; a table "
+                "has one type per attribute name (DynamoDB's AttributeDefinitions), so items could not satisfy "
+                f"both. Store one of them under another attribute (a field's attr_name), or give both the same type.")
+        seen.setdefault(attr, (typ, where))
+
+
 def _build_table_options(name: str, meta: Any) -> TableOptions:
     if meta is None:
         raise ModelError(f"Table {name} needs a Meta class with table_name.")
@@ -195,6 +224,7 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
             if attrs[0] == opts.pk_attribute:
                 raise ModelError(f"{name}.Meta.gsis[{gname!r}]: a GSI cannot reuse the table's partition key.")
             opts.gsis[gname] = (attrs[0], attrs[1])
+    _check_attribute_types(name, opts)
     lsis = getattr(meta, "lsis", None) or {}
     if lsis and opts.sk_attribute is None:
         raise ModelError(f"{name}.Meta.lsis needs a table with a sort key.")

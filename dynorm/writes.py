@@ -620,7 +620,7 @@ def check_index_attributes(meta: Any, item: Mapping[str, Any]) -> None:
                         f"{meta.entity}.{fname}='': {attr} is a {role} key attribute of GSI {gname}, and DynamoDB "
                         "refuses an empty value there; store None instead (the item is then left out of the "
                         "index). Nothing was sent.", entity=meta.entity, field=fname, value=raw)
-                if isinstance(raw, str):
+                if isinstance(raw, (str, bytes)):
                     problem = _codec.key_size_problem(raw, role == "partition")
                     if problem is not None:
                         raise InvalidKeyValue(

@@ -13,7 +13,7 @@ from .operations import (
     RekeyEntity,
     SyncIndexes,
 )
-from .state import ProjectState
+from .state import EntityState, ProjectState
 
 __all__ = ["detect_changes", "suggest_name"]
 
@@ -72,6 +72,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             drop.state_forwards(old)
     for key, entity in new.entities.items():
         before_e = old.entities.get(key)
+        if before_e is not None:
+            _check_stored_types(before_e, entity)
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
         elif before_e.layout() != entity.layout():
@@ -87,6 +89,41 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         if key not in new.entities and key[0] in new.tables:
             ops.append(DeleteEntity(*key))
     return ops
+
+
+def _stored_type(kind: str) -> str | None:
+    """The DynamoDB type a field kind stores (``"Integer"`` -> ``"N"``), or ``None`` when not one type."""
+    from .. import fields
+
+    for obj in vars(fields).values():
+        if isinstance(obj, type) and issubclass(obj, fields.Field) and obj.__dict__.get("kind") == kind:
+            typ = getattr(obj, "attr_type", None)
+            return typ if isinstance(typ, str) else None
+    return None
+
+
+def _check_stored_types(before: EntityState, after: EntityState) -> None:
+    """Refuse a key field whose stored type changes (``String`` -> ``Integer``): no operation rewrites it.
+
+    The items keep the old type: the field could not read them, and a multi-attribute GSI
+    declaring the new type leaves them out (DynamoDB indexes only items whose key attributes
+    have the declared type). Emitting only the index change would make every item unreadable.
+
+    Raises:
+        MigrationError: naming the entity, field, both kinds and types, and what to do instead.
+    """
+    for fname, (attr, kind) in after.fields.items():
+        if fname not in before.fields:
+            continue
+        old_attr, old_kind = before.fields[fname][:2]
+        was, now = _stored_type(old_kind), _stored_type(kind)
+        if old_attr == attr and was and now and was != now:
+            raise MigrationError(
+                f"entity {after.entity_type} (table {after.table}): field {fname!r} changes from {old_kind} (stored as "
+                f"{was}) to {kind} (stored as {now}) under the same attribute {attr!r}. The stored items hold {was} "
+                f"values: the field could not read them, and an index typing {attr!r} as {now} leaves them out. "
+                "No migration is generated for this: keep the field's type, or declare the new field under a new "
+                "attribute (attr_name=...) and fill it with a RunPython migration before indexing it.")
 
 
 def suggest_name(ops: list[Operation], first: bool) -> str:

@@ -170,6 +170,11 @@ def entity_state(entity: Any) -> EntityState:
     keys["primary"] = prim
     used = set(meta.primary.fields)
     for b in meta.indexes.values():
+        if b.is_multi:
+            # the fields' own attributes are the index keys: their stored types are recorded so
+            # that a later type change (S -> N) is caught by makemigrations
+            used |= set(b.fields)
+            continue
         if not b.writes_key_attributes:
             continue
         attrs: dict[str, str] = {}

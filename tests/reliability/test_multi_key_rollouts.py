@@ -1,6 +1,9 @@
-"""Adversarial tests for issue 13 (multi-attribute GSI keys).
+"""Multi-attribute GSIs (issue 13) through key-version rollouts, lagging indexes and type changes.
 
-Each test fails on the code it was written against and passes once the bug is fixed.
+Found by an adversarial pass on issue 13; each test failed on the code it was written against:
+count() counting foreign types, attribute types declared twice, copies under two key versions
+both returned, GSI queries where the primary key names the item, writes and deletes of items
+read at an older key version, and a migration that would make every item unreadable.
 """
 
 from __future__ import annotations
@@ -15,11 +18,6 @@ import dynorm
 from dynorm import Entity, Index, ModelError, Table, fields, tables
 from dynorm.migrations.executor import MigrateOptions
 from tests.migproject import Project, widgets
-
-# Open findings of the adversarial pass on issue 13 (multi-attribute GSIs), kept as strict xfails
-# until fixed: each one fails today; a fix makes it pass, and then strict=True turns it red so the
-# marker is removed.
-pytestmark = pytest.mark.xfail(strict=True, reason="issue 13: open adversarial finding (see the test)")
 
 
 class Adv13(Table):
