@@ -94,9 +94,6 @@ def test_move_keeps_a_concurrent_update_to_an_item_first_written_outside_dynorm(
     del models
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "m10b: items the old app creates at v1 during a move must be caught before the mi"
-    "gration is recorded applied"))
 def test_items_created_by_the_old_app_during_a_move_are_not_left_at_v1(project: Project) -> None:
     """(Section 2, reported lightly.) While `migrate` moves v1 -> v2, old application instances
     still `create()` items at v1; those whose position the scan has passed stay at v1 after the
