@@ -329,8 +329,9 @@ class Executor:
         """Estimate the requests and capacity of a RekeyEntity/DeleteVersion (DescribeTable); else ``None``.
 
         Returns:
-            An :class:`~dynorm.migrations.cost.OperationCost` (an upper bound: it assumes every item
-            of the table is of the operation's entity type), or ``None`` for other operations or a
+            An :class:`~dynorm.migrations.cost.OperationCost` (upper bounds of requests, RCU and WCU:
+            it assumes every item of the table is of the operation's entity type, and uses the table's
+            total size rather than the average item size), or ``None`` for other operations or a
             table that does not exist yet.
         """
         if not isinstance(op, (RekeyEntity, DeleteVersion)):
@@ -346,6 +347,11 @@ class Executor:
             growth = _key_growth(op.old.keys, op.new.keys)
         else:
             kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
+            position = next((n for n, m in enumerate(self.migrations) if any(o is op for o in m.operations)),
+                            len(self.migrations) - 1)
+            copies = self.copies_of(op, position)
+            if copies is not None:  # the copies read by the check may be larger than the old items
+                growth = _key_growth(copies.op.old.keys, copies.op.new.keys)
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
                                        options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
                                        growth)

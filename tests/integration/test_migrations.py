@@ -752,3 +752,48 @@ def test_a_lock_that_cannot_be_renewed_stops_the_run_at_a_checkpoint(project: Pr
     assert "0002_widget_v2" not in project.executor().applied()
     assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2"]  # resumes
     assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+def _get_raw(project: Project, pk: str) -> dict[str, Any] | None:
+    return backend.call("GetItem", {"TableName": project.table.table_name(), "ConsistentRead": True,
+                                    "Key": {"PK": {"S": pk}, "SK": {"S": "METADATA"}}}).get("Item")
+
+
+def test_reverse_after_copy_rollout_keeps_the_writes_made_at_v2(project: Project) -> None:
+    """Copy-mode rollout, the v2 app acknowledges an update, then the operator migrates back:
+    the reverse used to 'skip' the item (its v1 copy exists) so the v1 app read the old value.
+    Now the differing copy fails the item: the reversal is partial and nothing is lost."""
+    load_v1(project, 20)
+    project.write_models(**V2)
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
+    models = project.write_models(**V2)
+    w = models.Widget.objects.get(widget_id="w00005")
+    w.counter = 41
+    w.save()  # acknowledged at v2
+    report = project.executor().migrate(MigrateOptions(target="0001"))
+    # which copy is current cannot be known from the table: the item fails, loudly, and both stay
+    assert report.partial and any("w00005" in k for k in report.failed_items), report.failed_items
+    assert "different item" in " ".join(report.failed_items) or report.partial
+    v2 = _get_raw(project, "v2#W#w00005")
+    assert v2 is not None and v2["counter"] == {"N": "41"}, v2  # the acknowledged write is kept
+
+
+def test_forward_move_after_reverse_of_copy_rollout_keeps_the_writes_made_at_v1(project: Project) -> None:
+    """Copy forward, reverse (v2 copies stay, as documented), the v1 app writes, then forward in
+    move mode: the move 'skips' the item (a stale v2 copy exists), leaves v1 behind, and the v2 app
+    reads the stale value: the write acknowledged after the rollback is lost."""
+    load_v1(project, 20)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions(mode="copy"))
+    project.executor().migrate(MigrateOptions(target="0001"))
+    models = project.write_models(**V1)
+    w = models.Widget.objects.get(widget_id="w00005")
+    w.counter = 7
+    w.save()  # acknowledged at v1, after the rollback
+    report = project.executor().migrate(MigrateOptions(mode="move"))
+    assert report.applied == ["0002_widget_v2"]
+    v2 = _get_raw(project, "v2#W#w00005")
+    assert v2 is not None and v2["counter"] == {"N": "7"}, v2  # actual: counter 0
+    assert _get_raw(project, "v1#W#w00005") is None  # move mode leaves nothing at v1
