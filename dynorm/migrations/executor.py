@@ -716,15 +716,15 @@ class Executor:
                 copies=self.copies_of(op, position, pacer, options.dry_run))
         operation, _ = worker.read_params(0, 1)
         total = options.segments if operation == "Scan" else 1
-        if ledger is not None:
-            meta = ledger.checkpoint(name, i, "meta")
-            if meta is not None:
-                total = int(meta["counts"].get("segments", total))  # resume with the same segmentation
-            else:
-                ledger.save_checkpoint(name, i, "meta", None, False, {"segments": total})
+        meta = ledger.checkpoint(name, i, "meta") if ledger is not None else None
+        if meta is not None:
+            total = int(meta["counts"].get("segments", total))  # resume with the same segmentation
         mine = [s for s in range(total) if s % options.worker[1] == options.worker[0]]
         if isinstance(op, DeleteVersion) and not options.dry_run:  # dry run: the pages count what lacks a copy
+            # before anything is recorded: a refusal leaves the migration pending, not started
             self._verify_copies(name, i, op, worker, ledger, total, len(mine), rep)
+        if ledger is not None and meta is None:
+            ledger.save_checkpoint(name, i, "meta", None, False, {"segments": total})
         label = f"{name} {op.describe()}"
         table_items = int(desc.get("ItemCount", 0)) if operation == "Scan" else 0
         stop = self._stop

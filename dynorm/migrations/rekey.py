@@ -477,11 +477,15 @@ class VersionDeleter(_Base):
 
         Requests: BatchGetItem (the copies, see :meth:`missing`), then BatchWriteItem of at most 25
         deletes and at most one second of the ``--max-wcu`` budget each (unprocessed ones retried).
-        Items without a copy are not deleted: they are returned as failed.
+        Items without a copy are not deleted: they are returned as failed (with ``copy_missing``,
+        they are copied first, and only those that could not be are).
         """
         result = PageResult()
         self.counts.add(scanned=len(items))
         orphans = self.missing(items)
+        if orphans and self.copies is not None and self.op.copy_missing:
+            copied = self.copies.process([raw for raw, _ in orphans])  # copy-mode transactions
+            orphans = list(copied.failed)
         if self.pacer.stopped():
             result.complete = False
             return result
@@ -519,7 +523,11 @@ class VersionDeleter(_Base):
             return "ok", "gone"
         self.counts.add(scanned=1)
         orphan = self.missing([raw])
-        if orphan:
+        if orphan and self.copies is not None and self.op.copy_missing:
+            status, reason = self.copies._one(raw)
+            if status != "ok":
+                return status, reason
+        elif orphan:
             return "failed", orphan[0][1]
         if not self.pacer.before_write(write_units(item_size(raw)) * (1 + len(self.table.gsis))):
             return "stopped", ""

@@ -138,6 +138,9 @@ def test_delete_version_refuses_items_without_a_current_copy_and_deletes_nothing
     assert result.exit_code == 1 and "nothing was deleted" in result.output and "late" in result.output
     assert sorted(map(repr, widgets(project.table))) == before
     assert "0003_drop_v1" not in project.executor().applied()
+    assert project.executor().started() == set()  # pending, not partial: nothing of it was recorded
+    shown = CliRunner().invoke(cli, ["--config", str(project.config()), "showmigrations"])
+    assert "[ ] 0003_drop_v1" in shown.output, shown.output
     # the fix the message gives: copy_missing=True copies them to v2, then the v1 items go
     (project.dir / "migrations" / "0003_drop_v1.py").write_text(
         textwrap.dedent(DROP_V1.format(extra=", copy_missing=True")))
