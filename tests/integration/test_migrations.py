@@ -385,7 +385,7 @@ def test_plan_prints_requests_and_capacity_and_json_progress_lines(project: Proj
     assert not any(op not in ("DescribeTable", "Query", "GetItem") for op in c.operations)
     # 400 widgets (+ the ledger items) of ~150 B: 2 pages + 4 segment ends; 0.5 RCU per 4 KB read eventually
     assert "rekey WIDGET in migshop from v1 to v2" in plan.output
-    assert "Scan/Query request(s)" in plan.output and "eventually consistent" in plan.output
+    assert "request(s), <= " in plan.output and "RCU (eventually consistent Scan/Query" in plan.output
     line = next(x for x in plan.output.splitlines() if "WCU" in x and "writes" in x)
     wcu = int(line.split("<= ")[2].split(" WCU")[0])
     # Put 2 + Delete 2 + GSI delete 1 + GSI put 1 per item of <= 1 KB; the bound adds 6 per KB of the
