@@ -27,6 +27,16 @@ def _worker(value: str | None) -> tuple[int, int]:
     return i, n
 
 
+def _lock_ttl(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    from dynorm.migrations.executor import check_lock_ttl
+    from dynorm.migrations.operations import MigrationError
+
+    try:
+        return check_lock_ttl(value)
+    except MigrationError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--lock-ttl ")) from None
+
+
 def _rate_eta(counts: dict[str, int], seconds: float) -> tuple[float, float | None, float | None]:
     """Items read per second, percent of the table read, and seconds left (from DescribeTable's ItemCount)."""
     evaluated, total = counts.get("evaluated", 0), counts.get("total", 0)
@@ -123,6 +133,8 @@ def _resume_command(state: State, target: str | None, args: dict[str, Any]) -> s
 
 
 def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options: Any) -> None:
+    from dynorm.migrations.operations import DeleteVersion
+
     if not pending and not backwards:
         click.echo("No migrations to apply.")
     for m, reverse in [(b, True) for b in backwards] + [(p, False) for p in pending]:
@@ -136,8 +148,14 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
             if cost is None:
                 continue
             reads = "consistent" if executor.consistent_for(step, options) else "eventually consistent"
-            click.echo(f"    table: ~{cost.items} item(s), ~{cost.avg_size:.0f} B each (DescribeTable)")
-            click.echo(f"    reads:  ~{cost.read_requests} Scan/Query request(s), ~{cost.rcu:.1f} RCU ({reads})")
+            click.echo(f"    table: ~{cost.items} item(s), ~{cost.avg_size:.0f} B on average (DescribeTable)")
+            what = {"move": ", with one catch-up pass", "delete": ", with the check for current copies"}
+            kind = "delete" if isinstance(step, DeleteVersion) else options.mode
+            click.echo(f"    reads:  <= {cost.read_requests} request(s), <= {cost.rcu:.1f} RCU ({reads} Scan/Query"
+                       f"{what.get(kind, '')})")
+            if cost.catch_up_rcu:
+                click.echo(f"            each further catch-up pass (only if old-version items appear meanwhile): "
+                           f"<= {cost.catch_up_rcu:.1f} RCU")
             click.echo(f"    writes: <= {cost.write_requests} write request(s), <= {cost.wcu:.0f} WCU "
                        f"(if every item is a {getattr(step, 'entity_type', '?')})")
             if options.max_wcu or options.max_rcu:
@@ -145,9 +163,12 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
                            cost.rcu / options.max_rcu if options.max_rcu else 0.0)
                 click.echo(f"    at the limits given: >= {secs:.0f} s")
     if pending or backwards:
-        click.echo("Assumed: a Scan reads every item of the table (1 RCU per 4 KB, half when eventually "
+        click.echo("Assumed: a Scan reads every item of the table (1 RCU per 4 KB per page, half when eventually "
                    "consistent); a transactional write costs 2 WCU per KB of each item written (Put, and in move "
-                   "mode the Delete), each GSI entry 1 WCU per KB. `--dry-run` counts the entity's items exactly.")
+                   "mode the Delete), each GSI entry 1 WCU per KB. The figures are upper bounds whatever the item "
+                   "sizes: they use the table's total size (each page or item costs at most its size / 4 KB "
+                   "(reads) or / 1 KB (writes) plus one unit), not the average. `--dry-run` counts the entity's "
+                   "items exactly.")
 
 
 @click.command()
@@ -167,13 +188,16 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
               help="At most N read capacity units per second, for all segments and all --worker processes.")
 @click.option("--consistent-read", is_flag=True,
               help="Strongly consistent scans (twice the RCU); default: eventually consistent (copy mode: consistent).")
+@click.option("--lock-ttl", type=float, default=60.0, show_default=True, metavar="SECONDS", callback=_lock_ttl,
+              help="The lock's lease (1 to 3600 s): a heartbeat renews it every third of it; a dead run's lock "
+                   "frees the table after it.")
 @click.option("--force-unlock", is_flag=True, help="Remove a lock left by a dead run (with a warning) first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress as JSON lines on stderr).")
 @yes_option
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int, mode: str,
             worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
-            force_unlock: bool, as_json: bool, yes: bool) -> None:
+            lock_ttl: float, force_unlock: bool, as_json: bool, yes: bool) -> None:
     """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
     configured, create missing tables and GSIs).
 
@@ -205,7 +229,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                        err=True)
     options = MigrateOptions(target=target, mode=mode, segments=segments, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
-                             max_wcu=max_wcu)
+                             max_wcu=max_wcu, lock_ttl=lock_ttl)
     backwards = executor.backwards_plan(target)
     pending = [] if backwards else executor.plan(target)
     if plan_only:
@@ -221,7 +245,8 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         confirm_changes(settings, what, tables, yes)
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
-                                             "--consistent-read": consistent_read})
+                                             "--consistent-read": consistent_read,
+                                             "--lock-ttl": None if lock_ttl == 60.0 else lock_ttl})
     started = time.monotonic()
     with _stop_on_signals() as (stop, caught, received):
         options.stop = stop
@@ -239,6 +264,8 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if report.partial:
         names = ", ".join(f"{n} ({c} failed)" for n, c in report.partial.items())
         first = "; ".join(report.failed_items[:5])
+        if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
+            raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
         raise click.ClickException(
             f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
             f"Fix the cause and run `{resume}` again: it retries exactly the failed items.")
@@ -251,6 +278,9 @@ def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
     for rep in report.operations:
         counts = "" if not rep.counts else "  " + " ".join(f"{k}={v}" for k, v in rep.counts.items())
         click.echo(f"  {rep.migration} [{rep.index}] {rep.description}: {rep.status}{counts} ({rep.seconds:.1f} s)")
+        if rep.catch_up_passes:
+            click.echo(f"    catch-up: {rep.catch_up_passes} pass(es) over the old version, {rep.caught_up} item(s) "
+                       "written there meanwhile moved")
         for err in rep.errors[:5]:
             click.echo(f"    failed: {err}", err=True)
     totals: dict[str, Any] = report.totals()

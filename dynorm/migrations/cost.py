@@ -4,7 +4,9 @@ Capacity assumptions (DynamoDB's published pricing rules, on-demand and provisio
 
 * reads: a Scan consumes 1 RCU per 4 KB read *before* filtering, rounded up per page (strongly
   consistent), half that eventually consistent; a migration scans the whole table, so every item
-  is read.
+  is read. A BatchGetItem (DeleteVersion's check for current-version copies) consumes 1 RCU per
+  started 4 KB of each item (consistent). The ``--plan`` figures are upper bounds whatever the item
+  sizes (:func:`scan_bound`), not averages.
 * writes: a transactional write of an item costs 2 WCU per started 1 KB (the Put of the new
   item and, in move mode, the Delete of the old one: 2 x 2 WCU for an item up to 1 KB); each
   GSI entry written or removed costs 1 WCU per started KB (not doubled by the transaction).
@@ -28,7 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
-           "OperationCost", "estimate_scan_operation", "units_bound"]
+           "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "PAGE_BYTES"]
+
+#: a Scan page ends after 1 MB read (1,048,576 bytes); the bounds use 1,000,000 (more pages: safe)
+PAGE_BYTES = 1_000_000
 
 
 def _value_size(av: dict[str, Any]) -> int:
@@ -92,10 +97,16 @@ class OperationCost:
 
     Attributes:
         items: items in the table (DescribeTable ``ItemCount``; DynamoDB refreshes it about every 6 h).
-        avg_size: average item size in bytes (``TableSizeBytes / ItemCount``).
-        read_requests: Scan (or Query) pages; write_requests: TransactWriteItems / BatchWriteItem calls,
-            assuming every item of the table belongs to the operation (an upper bound).
-        rcu, wcu: capacity units for the same upper bound.
+        avg_size: average item size in bytes (``TableSizeBytes / ItemCount``), for information only.
+        read_requests: at most this many Scan (or Query) pages and BatchGetItem calls (unprocessed
+            keys retried aside); write_requests: TransactWriteItems / BatchWriteItem calls, assuming
+            every item of the table belongs to the operation.
+        rcu, wcu: upper bounds of the capacity units, whatever the item sizes, provided ``items``
+            and the table's size are current. ``rcu`` covers the scan, a move's first catch-up pass
+            and DeleteVersion's two checks for copies; not the consistent GetItem of an item a
+            concurrent write changed (one per conflict).
+        catch_up_rcu: the RCU bound of one more catch-up pass (needed only when old-version items
+            appeared during a move; 0 for other operations).
     """
 
     items: int
@@ -104,7 +115,29 @@ class OperationCost:
     write_requests: int
     rcu: float
     wcu: float
+    catch_up_rcu: float = 0.0
 
+
+def scan_bound(items: int, total_bytes: float, segments: int, page_size: int | None,
+               consistent: bool) -> tuple[int, float]:
+    """Upper bounds of the pages and RCU of a (parallel) Scan reading ``items`` items of ``total_bytes`` bytes.
+
+    A page ends after ``page_size`` items (Scan ``Limit``; ``None``: no limit) or when the next item
+    would pass 1 MB, and each segment ends with one more (possibly empty) page, so a segment of
+    ``n`` items and ``b`` bytes returns at most ``n / page_size + 2 b / 1 MB + 1`` pages (two
+    consecutive 1 MB-ended pages hold more than 1 MB together). A page of ``b`` bytes consumes
+    ``max(1, ceil(b / 4 KB))`` units (half eventually consistent), at most ``b / 4096 + 1``; so the
+    whole Scan consumes at most ``total_bytes / 4096 + pages`` units, whatever the item sizes and
+    however the segments split the table.
+
+    Returns:
+        ``(pages, rcu)``.
+    """
+    pages = segments + math.floor(2 * total_bytes / PAGE_BYTES)
+    if page_size:
+        pages += items // page_size
+    units = math.floor(total_bytes / 4096) + pages
+    return pages, float(units) if consistent else units / 2
 
 def units_bound(items: int, total_bytes: float) -> int:
     """An upper bound of ``sum(write_units(size))`` over ``items`` items of ``total_bytes`` bytes together.
@@ -133,15 +166,33 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
 
     Returns:
         An :class:`OperationCost` assuming every item of the table is one of the entity's; its
-        ``wcu`` is an upper bound whatever the sizes of the items (it uses their total size, not
-        the average), provided ``items`` and ``table_bytes`` are current.
+        ``rcu`` and ``wcu`` are upper bounds whatever the sizes of the items (they use their total
+        size, not the average), provided ``items`` and ``table_bytes`` are current. Reads: the
+        Scan (pages of ``page_size``; a rekey's scan may meet each item twice, old and rewritten),
+        plus for a move one catch-up Scan (1 MB pages, the rewritten table), plus for a
+        delete a first pass checking the copies (1 MB pages) and, in both passes, one consistent
+        BatchGetItem per 100 items (1 RCU per started 4 KB of each copy).
     """
     avg = table_bytes / items if items else 0.0
-    read_requests = math.ceil(items / page_size) + segments if items else segments
-    # each Scan page is rounded up to 4 KB on its own; each segment ends with a (nearly) empty page
-    full, rest = divmod(items, page_size)
-    rcu = full * read_units(page_size * avg, consistent) + (read_units(rest * avg, consistent) if rest else 0.0) \
-        + segments * read_units(0, consistent)
+    if kind == "delete":
+        read_requests, rcu = scan_bound(items, table_bytes, segments, page_size, consistent)
+    else:
+        # a rewritten item's new copy may land in a part of the table the scan has not read yet, so
+        # the scan may read every item twice (DynamoDB Local: 71 RCU for a 66 RCU single pass)
+        read_requests, rcu = scan_bound(2 * items, 2 * table_bytes + items * growth, segments, page_size,
+                                        consistent)
+    catch_up_rcu = 0.0
+    if kind == "move":
+        pages, catch_up_rcu = scan_bound(items, table_bytes + items * growth, segments, None, consistent)
+        read_requests += pages
+        rcu += catch_up_rcu
+    elif kind == "delete":
+        pages, check_rcu = scan_bound(items, table_bytes, segments, None, consistent)
+        copies = items + math.floor((table_bytes + items * growth) / 4096)  # per item: <= size / 4 KB + 1
+        # the check: its Scan and a BatchGetItem per 100 items (per page: at most one more call each);
+        # the delete pass: a BatchGetItem per 100 items of each of its pages
+        read_requests += pages + (math.ceil(items / 100) + pages) + (math.ceil(items / 100) + read_requests)
+        rcu += check_rcu + 2 * copies
     # per-item units from the total size, not the average (see units_bound); a rewritten item may
     # be up to ``growth`` bytes larger than the old one (longer key text)
     old_units = units_bound(items, table_bytes)
@@ -152,7 +203,8 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         wcu = new_units * (2 + gsis)
     else:
         wcu = old_units * (2 + gsis) + new_units * (2 + gsis)
-    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu, float(wcu))
+    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu, float(wcu),
+                         catch_up_rcu)
 
 
 class TokenBucket:

@@ -42,9 +42,33 @@ from .operations import (
 from .rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
-__all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted"]
+__all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
+           "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES"]
 
 Reporter = Callable[[str, dict[str, int], float, bool], None]
+
+#: bounds of ``--lock-ttl``: below 1 s the heartbeat (every third of it) would be a request every
+#: 0.3 s; above an hour a dead run would keep the table locked for longer than anyone waits
+#: (``--force-unlock`` aside).
+MIN_LOCK_TTL = 1.0
+MAX_LOCK_TTL = 3600.0
+#: catch-up passes after a move before it is recorded applied: each re-scans for old-version items
+#: (written meanwhile by an application still on the old key version) and moves them; when the last
+#: one still finds some, the migration stays partial (old-version writers are still running).
+CATCH_UP_PASSES = 3
+
+
+def check_lock_ttl(seconds: float) -> float:
+    """Return ``seconds`` if it is a usable lock lease (``MIN_LOCK_TTL`` to ``MAX_LOCK_TTL``).
+
+    Raises:
+        MigrationError: it is not a number in that range.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+            MIN_LOCK_TTL <= seconds <= MAX_LOCK_TTL):
+        raise MigrationError(f"--lock-ttl must be a number of seconds from {MIN_LOCK_TTL:g} to {MAX_LOCK_TTL:g}, "
+                             f"not {seconds!r} (the lock's lease; a heartbeat renews it every third of it).")
+    return float(seconds)
 
 
 @dataclass
@@ -58,7 +82,8 @@ class MigrateOptions:
         worker: ``(i, n)``: this process runs the segments ``s`` with ``s % n == i``.
         dry_run: scan and count, write nothing (not even the ledger or the lock).
         fake: record migrations as applied without running them.
-        lock_ttl: seconds a lock lives without a heartbeat.
+        lock_ttl: seconds a lock lives without a heartbeat (``MIN_LOCK_TTL``..``MAX_LOCK_TTL``; the
+            heartbeat renews it every third of it).
         consistent_read: strongly consistent scans; ``None`` (default): eventually consistent
             (half the RCU; the conditional writes catch a stale read), except copy-mode rekeys,
             whose Put does not compare the old item and so reads consistently.
@@ -105,6 +130,9 @@ class OpReport:
     seconds: float = 0.0
     status: str = "done"
     errors: list[str] = field(default_factory=list)
+    #: move-mode rekeys: catch-up passes run after the scan, and the items they moved
+    catch_up_passes: int = 0
+    caught_up: int = 0
 
 
 @dataclass
@@ -140,6 +168,7 @@ class MigrateReport:
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
+                                "catch_up_passes": o.catch_up_passes, "caught_up": o.caught_up,
                                 "errors": o.errors} for o in self.operations]}
 
 
@@ -300,8 +329,9 @@ class Executor:
         """Estimate the requests and capacity of a RekeyEntity/DeleteVersion (DescribeTable); else ``None``.
 
         Returns:
-            An :class:`~dynorm.migrations.cost.OperationCost` (an upper bound: it assumes every item
-            of the table is of the operation's entity type), or ``None`` for other operations or a
+            An :class:`~dynorm.migrations.cost.OperationCost` (upper bounds of requests, RCU and WCU:
+            it assumes every item of the table is of the operation's entity type, and uses the table's
+            total size rather than the average item size), or ``None`` for other operations or a
             table that does not exist yet.
         """
         if not isinstance(op, (RekeyEntity, DeleteVersion)):
@@ -317,6 +347,11 @@ class Executor:
             growth = _key_growth(op.old.keys, op.new.keys)
         else:
             kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
+            position = next((n for n, m in enumerate(self.migrations) if any(o is op for o in m.operations)),
+                            len(self.migrations) - 1)
+            copies = self.copies_of(op, position)
+            if copies is not None:  # the copies read by the check may be larger than the old items
+                growth = _key_growth(copies.op.old.keys, copies.op.new.keys)
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
                                        options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
                                        growth)
@@ -345,6 +380,7 @@ class Executor:
         for name, value in (("--max-rcu", options.max_rcu), ("--max-wcu", options.max_wcu)):
             if value is not None and value <= 0:
                 raise MigrationError(f"{name} must be > 0, not {value}.")
+        check_lock_ttl(options.lock_ttl)
         self._stop = options.stop or threading.Event()
         self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
         backwards = self.backwards_plan(options.target)
@@ -488,7 +524,7 @@ class Executor:
                 op.fn(MigrationContext(state, m.name))
             return "done"
         if isinstance(op, (RekeyEntity, DeleteVersion)):
-            return self._scan_op(label, i, op, options, ledger, rep)
+            return self._scan_op(label, i, op, options, ledger, rep, [x.name for x in self.migrations].index(m.name))
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
 
     def _create_table(self, table: TableState) -> None:
@@ -505,8 +541,165 @@ class Executor:
             backend.call("UpdateTimeToLive", {"TableName": name, "TimeToLiveSpecification": {
                 "Enabled": True, "AttributeName": table.ttl_attribute}})
 
+    def copies_of(self, op: DeleteVersion, position: int, pacer: Pacer | None = None,
+                  dry_run: bool = False) -> Rekeyer | None:
+        """A copy-mode :class:`Rekeyer` from ``op``'s version to the entity's current one (after migration
+        ``position``), to find (and, with ``copy_missing``, write) the current-version copies of the
+        items ``op`` deletes; ``None`` when the entity is no longer declared.
+
+        The old layout and the transforms come from the RekeyEntity operations that led from ``op.version``
+        to the current version (the current layout when there are none).
+        """
+        state = build_state(self.migrations[: position + 1])
+        current = state.entities.get((op.table, op.entity_type))
+        if current is None:
+            return None
+        old = None
+        transforms: list[Callable[[dict[str, Any]], dict[str, Any]]] = []
+        version = op.version
+        for m in self.migrations[: position + 1]:
+            for step in m.operations:
+                if isinstance(step, RekeyEntity) and (step.table, step.entity_type, step.from_version) == (
+                        op.table, op.entity_type, version):
+                    old = old or step.old
+                    if step.transform is not None:
+                        transforms.append(step.transform)
+                    version = step.to_version
+
+        def part(e: Any) -> dict[str, Any]:
+            return {"keys": e.keys, "fields": e.fields, "version_attribute": e.version_attribute}
+
+        def transform(item: dict[str, Any]) -> dict[str, Any]:
+            for fn in transforms:
+                item = fn(item)
+            return item
+
+        chain = RekeyEntity(op.table, op.entity_type, op.version, current.key_version, old=part(old or current),
+                            new=part(current), transform=transform if transforms else None)
+        table = self.final_state.tables[op.table]
+        return Rekeyer(chain, table, _physical(op.table), "copy", Counts(), dry_run, pacer, True)
+
+    def _parallel(self, segments: list[int], fn: Callable[[int], None], threads: int) -> None:
+        """Run ``fn(segment)`` on a thread pool; the first error stops the others (at a checkpoint) and is raised."""
+        stop = self._stop
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            futures = [pool.submit(fn, s) for s in segments]
+            # wait in short slices so the main thread stays free to run signal handlers
+            while True:
+                finished, left = wait_futures(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
+                if not left or any(f.exception() is not None for f in finished):
+                    break
+            for future in futures:
+                if future.done() and future.exception() is not None:
+                    stop.set()  # end the other segments at their next checkpoint, then re-raise
+                    wait_futures(futures)
+                    future.result()
+
+    def _verify_copies(self, name: str, i: int, op: DeleteVersion, worker: VersionDeleter, ledger: Ledger | None,
+                       total: int, threads: int, rep: OpReport) -> None:
+        """Before a DeleteVersion deletes anything: every old item must have a current-version copy.
+
+        One pass over the old version (Scan/Query with the operation's filter, 1 MB pages) and a
+        consistent BatchGetItem of the copies' keys; with ``copy_missing`` the missing copies are
+        written first (copy-mode transactions). Recorded in the ledger once passed.
+
+        Raises:
+            MigrationError: items without a copy (nothing was deleted); the message lists the first
+                keys and the fix.
+        """
+        copies = worker.copies
+        if copies is None or self._stop.is_set():
+            return
+        if ledger is not None:
+            mark = ledger.checkpoint(name, i, "verified")
+            if mark is not None and mark["done"]:
+                return
+        lock = threading.Lock()
+        orphans: list[str] = []
+        found = {"n": 0}
+
+        def segment(seg: int) -> None:
+            op_name, params = worker.read_params(seg, total, page_size=None)
+            for items, _ in worker.pages(op_name, params, None):
+                missing = worker.missing(items)
+                if missing and op.copy_missing:
+                    result = copies.process([raw for raw, _ in missing])
+                    missing = [(key, reason) for key, reason in result.failed]
+                if self._stop.is_set():
+                    return
+                with lock:
+                    found["n"] += len(missing)
+                    orphans.extend(f"{worker._key_of(raw)}" for raw, _ in missing[: max(0, 10 - len(orphans))])
+
+        self._parallel(list(range(total)), segment, threads)
+        rep.counts["copied"] = copies.counts.rewritten
+        if self._stop.is_set():
+            return
+        if found["n"]:
+            to = copies.op.to_version
+            raise MigrationError(
+                f"{name}: {op.describe()} refused; nothing was deleted: {found['n']} item(s) at key version "
+                f"{op.version} have no copy at the current key version {to} (first: {'; '.join(orphans)}). They "
+                f"were written at {op.version} after the rekey passed them (an application still writing "
+                f"{op.version}), or never copied. Fix: stop every application instance that writes key version "
+                f"{op.version} (deploy the {to} models, with Meta.read_versions during the rollout), then add "
+                "copy_missing=True to this DeleteVersion (it copies them to the current keys first) and run "
+                "`dynorm migrate` again.")
+        if ledger is not None:
+            ledger.save_checkpoint(name, i, "verified", None, True, {"copied": copies.counts.rewritten})
+
+    def _catch_up(self, name: str, i: int, worker: Rekeyer, ledger: Ledger | None, total: int, threads: int,
+                  rep: OpReport) -> tuple[str, list[str], str]:
+        """After a move: re-scan for items still at the old version and move them, until none is left.
+
+        Items an application still on the old key version created (or re-created) after the scan
+        passed their position would otherwise stay there once the migration is recorded applied.
+        Each pass reads the old version with the operation's filter in 1 MB pages (the whole
+        table's RCU, few items returned) and moves what it finds; up to :data:`CATCH_UP_PASSES`.
+
+        Returns:
+            ``(status, errors, status line)``: status ``"done"`` (a pass found none), ``"partial"`` (items
+            failed, recorded in the ledger, or the last pass still found items: old-version writers are
+            running) or ``"interrupted"``.
+        """
+        lock = threading.Lock()
+        for n in range(1, CATCH_UP_PASSES + 1):
+            before = worker.counts.rewritten
+            failed: list[tuple[dict[str, Any], str]] = []
+
+            def segment(seg: int, failed: list[tuple[dict[str, Any], str]] = failed) -> None:
+                op_name, params = worker.read_params(seg, total, page_size=None)
+                for items, _ in worker.pages(op_name, params, None):
+                    result = worker.process(items)
+                    if result.failed:
+                        if ledger is not None:
+                            ledger.record_failures(name, i, result.failed)
+                        with lock:
+                            failed.extend(result.failed)
+                    if not result.complete:
+                        return
+
+            self._parallel(list(range(total)), segment, threads)
+            moved = worker.counts.rewritten - before
+            rep.catch_up_passes, rep.caught_up = n, rep.caught_up + moved
+            if self._stop.is_set():
+                return "interrupted", [], ""
+            if failed:
+                worker.counts.failed = len(failed)
+                return "partial", [f"{key}: {reason}" for key, reason in failed[:20]], \
+                    f"partial: {len(failed)} item(s) failed"
+            if moved == 0:
+                return "done", [], ""
+        op = worker.op
+        errors = [f"items keep appearing at key version {op.from_version}: {CATCH_UP_PASSES} catch-up passes "
+                      f"moved {rep.caught_up} item(s), the last {moved}; an application still writes key version "
+                      f"{op.from_version}. Deploy the {op.to_version} models everywhere (with Meta.read_versions "
+                      f"= [{op.to_version!r}, {op.from_version!r}] during the rollout) or stop the "
+                      f"{op.from_version} writers, then run `dynorm migrate` again"]
+        return "partial", errors, f"partial: {op.entity_type} items keep appearing at {op.from_version}"
+
     def _scan_op(self, name: str, i: int, op: RekeyEntity | DeleteVersion, options: MigrateOptions,
-                 ledger: Ledger | None, rep: OpReport) -> str:
+                 ledger: Ledger | None, rep: OpReport, position: int) -> str:
         table = self.final_state.tables[op.table]
         physical = _physical(op.table)
         counts = Counts()
@@ -518,17 +711,20 @@ class Executor:
         consistent = self.consistent_for(op, options)
         pacer = self._pacer
         worker: Any = Rekeyer(op, table, physical, options.mode, counts, options.dry_run, pacer, consistent) \
-            if isinstance(op, RekeyEntity) else VersionDeleter(op, table, physical, counts, options.dry_run,
-                                                               pacer=pacer, consistent=consistent)
+            if isinstance(op, RekeyEntity) else VersionDeleter(
+                op, table, physical, counts, options.dry_run, pacer=pacer, consistent=consistent,
+                copies=self.copies_of(op, position, pacer, options.dry_run))
         operation, _ = worker.read_params(0, 1)
         total = options.segments if operation == "Scan" else 1
-        if ledger is not None:
-            meta = ledger.checkpoint(name, i, "meta")
-            if meta is not None:
-                total = int(meta["counts"].get("segments", total))  # resume with the same segmentation
-            else:
-                ledger.save_checkpoint(name, i, "meta", None, False, {"segments": total})
+        meta = ledger.checkpoint(name, i, "meta") if ledger is not None else None
+        if meta is not None:
+            total = int(meta["counts"].get("segments", total))  # resume with the same segmentation
         mine = [s for s in range(total) if s % options.worker[1] == options.worker[0]]
+        if isinstance(op, DeleteVersion) and not options.dry_run:  # dry run: the pages count what lacks a copy
+            # before anything is recorded: a refusal leaves the migration pending, not started
+            self._verify_copies(name, i, op, worker, ledger, total, len(mine), rep)
+        if ledger is not None and meta is None:
+            ledger.save_checkpoint(name, i, "meta", None, False, {"segments": total})
         label = f"{name} {op.describe()}"
         table_items = int(desc.get("ItemCount", 0)) if operation == "Scan" else 0
         stop = self._stop
@@ -566,25 +762,18 @@ class Executor:
 
             ticker = threading.Thread(target=tick, daemon=True)
             ticker.start()
+        caught: tuple[str, list[str], str] = ("done", [], "")
         try:
-            with ThreadPoolExecutor(max_workers=max(1, len(mine))) as pool:
-                futures = [pool.submit(run_segment, s) for s in mine]
-                # wait in short slices so the main thread stays free to run signal handlers
-                while True:
-                    finished, left = wait_futures(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
-                    if not left or any(f.exception() is not None for f in finished):
-                        break
-                for future in futures:
-                    if future.done() and future.exception() is not None:
-                        stop.set()  # end the other segments at their next checkpoint, then re-raise
-                        wait_futures(futures)
-                        future.result()
+            if not stop.is_set():
+                self._parallel(mine, run_segment, len(mine))
             remaining = self._retry_failures(name, i, worker, ledger, options, total, stop)
+            if remaining == [] and isinstance(op, RekeyEntity) and options.mode == "move" and not options.dry_run:
+                caught = self._catch_up(name, i, worker, ledger, total, len(mine), rep)
         finally:
             ticking.set()
             if ticker is not None:
                 ticker.join()
-        rep.counts = counts.as_dict()
+        rep.counts = {**counts.as_dict(), **({"copied": rep.counts["copied"]} if rep.counts.get("copied") else {})}
         rep.errors = list(counts.errors)
         if self.reporter is not None:
             self.reporter(label, progress(), time.monotonic() - t0, True)
@@ -597,6 +786,9 @@ class Executor:
         if remaining is None:
             rep.status = "waiting for other workers"
             return "waiting"
+        if caught[0] == "partial":
+            rep.counts, rep.errors, rep.status = counts.as_dict(), caught[1], caught[2]
+            return "partial"
         if remaining:
             counts.failed = len(remaining)
             rep.counts = counts.as_dict()
@@ -604,7 +796,7 @@ class Executor:
             rep.status = f"partial: {len(remaining)} item(s) failed"
             return "partial"
         counts.failed = 0
-        rep.counts = counts.as_dict()
+        rep.counts = {**counts.as_dict(), **({"copied": rep.counts["copied"]} if rep.counts.get("copied") else {})}
         rep.errors = []
         rep.status = "done"
         return "done"

@@ -191,7 +191,7 @@ class Ledger:
             entry["reverse"] |= int(reverse)
             if kind == "failed":
                 entry["failed"] += 1
-            elif not tail.endswith(("#op", "#meta")):
+            elif not tail.endswith(("#op", "#meta", "#verified")):
                 entry["segments"] += 1
                 entry["done"] += int(item.get("done", {}).get("BOOL", False))
         return out

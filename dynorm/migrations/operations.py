@@ -311,17 +311,25 @@ class RunPython(Operation):
 class DeleteVersion(Operation):
     """Delete the items of an entity type stored under an old key version (after a copy-mode rollout).
 
+    Before deleting anything it checks that every item of that version has a copy under the
+    entity's current keys, and refuses otherwise (nothing is deleted): items an application still on
+    the old version wrote after the copy passed them would be lost. Each page is checked again
+    before its deletes, and an item without a copy is never deleted.
+
     Args:
         table, entity_type: which items.
         version: the key version to delete.
         pk: the partition-key template those items were written with (for the prefix).
+        copy_missing: copy the items that have no current-version copy to the current keys first
+            (once every application instance writing ``version`` is stopped), instead of refusing.
     """
 
-    def __init__(self, table: str, entity_type: str, version: str, pk: str) -> None:
+    def __init__(self, table: str, entity_type: str, version: str, pk: str, copy_missing: bool = False) -> None:
         self.table = table
         self.entity_type = entity_type
         self.version = version
         self.pk = pk
+        self.copy_missing = copy_missing
 
     def state_forwards(self, state: ProjectState) -> None:
         current = state.entities.get((self.table, self.entity_type))
@@ -333,7 +341,11 @@ class DeleteVersion(Operation):
         return f"delete {self.entity_type} items at key version {self.version} in {self.table}"
 
     def deconstruct(self) -> dict[str, Any]:
-        return {"table": self.table, "entity_type": self.entity_type, "version": self.version, "pk": self.pk}
+        out: dict[str, Any] = {"table": self.table, "entity_type": self.entity_type, "version": self.version,
+                               "pk": self.pk}
+        if self.copy_missing:
+            out["copy_missing"] = True
+        return out
 
     def inverse(self) -> Operation | None:
         raise MigrationError(f"{self.describe()} cannot be reversed: the deleted items are gone.")

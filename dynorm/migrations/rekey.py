@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import json
 import threading
 import time
 import uuid
@@ -25,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .. import _codec, backend
-from ..batch import WRITE_CHUNK, RetryPolicy, send_until_processed
-from ..exceptions import ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
+from ..batch import READ_CHUNK, WRITE_CHUNK, RetryPolicy, send_until_processed
+from ..exceptions import BatchIncomplete, ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
 from ..writes import unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
@@ -125,13 +126,15 @@ class _Base:
         return key
 
     def _read_params(self, entity_type: str, pk_template: str, version: str, segment: int,
-                     total: int) -> tuple[str, dict[str, Any]]:
+                     total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
         tmpl = KeyTemplate(pk_template, self.table.delimiter, self.table.key_encoding)
         prefix = tmpl.prefix({}, version)
         names = {"#t": self.table.type_attribute, "#pk": self.table.pk_attribute}
         values: dict[str, Any] = {":t": {"S": entity_type}}
-        params: dict[str, Any] = {"TableName": self.physical, "Limit": PAGE_SIZE,
-                                  "ConsistentRead": self.consistent, "ReturnConsumedCapacity": "TOTAL"}
+        params: dict[str, Any] = {"TableName": self.physical, "ConsistentRead": self.consistent,
+                                  "ReturnConsumedCapacity": "TOTAL"}
+        if page_size is not None:  # None: pages of 1 MB read (DynamoDB's own limit)
+            params["Limit"] = page_size
         if prefix.complete:  # a constant partition key: one Query reads it all
             values[":pk"] = {"S": prefix.value}
             params.update(KeyConditionExpression="#pk = :pk", FilterExpression="#t = :t")
@@ -171,10 +174,15 @@ class Rekeyer(_Base):
         self.old_attrs = {a for attrs in op.old.keys.values() for a in attrs}
         self.new_templates = op.new.templates(table.delimiter, table.key_encoding)
 
-    def read_params(self, segment: int, total: int) -> tuple[str, dict[str, Any]]:
-        """The Scan (or Query) finding old-version items of this entity type."""
+    def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
+        """The Scan (or Query) finding old-version items of this entity type.
+
+        Args:
+            segment, total: the parallel Scan segment; page_size: Scan ``Limit`` (``None``: 1 MB pages,
+                for the catch-up pass, whose filter returns few items).
+        """
         return self._read_params(self.op.entity_type, self.op.old.keys["primary"][self.table.pk_attribute],
-                                 self.op.from_version, segment, total)
+                                 self.op.from_version, segment, total, page_size)
 
     # -- planning one item -------------------------------------------------------------
     def new_item(self, raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -387,44 +395,146 @@ class Rekeyer(_Base):
 
 
 class VersionDeleter(_Base):
-    """Deletes the items of one DeleteVersion operation with BatchWriteItem."""
+    """Deletes the items of one DeleteVersion operation with BatchWriteItem, only those with a current copy.
+
+    Args:
+        copies: a copy-mode :class:`Rekeyer` from the deleted version to the entity's current key
+            version (``None`` when the entity is no longer declared: every item is deleted). An old
+            item whose current-version copy does not exist (BatchGetItem, consistent) is never deleted:
+            :meth:`missing` finds them, :meth:`process` records them as failed.
+    """
 
     def __init__(self, op: Any, table: TableState, physical: str, counts: Counts, dry_run: bool = False,
                  sleep: Callable[[float], None] = time.sleep, pacer: Pacer | None = None,
-                 consistent: bool = True) -> None:
+                 consistent: bool = True, copies: Rekeyer | None = None) -> None:
         super().__init__(table, physical, counts, dry_run, pacer, consistent)
         self.op = op
         self.sleep = sleep
+        self.copies = copies
 
-    def read_params(self, segment: int, total: int) -> tuple[str, dict[str, Any]]:
-        """The Scan (or Query) finding the items of that version."""
-        return self._read_params(self.op.entity_type, self.op.pk, self.op.version, segment, total)
+    def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
+        """The Scan (or Query) finding the items of that version (``page_size`` as :meth:`Rekeyer.read_params`)."""
+        return self._read_params(self.op.entity_type, self.op.pk, self.op.version, segment, total, page_size)
+
+    def missing(self, items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+        """The items of ``items`` without a copy under the entity's current keys, with why.
+
+        One consistent BatchGetItem per 100 items (ProjectionExpression: the key), UnprocessedKeys
+        retried with ``backend.RetryPolicy``; its consumed capacity is charged to the read budget.
+        An item whose current key cannot be rendered has no copy. Empty without ``copies``.
+
+        Raises:
+            BatchIncomplete: keys still unprocessed after every retry.
+        """
+        if self.copies is None or not items:
+            return []
+        copies = self.copies
+        out: list[tuple[dict[str, Any], str]] = []
+        wanted: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        for raw in items:
+            try:
+                new = copies.new_item(raw)
+            except (InvalidKeyValue, TypeError, ValueError) as exc:
+                out.append((raw, f"no key at version {copies.op.to_version}: {exc}"))
+                continue
+            if new is not None:
+                wanted.append((raw, self._key_of(new)))
+        found: set[str] = set()
+        names = {"#pk": self.table.pk_attribute}
+        projection = "#pk"
+        if self.table.sk_attribute:
+            names["#sk"] = self.table.sk_attribute
+            projection += ", #sk"
+        policy = RetryPolicy()
+        for start in range(0, len(wanted), READ_CHUNK):
+            keys = list({_key_text(k): k for _, k in wanted[start:start + READ_CHUNK]}.values())
+            request: dict[str, Any] = {self.physical: {"Keys": keys, "ConsistentRead": True,
+                                                       "ProjectionExpression": projection,
+                                                       "ExpressionAttributeNames": names}}
+            for attempt in range(1, policy.max_attempts + 1):
+                if not self.pacer.before_read():
+                    return []  # stopped: the caller ends the page before deleting anything
+                resp = backend.call("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"})
+                self.pacer.after_read(sum(float(c.get("CapacityUnits", 0.0))
+                                          for c in resp.get("ConsumedCapacity") or []))
+                found.update(_key_text(i) for i in resp.get("Responses", {}).get(self.physical, []))
+                request = resp.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                if attempt < policy.max_attempts:
+                    self.sleep(policy.delay(attempt))
+            if request:
+                left = [k for spec in request.values() for k in spec.get("Keys", [])]
+                raise BatchIncomplete(f"BatchGetItem: {len(left)} key(s) still unprocessed after {policy.max_attempts} "
+                                      "attempts (throttling?) while checking for current-version copies.", left)
+        to = copies.op.to_version
+        out += [(raw, f"no copy at key version {to} ({_key_text(key)})") for raw, key in wanted
+                if _key_text(key) not in found]
+        return out
 
     def process(self, items: list[dict[str, Any]]) -> PageResult:
-        """Delete one page of items (25 per BatchWriteItem, unprocessed retried); see :class:`PageResult`."""
+        """Delete one page of items that have a current copy; see :class:`PageResult`.
+
+        Requests: BatchGetItem (the copies, see :meth:`missing`), then BatchWriteItem of at most 25
+        deletes and at most one second of the ``--max-wcu`` budget each (unprocessed ones retried).
+        Items without a copy are not deleted: they are returned as failed (with ``copy_missing``,
+        they are copied first, and only those that could not be are).
+        """
         result = PageResult()
         self.counts.add(scanned=len(items))
+        orphans = self.missing(items)
+        if orphans and self.copies is not None and self.op.copy_missing:
+            copied = self.copies.process([raw for raw, _ in orphans])  # copy-mode transactions
+            orphans = list(copied.failed)
+        if self.pacer.stopped():
+            result.complete = False
+            return result
+        skip = {_key_text(self._key_of(raw)) for raw, _ in orphans}
+        for raw, reason in orphans:
+            self._fail(result, raw, reason)
+        items = [r for r in items if _key_text(self._key_of(r)) not in skip]
         if self.dry_run:
             self.counts.add(rewritten=len(items))
             return result
         gsis = len(self.table.gsis)
-        for i in range(0, len(items), WRITE_CHUNK):
-            raws = items[i:i + WRITE_CHUNK]
-            units = sum(write_units(item_size(r)) * (1 + gsis) for r in raws) if self.pacer.writes is not None else 0
-            if not self.pacer.before_write(units):
+        paced = self.pacer.writes is not None
+        planned = [(r, write_units(item_size(r)) * (1 + gsis) if paced else 0) for r in items]
+        for group in self.pacer.groups(planned, WRITE_CHUNK, lambda entry: entry[1]):
+            if not self.pacer.before_write(sum(u for _, u in group)):
                 result.complete = False
                 return result
-            chunk = [{"DeleteRequest": {"Key": self._key_of(r)}} for r in raws]
-            left = send_until_processed(self.physical, chunk, RetryPolicy(), self.sleep, capacity=False)
+            chunk = [{"DeleteRequest": {"Key": self._key_of(r)}} for r, _ in group]
+            left = send_until_processed(self.physical, chunk, RetryPolicy(), self.sleep, capacity=True)
             self.counts.add(rewritten=len(chunk) - len(left))
             for req in left:
                 self._fail(result, req["DeleteRequest"]["Key"], "still unprocessed")
         return result
 
     def retry(self, key: dict[str, Any]) -> tuple[str, str]:
-        """Delete one item recorded as failed by an earlier run (DeleteItem); ``("ok", reason)``."""
-        if not self.pacer.before_write(1):
+        """Delete one item recorded as failed by an earlier run if it now has a current copy.
+
+        Requests: GetItem, BatchGetItem (the copy), DeleteItem.
+
+        Returns:
+            ``("ok" | "failed" | "stopped", reason)``; ``"ok"`` also when the item is gone.
+        """
+        raw = self._get(key)
+        if raw is None:
+            return "ok", "gone"
+        self.counts.add(scanned=1)
+        orphan = self.missing([raw])
+        if orphan and self.copies is not None and self.op.copy_missing:
+            status, reason = self.copies._one(raw)
+            if status != "ok":
+                return status, reason
+        elif orphan:
+            return "failed", orphan[0][1]
+        if not self.pacer.before_write(write_units(item_size(raw)) * (1 + len(self.table.gsis))):
             return "stopped", ""
         backend.call("DeleteItem", {"TableName": self.physical, "Key": key})
         self.counts.add(rewritten=1)
         return "ok", "deleted"
+
+
+def _key_text(key: dict[str, Any]) -> str:
+    return json.dumps(key, sort_keys=True)

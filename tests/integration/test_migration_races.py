@@ -165,3 +165,40 @@ def test_move_condition_is_the_revision_token_for_dynorm_items_and_a_full_compar
     raw_cond = by_key["v1#W#raw"]["ConditionExpression"]
     assert raw_cond.startswith("attribute_not_exists(#r) AND ") and raw_cond.count(" = ") == 7
     assert {i["widget_id"]["S"] for i in widgets(project.table)} == {"w00000", "w00001", "w00002", "raw"}
+
+
+def _get_raw(project: Project, pk: str) -> dict[str, Any] | None:
+    return backend.call("GetItem", {"TableName": project.table.table_name(), "ConsistentRead": True,
+                                    "Key": {"PK": {"S": pk}, "SK": {"S": "METADATA"}}}).get("Item")
+
+
+def test_move_keeps_a_concurrent_update_to_an_item_first_written_outside_dynorm(project: Project) -> None:
+    """(Section 2, reported lightly.) A legacy item put with boto3 (no version, no revision token);
+    the app's `update(counter=5)` lands between the migration's Scan and its transaction. The
+    update *adds* attributes, so the all-attributes condition on the old item still holds and the
+    new item is written without them: an acknowledged write is lost."""
+    load_v1(project, 5)
+    name = project.table.table_name()
+    backend.call("PutItem", {"TableName": name, "Item": {
+        "PK": {"S": "v1#W#legacy"}, "SK": {"S": "METADATA"}, "entityType": {"S": "WIDGET"},
+        "widget_id": {"S": "legacy"}, "maker": {"S": "m1"}, "size": {"N": "3"},
+        "GSI1PK": {"S": "v1#M#m1"}, "GSI1SK": {"S": "W#legacy"}}})
+    models = project.write_models(**V2)
+    v1_models = None
+    project.makemigrations()
+    v1_models = project.write_models(**V1)
+    done = {"n": 0}
+
+    def app_write_first(request: Any, **kwargs: Any) -> None:
+        if done["n"] == 0 and b"v1#W#legacy" in request.body:
+            done["n"] = 1
+            w = v1_models.Widget.objects.filter(widget_id="legacy").update(counter=5)
+            assert w.counter == 5  # acknowledged
+
+    with Hook("before-send.dynamodb.TransactWriteItems", app_write_first):
+        report = project.executor().migrate(MigrateOptions(segments=1))
+    assert done["n"] == 1 and report.applied == ["0002_widget_v2"]
+    got = _get_raw(project, "v2#W#legacy")
+    assert _get_raw(project, "v1#W#legacy") is None
+    assert got is not None and got.get("counter") == {"N": "5"}, got  # actual: no counter
+    del models

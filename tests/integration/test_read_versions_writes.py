@@ -196,3 +196,36 @@ def test_get_finds_an_item_a_migration_moves_between_its_reads(project: Project,
         with pytest.raises(W.DoesNotExist):
             io(W.objects, "get", widget_id="nope")
     assert c.operations == ["GetItem", "GetItem", "GetItem"]  # a real miss costs one re-read
+
+
+def test_a_transaction_moves_a_fallback_item_when_the_action_is_added_and_the_move_changes_no_value(
+        project: Project) -> None:
+    """The exact behaviour (docs/migrations.md): DynamoDB refuses two actions on one item in a transaction,
+    so the move (Put at v2 + Delete at v1) cannot share the commit with the write on the v2 item. It is sent
+    when the action is added; it changes no value, so a block that raises, or a commit that is cancelled,
+    leaves the item moved and unchanged: what was reported failed changed nothing a reader can see."""
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00008")
+    before = {k: v for k, v in _where(project, "w00008")["v1"].items() if k not in ("PK", "GSI1PK", "GSI1SK")}
+    with dynorm.capture() as c, pytest.raises(RuntimeError):
+        with dynorm.transaction() as tx:
+            tx.update(w, counter=3)
+            assert c.operations == ["GetItem", "TransactWriteItems"]  # the move, sent as the action is added
+            raise RuntimeError("the block fails: the transaction is not sent")
+    assert c.operations == ["GetItem", "TransactWriteItems"]
+    stored = _where(project, "w00008")
+    assert set(stored) == {"v2"}
+    assert {k: v for k, v in stored["v2"].items() if k not in ("PK", "GSI1PK", "GSI1SK")} == before  # unchanged
+    got = W.objects.get(widget_id="w00008")
+    assert got.counter == 0 and got.version == 1
+    # a cancelled commit: the update is not applied, the item stays where the move put it, unchanged
+    other = W.objects.get(widget_id="w00009")
+    with pytest.raises(dynorm.TransactionCanceled):
+        with dynorm.transaction() as tx:
+            tx.update(other, counter=4)
+            tx.check(W, {"widget_id": "w00001"}, condition=dynorm.Q(counter=12345))
+    assert set(_where(project, "w00009")) == {"v2"}
+    assert W.objects.get(widget_id="w00009").counter == 0
+    with dynorm.transaction() as tx:  # the instance now points at v2: a retry is a plain write
+        tx.update(other, counter=4)
+    assert W.objects.get(widget_id="w00009").counter == 4 and set(_where(project, "w00009")) == {"v2"}
