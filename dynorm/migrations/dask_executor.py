@@ -159,13 +159,15 @@ class DaskExecutor(Executor):
         n_workers: worker processes of the local cluster (one thread each).
         client: an open ``distributed.Client`` to use instead (left open). Tests pass one to reach
             the workers.
+        segments_per_worker: when given, ``options.segments`` becomes this many times the cluster's
+            worker processes (segments >> workers, so a slow or restarted worker delays little).
 
     Raises:
         ConfigurationError: Dask distributed is not installed (``pip install 'dynorm[dask]'``).
     """
 
     def __init__(self, migrations: list[Migration], reporter: Reporter | None = None, scheduler: str | None = None,
-                 n_workers: int = 2, client: Any = None) -> None:
+                 n_workers: int = 2, client: Any = None, segments_per_worker: int | None = None) -> None:
         super().__init__(migrations, reporter)
         _require_distributed()
         if n_workers < 1:
@@ -173,6 +175,7 @@ class DaskExecutor(Executor):
         self.scheduler = scheduler
         self.n_workers = n_workers
         self.client = client
+        self.segments_per_worker = segments_per_worker
         self._attempts: dict[str, dict[str, int]] = {}
         self._attempts_lock = threading.Lock()
         self._counts: Counts | None = None
@@ -187,7 +190,7 @@ class DaskExecutor(Executor):
             as :meth:`Executor.migrate`; ``OSError``/``TimeoutError`` when the scheduler cannot be reached.
         """
         if self.client is not None:
-            return super().migrate(options)
+            return self._migrate(options)
         distributed = _require_distributed()
         with ExitStack() as stack:
             if self.scheduler is None:
@@ -198,10 +201,15 @@ class DaskExecutor(Executor):
             else:
                 self.client = stack.enter_context(distributed.Client(self.scheduler, timeout=60))
             try:
-                return super().migrate(options)
+                return self._migrate(options)
             finally:
                 self.client = None
         raise AssertionError("unreachable")  # pragma: no cover - for type checkers
+
+    def _migrate(self, options: MigrateOptions) -> MigrateReport:
+        if self.segments_per_worker:
+            options.segments = min(64, self.segments_per_worker * self.workers())
+        return super().migrate(options)
 
     def workers(self) -> int:
         """Worker processes of the cluster now (``Client.scheduler_info``)."""

@@ -1,0 +1,153 @@
+"""``dynorm migrate --executor dask``: a LocalCluster of 3 worker processes (one thread each), one
+worker SIGKILLed mid-run, Ctrl-C, the shared --max-wcu budget and ``--verify``.
+
+Every test closes its cluster (context managers), so no worker process outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from dynorm.cli import cli
+from dynorm.migrations.executor import MigrateOptions, MigrationInterrupted
+from dynorm.migrations.loader import load_migrations
+from dynorm.migrations.verify import verify
+from tests.migproject import REPO, V2, Project, body, load_v1, scan_all, widgets
+
+distributed = pytest.importorskip("distributed")
+from dynorm.migrations.dask_executor import DaskExecutor  # noqa: E402
+
+pytestmark = pytest.mark.dynamodb_local_only("migrations need DynamoDB Local")
+
+
+@pytest.fixture
+def client() -> Iterator[Any]:
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, silence_logs=40) as cluster, \
+            distributed.Client(cluster, timeout=60) as c:
+        c.wait_for_workers(3, timeout=120)
+        yield c
+
+
+def _applied(project: Project, name: str) -> list[dict[str, Any]]:
+    return [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"
+            and i["SK"]["S"] == f"applied#{name}"]
+
+
+def _kill_one_worker_mid_run(project: Project, client: Any, n: int, segments: int) -> None:
+    load_v1(project, n)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    pids_before = client.run(os.getpid)
+    killed: dict[str, Any] = {}
+
+    def reporter(label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
+        # mid-run: some items moved, most not; kill a worker that is running a segment right now
+        if killed or final or counts["rewritten"] < n // 10:
+            return
+        busy = [addr for addr, keys in client.processing().items() if keys and addr in pids_before]
+        if busy:
+            killed["rewritten"] = counts["rewritten"]
+            killed["pid"] = pids_before[busy[0]]
+            os.kill(killed["pid"], signal.SIGKILL)
+
+    executor = DaskExecutor(load_migrations(project.migrations), reporter=reporter, client=client)
+    report = executor.migrate(MigrateOptions(segments=segments))
+    assert killed and killed["rewritten"] < n, killed  # the worker died mid-run
+    assert killed["pid"] not in client.run(os.getpid).values()
+    assert report.applied == ["0002_widget_v2"] and not report.partial
+    after = widgets(project.table)
+    assert len(after) == n  # 0 lost, 0 duplicated
+    assert len({(i["PK"]["S"], i["SK"]["S"]) for i in after}) == n and all(i["PK"]["S"].startswith("v2#")
+                                                                           for i in after)
+    assert {i["widget_id"]["S"]: body(i) for i in after} == before  # every attribute kept (also `legacy`)
+    assert len(_applied(project, "0002_widget_v2")) == 1
+    ok, rows = verify(project.executor(), "0002")
+    assert ok and [(r.entity_type, r.old, r.new) for r in rows] == [("WIDGET", 0, n)]
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(project: Project, client: Any) -> None:
+    _kill_one_worker_mid_run(project, client, 3000, 12)
+
+
+@pytest.mark.slow
+def test_20000_items_3_workers_one_sigkilled(project: Project, client: Any) -> None:
+    _kill_one_worker_mid_run(project, client, 20_000, 12)
+
+
+def test_ctrl_c_stops_every_task_and_the_run_resumes(project: Project, client: Any) -> None:
+    load_v1(project, 3000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    stop = threading.Event()
+
+    def reporter(label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
+        if counts["rewritten"] >= 300:
+            stop.set()  # as the CLI's SIGINT handler does
+
+    executor = DaskExecutor(load_migrations(project.migrations), reporter=reporter, client=client)
+    with pytest.raises(MigrationInterrupted):
+        executor.migrate(MigrateOptions(segments=12, stop=stop))
+    ledger = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"]
+    assert not any(i["SK"]["S"].startswith("lock#") for i in ledger)  # released
+    assert not _applied(project, "0002_widget_v2")
+    moved = sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    time.sleep(1.0)
+    # no task writes after the driver returned
+    assert sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table)) == moved and 0 < moved < 3000
+    assert not any(client.processing().values())
+    ok, rows = verify(project.executor(), "0002")
+    assert not ok and rows[0].old == 3000 - moved and rows[0].new == moved
+    report = DaskExecutor(load_migrations(project.migrations), client=client).migrate(MigrateOptions(segments=12))
+    assert report.applied == ["0002_widget_v2"]
+    after = widgets(project.table)
+    assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
+
+
+def test_max_wcu_is_shared_by_the_worker_processes(project: Project, client: Any) -> None:
+    """Each of the 3 processes paces at a third of the budget: together they stay under it."""
+    load_v1(project, 600)
+    project.write_models(**V2)
+    project.makemigrations()
+    budget = 1200.0  # ~6 WCU per moved item (2 x 2 for Put + Delete, 1 per GSI entry): ~3600 WCU in all
+    executor = DaskExecutor(load_migrations(project.migrations), client=client)
+    report = executor.migrate(MigrateOptions(segments=12, max_wcu=budget))
+    rekey = [op for op in report.operations if op.description.startswith("rekey")][0]
+    assert report.applied == ["0002_widget_v2"] and report.write_units >= 600 * 6
+    # one second of burst in all (a third per process) on top of the rate
+    assert report.write_units <= budget * (rekey.seconds + 1), (report.write_units, rekey.seconds)
+
+
+def test_cli_executor_dask_then_verify(project: Project) -> None:
+    load_v1(project, 500)
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = str(project.config())
+    runner = CliRunner()
+    early = runner.invoke(cli, ["--config", cfg, "migrate", "--verify", "0002"])
+    assert early.exit_code == 1 and "500 item(s) at v1, 0 at v2: MISMATCH" in early.output, early.output
+    assert "is not applied" in early.output
+    env = {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
+    done = subprocess.run([sys.executable, "-m", "dynorm", "--config", cfg, "migrate", "--executor", "dask",
+                           "--dask-workers", "2", "--json"], env=env, cwd=project.root, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout
+    assert '"applied": [\n    "0002_widget_v2"' in done.stdout
+    assert '"event": "progress"' in done.stderr or '"event": "done"' in done.stderr
+    clean = runner.invoke(cli, ["--config", cfg, "migrate", "--verify", "0002_widget_v2"])
+    assert clean.exit_code == 0 and "0 item(s) at v1, 500 at v2: ok" in clean.output, clean.output
+    copy = runner.invoke(cli, ["--config", cfg, "migrate", "--verify", "0002", "--mode", "copy", "--json"])
+    assert copy.exit_code == 0 and '"ok": true' in copy.output, copy.output
+    bad = runner.invoke(cli, ["--config", cfg, "migrate", "--scheduler", "tcp://127.0.0.1:1"])
+    assert bad.exit_code == 2 and "--scheduler needs --executor dask" in bad.output
