@@ -39,17 +39,17 @@ from contextlib import ExitStack
 from typing import Any
 
 from .. import conf
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, DynormError
 from .cost import Pacer
 from .executor import Executor, MigrateOptions, MigrateReport, Reporter, SegmentJob, run_segment
 from .ledger import Ledger
 from .loader import Migration
-from .operations import RekeyEntity
+from .operations import MigrationError, RekeyEntity
 from .rekey import Counts, Rekeyer, VersionDeleter
 
 __all__ = ["DaskExecutor", "TOPIC"]
 
-#: the log-event topic tasks report their counters on
+#: the log-event topic tasks report their counters on (``<TOPIC>-<run id>``)
 TOPIC = "dynorm-migrate-progress"
 _FIELDS = ("scanned", "evaluated", "rewritten", "skipped", "conflicts", "failed")
 _CONNECTION = ("region", "endpoint", "table_prefix", "max_attempts", "connect_timeout", "read_timeout")
@@ -133,7 +133,7 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
 
     def tick() -> None:
         while not done.wait(0.5):
-            reporter.log_event(TOPIC, snapshot())
+            reporter.log_event(setup["topic"], snapshot())
 
     ticker = threading.Thread(target=tick, daemon=True) if reporter is not None else None
     if ticker is not None:
@@ -196,7 +196,7 @@ class DaskExecutor(Executor):
             if self.scheduler is None:
                 cluster = stack.enter_context(distributed.LocalCluster(
                     n_workers=self.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=40))
+                    dashboard_address="127.0.0.1:0", silence_logs=40))
                 self.client = stack.enter_context(distributed.Client(cluster, timeout=60))
             else:
                 self.client = stack.enter_context(distributed.Client(self.scheduler, timeout=60))
@@ -235,7 +235,9 @@ class DaskExecutor(Executor):
         run = uuid.uuid4().hex
         ledger = job.ledger
         settings = conf.get_settings()
+        topic = f"{TOPIC}-{run}"  # one per run: two drivers may share a cluster
         setup = {
+            "topic": topic,
             "settings": {k: getattr(settings, k) for k in _CONNECTION},
             "sys_path": [p for p in sys.path if p],
             "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu,
@@ -249,7 +251,7 @@ class DaskExecutor(Executor):
         }
         self._counts = worker.counts
         self._attempts = {}
-        client.subscribe_topic(TOPIC, self._on_event)
+        client.subscribe_topic(topic, self._on_event)
         stop = self._stop
         futures: list[Any] = []
         try:
@@ -274,9 +276,14 @@ class DaskExecutor(Executor):
                         if len(worker.counts.errors) < 20:
                             worker.counts.errors.append(text)
             if failed is not None:
-                failed.result()  # re-raise the task's error (after the other segments stopped)
+                exc = failed.exception()
+                if isinstance(exc, DynormError):
+                    raise exc  # the segment's own error (after the other segments stopped)
+                raise MigrationError(
+                    f"a scan segment of {job.name} [{job.index}] failed on the Dask cluster: {exc!r}. Progress is "
+                    "saved; run the same command again to resume.") from exc
         finally:
-            client.unsubscribe_topic(TOPIC)
+            client.unsubscribe_topic(topic)
             units = client.run(_forget_run, run)
             for rcu, wcu in units.values():
                 self._pacer.read_units += rcu

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.dynamodb_local_only("migrations need DynamoDB Local")
 @pytest.fixture
 def client() -> Iterator[Any]:
     with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=40) as cluster, \
+                                  dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, \
             distributed.Client(cluster, timeout=60) as c:
         c.wait_for_workers(3, timeout=120)
         yield c
@@ -151,3 +151,49 @@ def test_cli_executor_dask_then_verify(project: Project) -> None:
     assert copy.exit_code == 0 and '"ok": true' in copy.output, copy.output
     bad = runner.invoke(cli, ["--config", cfg, "migrate", "--scheduler", "tcp://127.0.0.1:1"])
     assert bad.exit_code == 2 and "--scheduler needs --executor dask" in bad.output
+
+
+def _group_alive(pgid: int) -> list[str]:
+    out = subprocess.run(["ps", "-o", "pid=,pgid=,args=", "-e"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line.split()[1] == str(pgid)]
+
+
+def test_ctrl_c_in_a_terminal_stops_the_driver_and_its_local_cluster(project: Project) -> None:
+    """SIGINT to the whole process group (what Ctrl-C in a terminal does): driver, nannies and workers."""
+    load_v1(project, 3000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = str(project.config())
+    env = {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
+    cmd = [sys.executable, "-m", "dynorm", "--config", cfg, "migrate", "--executor", "dask", "--dask-workers", "2",
+           "--json"]
+    proc = subprocess.Popen(cmd, env=env, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the rekey is under way
+            if '"event": "progress"' in line and '"rewritten": 0' not in line:
+                break
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    assert "Resume with:" in err and "--executor dask" in err.split("Resume with:")[1]
+    deadline = time.monotonic() + 30
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _group_alive(proc.pid)  # no worker process left behind
+    ledger = [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"]
+    assert not any(i["SK"]["S"].startswith("lock#") for i in ledger)
+    moved = sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    assert 0 < moved < 3000
+    resume = err.split("Resume with:")[1].strip().splitlines()[0]
+    finish = subprocess.run([sys.executable, "-m", *resume.split()], env=env, cwd=project.root, capture_output=True,
+                            text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr[-3000:]
+    after = widgets(project.table)
+    assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
