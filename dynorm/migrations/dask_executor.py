@@ -148,6 +148,30 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
 
 
 # -- on the driver -------------------------------------------------------------------------
+def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
+    """What every segment task of ``job`` receives: connection settings, ``sys.path``, the pickled job.
+
+    Args:
+        job: the scan operation; workers: processes sharing the rate limit; topic: the progress topic.
+    """
+    import cloudpickle
+
+    settings = conf.get_settings()
+    ledger = job.ledger
+    return {
+        "topic": topic,
+        "settings": {k: getattr(settings, k) for k in _CONNECTION},
+        "sys_path": [p for p in sys.path if p],
+        "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu, "workers": workers,
+        # pickled here and loaded by the task after sys.path is set: a transform's module must import
+        "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "table": job.table,
+                                  "physical": job.physical, "mode": job.options.mode,
+                                  "dry_run": job.options.dry_run, "consistent": job.consistent, "total": job.total,
+                                  "ledger_table": ledger.table if ledger else None,
+                                  "ledger_name": ledger.name if ledger else None}),
+    }
+
+
 class DaskExecutor(Executor):
     """An :class:`~dynorm.migrations.executor.Executor` that runs each scan segment as a Dask task.
 
@@ -198,6 +222,7 @@ class DaskExecutor(Executor):
                     n_workers=self.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                     dashboard_address="127.0.0.1:0", silence_logs=40))
                 self.client = stack.enter_context(distributed.Client(cluster, timeout=60))
+                self.client.wait_for_workers(self.n_workers, timeout=120)
             else:
                 self.client = stack.enter_context(distributed.Client(self.scheduler, timeout=60))
             try:
@@ -229,26 +254,11 @@ class DaskExecutor(Executor):
                 self._counts.add(**delta)
 
     def _run_segments(self, job: SegmentJob, worker: Any, mine: list[int]) -> None:
-        import cloudpickle
-
         client = self.client
         run = uuid.uuid4().hex
-        ledger = job.ledger
-        settings = conf.get_settings()
         topic = f"{TOPIC}-{run}"  # one per run: two drivers may share a cluster
-        setup = {
-            "topic": topic,
-            "settings": {k: getattr(settings, k) for k in _CONNECTION},
-            "sys_path": [p for p in sys.path if p],
-            "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu,
-            # the budget is this driver's share (--worker i/N) split across the cluster's processes
-            "workers": job.options.worker[1] * self.workers(),
-            # pickled here and loaded by the task after sys.path is set: a transform's module must import
-            "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "table": job.table,
-                    "physical": job.physical, "mode": job.options.mode, "dry_run": job.options.dry_run,
-                    "consistent": job.consistent, "total": job.total,
-                    "ledger_table": ledger.table if ledger else None, "ledger_name": ledger.name if ledger else None}),
-        }
+        # the budget is this driver's share (--worker i/N) split across the cluster's processes
+        setup = task_setup(job, job.options.worker[1] * self.workers(), topic)
         self._counts = worker.counts
         self._attempts = {}
         client.subscribe_topic(topic, self._on_event)

@@ -197,3 +197,48 @@ def test_ctrl_c_in_a_terminal_stops_the_driver_and_its_local_cluster(project: Pr
     assert finish.returncode == 0, finish.stderr[-3000:]
     after = widgets(project.table)
     assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
+
+
+class _WorkerDied(BaseException):
+    """Raised from a botocore hook: the process 'dies' right after a transaction committed."""
+
+
+def test_a_retried_segment_task_after_a_death_between_commit_and_checkpoint_is_idempotent(project: Project) -> None:
+    """The worst moment to die: transactions of a page committed, its checkpoint not saved. The retry
+    reads the page again; the moved items are gone from v1 and every Delete was conditional on the
+    old item's _dynorm_rev, so nothing is moved twice and nothing is lost. In-process: the task
+    function itself, as the scheduler would run it again on another worker."""
+    from dynorm.migrations.dask_executor import _segment_task, task_setup
+    from dynorm.migrations.executor import SegmentJob
+    from tests.faults import Hook
+
+    load_v1(project, 600)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    executor.migrate(MigrateOptions(target="0001"))
+    op = executor.migrations[1].operations[0]
+    table = executor.final_state.tables[op.table]
+    job = SegmentJob("0002_widget_v2", 0, op, table, project.table.table_name(), MigrateOptions(), False, 1,
+                     executor.ledger())
+    setup = task_setup(job, 1, "unused")
+    sent = {"n": 0}
+
+    def die_after_third(**kwargs: Any) -> None:
+        sent["n"] += 1
+        if sent["n"] == 3:
+            raise _WorkerDied()
+
+    with Hook("after-call.dynamodb.TransactWriteItems", die_after_third), pytest.raises(_WorkerDied):
+        _segment_task("run-a", "0002#0", setup, 0)
+    mid = widgets(project.table)
+    assert len(mid) == 600 and sum(i["PK"]["S"].startswith("v2#") for i in mid) == 150  # 3 x 50 committed
+    assert not [i for i in scan_all(project.table) if i["SK"]["S"].startswith("checkpoint#0002")]  # none saved
+    again = _segment_task("run-b", "0002#0", setup, 0)  # the scheduler's retry, on another worker
+    assert again["rewritten"] == 450 and again["failed"] == 0 and not again["errors"]
+    after = widgets(project.table)
+    assert len(after) == 600 and len({i["PK"]["S"] for i in after}) == 600
+    assert all(i["PK"]["S"].startswith("v2#") for i in after)
+    assert {i["widget_id"]["S"]: body(i) for i in after} == before
+    assert _segment_task("run-c", "0002#0", setup, 0)["scanned"] == 0  # a finished segment: a no-op
