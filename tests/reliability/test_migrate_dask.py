@@ -242,3 +242,20 @@ def test_a_retried_segment_task_after_a_death_between_commit_and_checkpoint_is_i
     assert all(i["PK"]["S"].startswith("v2#") for i in after)
     assert {i["widget_id"]["S"]: body(i) for i in after} == before
     assert _segment_task("run-c", "0002#0", setup, 0)["scanned"] == 0  # a finished segment: a no-op
+
+
+def test_a_transform_in_the_migration_module_runs_on_the_workers(client: Any, project: Project) -> None:
+    """The workers were started before the project existed: its path reaches them with each task."""
+    load_v1(project, 200)
+    models = project.write_models(**V2)
+    path = project.makemigrations().path
+    text = path.read_text().replace("    ops.RekeyEntity(\n", "    ops.RekeyEntity(\n        transform=reshape,\n", 1)
+    text = text.replace("operations = [", "def reshape(item):\n    item['maker'] = item['maker'].upper()\n"
+                        "    item['migrated'] = True\n    return item\n\n\noperations = [", 1)
+    path.write_text(text)
+    assert project.pkg not in str(client.run(lambda: [m for m in __import__("sys").modules if "migproj" in m]))
+    report = DaskExecutor(load_migrations(project.migrations), client=client).migrate(MigrateOptions(segments=6))
+    assert report.applied == ["0002_widget_v2"] and report.totals()["rewritten"] == 200
+    assert models.Widget.objects.get(widget_id="w00003").maker == "M3"
+    after = widgets(project.table)
+    assert len(after) == 200 and all(i["migrated"] == {"BOOL": True} for i in after)
