@@ -94,6 +94,17 @@ def _forget_run(run: str) -> tuple[float, float]:
     return (entry[0].read_units, entry[0].write_units) if entry else (0.0, 0.0)
 
 
+def _lock_alive(ledger: Ledger, owner: str) -> bool:
+    """Whether the driver's lock is still held (one Query of the lock items; a read error counts as held)."""
+    try:
+        items = ledger._query_prefix("lock#")
+    except DynormError:
+        return True  # throttled or a network blip: the next check decides
+    now = time.time()
+    return any(i.get("owner", {}).get("S") == owner and float(i.get("expires_at", {}).get("N", "0")) > now
+               for i in items)
+
+
 def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int) -> dict[str, Any]:
     """Run one scan segment on a Dask worker; return its counters and first errors.
 
@@ -120,6 +131,9 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
         worker = VersionDeleter(job["op"], job["table"], job["physical"], counts, job["dry_run"], pacer=pacer,
                                 consistent=job["consistent"])
     ledger = Ledger(job["ledger_table"], job["ledger_name"]) if job["ledger_name"] else None
+    owner = setup.get("lock_owner")
+    if ledger is not None and owner and not _lock_alive(ledger, owner):
+        stop.set()  # the driver is gone (or lost its lock): another run may hold the table now
     attempt = f"{attempt_prefix}:{seg}:{uuid.uuid4().hex[:8]}"
     try:
         reporter: Any = distributed.get_worker()
@@ -132,18 +146,23 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
     done = threading.Event()
 
     def tick() -> None:
+        checked = time.monotonic()
+        every = max(1.0, float(setup.get("lock_ttl", 60.0)) / 6)
         while not done.wait(0.5):
-            reporter.log_event(setup["topic"], snapshot())
+            if reporter is not None:
+                reporter.log_event(setup["topic"], snapshot())
+            if ledger is not None and owner and time.monotonic() - checked >= every:
+                checked = time.monotonic()
+                if not _lock_alive(ledger, owner):
+                    stop.set()
 
-    ticker = threading.Thread(target=tick, daemon=True) if reporter is not None else None
-    if ticker is not None:
-        ticker.start()
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
     try:
         run_segment(worker, ledger, job["name"], job["index"], seg, job["total"])
     finally:
         done.set()
-        if ticker is not None:
-            ticker.join()
+        ticker.join()
     return {**snapshot(), "errors": list(counts.errors), "stopped": stop.is_set()}
 
 
@@ -163,6 +182,9 @@ def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
         "settings": {k: getattr(settings, k) for k in _CONNECTION},
         "sys_path": [p for p in sys.path if p],
         "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu, "workers": workers,
+        # a task stops when this lock is no longer held: a driver that died cannot leave writers behind
+        "lock_owner": ledger.owner if ledger is not None and ledger._lock_sk else None,
+        "lock_ttl": job.options.lock_ttl,
         # pickled here and loaded by the task after sys.path is set: a transform's module must import
         "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "table": job.table,
                                   "physical": job.physical, "mode": job.options.mode,
@@ -185,13 +207,15 @@ class DaskExecutor(Executor):
             the workers.
         segments_per_worker: when given, ``options.segments`` becomes this many times the cluster's
             worker processes (segments >> workers, so a slow or restarted worker delays little).
+        connect_timeout: seconds to wait for ``scheduler``.
 
     Raises:
         ConfigurationError: Dask distributed is not installed (``pip install 'dynorm[dask]'``).
     """
 
     def __init__(self, migrations: list[Migration], reporter: Reporter | None = None, scheduler: str | None = None,
-                 n_workers: int = 2, client: Any = None, segments_per_worker: int | None = None) -> None:
+                 n_workers: int = 2, client: Any = None, segments_per_worker: int | None = None,
+                 connect_timeout: float = 30.0) -> None:
         super().__init__(migrations, reporter)
         _require_distributed()
         if n_workers < 1:
@@ -200,6 +224,7 @@ class DaskExecutor(Executor):
         self.n_workers = n_workers
         self.client = client
         self.segments_per_worker = segments_per_worker
+        self.connect_timeout = connect_timeout
         self._attempts: dict[str, dict[str, int]] = {}
         self._attempts_lock = threading.Lock()
         self._counts: Counts | None = None
@@ -211,7 +236,7 @@ class DaskExecutor(Executor):
         also on errors and on Ctrl-C.
 
         Raises:
-            as :meth:`Executor.migrate`; ``OSError``/``TimeoutError`` when the scheduler cannot be reached.
+            as :meth:`Executor.migrate`; ConfigurationError: the scheduler cannot be reached.
         """
         if self.client is not None:
             return self._migrate(options)
@@ -224,7 +249,13 @@ class DaskExecutor(Executor):
                 self.client = stack.enter_context(distributed.Client(cluster, timeout=60))
                 self.client.wait_for_workers(self.n_workers, timeout=120)
             else:
-                self.client = stack.enter_context(distributed.Client(self.scheduler, timeout=60))
+                try:
+                    self.client = stack.enter_context(distributed.Client(self.scheduler,
+                                                                         timeout=self.connect_timeout))
+                except (OSError, TimeoutError) as exc:
+                    raise ConfigurationError(
+                        f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s "
+                        f"({exc}); nothing was written. Check --scheduler and that the scheduler is running.") from exc
             try:
                 return self._migrate(options)
             finally:

@@ -259,3 +259,45 @@ def test_a_transform_in_the_migration_module_runs_on_the_workers(client: Any, pr
     assert models.Widget.objects.get(widget_id="w00003").maker == "M3"
     after = widgets(project.table)
     assert len(after) == 200 and all(i["migrated"] == {"BOOL": True} for i in after)
+
+
+def test_a_task_whose_driver_lost_the_lock_writes_nothing(project: Project) -> None:
+    """A driver killed with -9 leaves its tasks on a remote cluster: once its lock is gone (or expired),
+    they must stop, since another run may take the table."""
+    from dynorm.migrations.dask_executor import _segment_task, task_setup
+    from dynorm.migrations.executor import SegmentJob
+
+    load_v1(project, 400)
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    op = executor.migrations[1].operations[0]
+    ledger = executor.ledger()
+    ledger.acquire("all", ttl=30)
+    try:
+        job = SegmentJob("0002_widget_v2", 0, op, executor.final_state.tables[op.table], project.table.table_name(),
+                         MigrateOptions(), False, 2, ledger)
+        setup = task_setup(job, 1, "unused")
+        assert setup["lock_owner"] == ledger.owner
+        first = _segment_task("run-l1", "0002#0", setup, 0)  # the lock is held: segment 0 runs
+    finally:
+        ledger.release()
+    assert first["rewritten"] > 0 and not first["stopped"]
+    second = _segment_task("run-l2", "0002#0", setup, 1)  # the driver is gone: segment 1 does not start
+    assert second["stopped"] and second["rewritten"] == 0 and second["scanned"] == 0
+    moved = sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    assert moved == first["rewritten"] < 400
+
+
+def test_an_unreachable_scheduler_is_a_clear_error_before_any_write(project: Project) -> None:
+    from dynorm.exceptions import ConfigurationError
+
+    load_v1(project, 20)
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = DaskExecutor(load_migrations(project.migrations), scheduler="tcp://127.0.0.1:1", connect_timeout=2)
+    with pytest.raises(ConfigurationError, match=r"cannot reach the Dask scheduler at tcp://127.0.0.1:1"):
+        executor.migrate(MigrateOptions())
+    assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+    assert not [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"
+                and ("0002" in i["SK"]["S"] or i["SK"]["S"].startswith("lock#"))]
