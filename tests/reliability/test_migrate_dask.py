@@ -301,3 +301,37 @@ def test_an_unreachable_scheduler_is_a_clear_error_before_any_write(project: Pro
     assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
     assert not [i for i in scan_all(project.table) if i["PK"]["S"] == "dynorm#migrations"
                 and ("0002" in i["SK"]["S"] or i["SK"]["S"].startswith("lock#"))]
+
+
+def test_a_sigkilled_driver_leaves_no_worker_process_and_resumes(project: Project) -> None:
+    load_v1(project, 3000)
+    before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = str(project.config())
+    env = {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
+    cmd = [sys.executable, "-m", "dynorm", "--config", cfg, "migrate", "--executor", "dask", "--dask-workers", "2",
+           "--json"]
+    proc = subprocess.Popen(cmd, env=env, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if '"event": "progress"' in line and '"rewritten": 0' not in line:
+                break
+        proc.kill()  # the driver only: its workers are orphaned
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = _group_alive(proc.pid)
+    finally:
+        if _group_alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not left, left
+    finish = subprocess.run([*cmd, "--force-unlock"], env=env, cwd=project.root, capture_output=True, text=True,
+                            timeout=300)
+    assert finish.returncode == 0, finish.stderr[-3000:]
+    after = widgets(project.table)
+    assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
+    assert len(_applied(project, "0002_widget_v2")) == 1
