@@ -335,3 +335,28 @@ def test_a_sigkilled_driver_leaves_no_worker_process_and_resumes(project: Projec
     after = widgets(project.table)
     assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
     assert len(_applied(project, "0002_widget_v2")) == 1
+
+
+def test_verify_counts_with_parallel_select_count_scans(project: Project) -> None:
+    import dynorm
+
+    load_v1(project, 300)
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    executor.migrate(MigrateOptions(segments=2, worker=(0, 2)))  # half the segments: a partial move
+    with dynorm.capture() as c:
+        ok, rows = verify(project.executor(), "0002", segments=3)
+    moved = sum(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    assert not ok and (rows[0].old, rows[0].new) == (300 - moved, moved) and 0 < moved < 300
+    scans = [r for r in c.requests if r.operation == "Scan"]
+    assert c.operations.count("Scan") == len(scans) == 6 and set(c.operations) == {"DescribeTable", "Query", "Scan"}
+    assert all(r.params["Select"] == "COUNT" and r.params["ConsistentRead"] and "Limit" not in r.params
+               for r in scans)
+    assert sorted(r.params["Segment"] for r in scans) == [0, 0, 1, 1, 2, 2]
+    assert verify(project.executor(), "0002", mode="copy")[0] is False  # not applied yet
+    project.executor().migrate(MigrateOptions(segments=2, worker=(1, 2)))
+    ok, rows = verify(project.executor(), "0002")
+    assert ok and (rows[0].old, rows[0].new) == (0, 300)
+    with pytest.raises(Exception, match="no migration"):
+        verify(project.executor(), "0009")
