@@ -325,7 +325,10 @@ class DaskExecutor(Executor):
                     "saved; run the same command again to resume.") from exc
         finally:
             client.unsubscribe_topic(topic)
-            units = client.run(_forget_run, run)
+            try:
+                units = client.run(_forget_run, run)
+            except Exception:  # noqa: BLE001 - workers gone: their counts went with them
+                units = {}
             for rcu, wcu in units.values():
                 self._pacer.read_units += rcu
                 self._pacer.write_units += wcu
@@ -341,7 +344,10 @@ class DaskExecutor(Executor):
         A worker process that started after the flag was sent does not have it: its segment is
         cancelled at the deadline (it may run on briefly; the lock is released only after that).
         """
-        client.run(_stop_run, run)
+        try:
+            client.run(_stop_run, run)
+        except Exception:  # noqa: BLE001 - workers gone (Ctrl-C in a terminal reaches them too): none to stop
+            pass
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not all(f.done() for f in futures):
             time.sleep(0.1)
