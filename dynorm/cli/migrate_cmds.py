@@ -177,8 +177,8 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
               help="List the operations that would run with their estimated requests and RCU/WCU; change nothing.")
 @click.option("--dry-run", is_flag=True, help="Scan and count what each operation would rewrite; write nothing.")
 @click.option("--fake", is_flag=True, help="Record pending migrations as applied without running them.")
-@click.option("--segments", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Parallel Scan segments for RekeyEntity/DeleteVersion.")
+@click.option("--segments", type=click.IntRange(1, 64), default=None,
+              help="Parallel Scan segments for RekeyEntity/DeleteVersion [default: 4; --executor dask: 4 per worker].")
 @click.option("--mode", type=click.Choice(["move", "copy"]), default="move", show_default=True,
               help="move: delete old items in the same transaction; copy: keep them (expand/contract).")
 @click.option("--worker", default=None, metavar="i/N", help="Run only share i of N of the scan segments.")
@@ -193,11 +193,21 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
                    "frees the table after it.")
 @click.option("--force-unlock", is_flag=True, help="Remove a lock left by a dead run (with a warning) first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (progress as JSON lines on stderr).")
+@click.option("--executor", "engine", type=click.Choice(["threads", "dask"]), default="threads", show_default=True,
+              help="Run scan segments on threads of this process, or as tasks on a Dask cluster (dynorm[dask]).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="--executor dask: the Dask scheduler (tcp://host:8786); default: a local cluster for the run.")
+@click.option("--dask-workers", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="--executor dask without --scheduler: worker processes of the local cluster.")
+@click.option("--verify", "verify_name", default=None, metavar="NAME",
+              help="Write nothing: count the rekeyed entities' items at the old and new key version "
+                   "(exit 1 on a mismatch: move: any left at the old; copy: fewer at the new).")
 @yes_option
 @pass_state
-def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int, mode: str,
-            worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
-            lock_ttl: float, force_unlock: bool, as_json: bool, yes: bool) -> None:
+def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int | None,
+            mode: str, worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
+            lock_ttl: float, force_unlock: bool, as_json: bool, engine: str, scheduler: str | None,
+            dask_workers: int, verify_name: str | None, yes: bool) -> None:
     """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
     configured, create missing tables and GSIs).
 
@@ -219,7 +229,19 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
 
     state.load_models()
     reporter = _JsonProgress() if as_json else _Bar()
-    executor = Executor(load_migrations(settings.migrations), reporter=reporter)
+    if verify_name is not None:
+        _verify(Executor(load_migrations(settings.migrations)), verify_name, mode, segments or 4, as_json)
+        return
+    if scheduler and engine != "dask":
+        raise click.UsageError("--scheduler needs --executor dask.")
+    executor: Executor
+    if engine == "dask":
+        from dynorm.migrations.dask_executor import DaskExecutor
+
+        executor = DaskExecutor(load_migrations(settings.migrations), reporter=reporter, scheduler=scheduler,
+                                n_workers=dask_workers, segments_per_worker=None if segments else 4)
+    else:
+        executor = Executor(load_migrations(settings.migrations), reporter=reporter)
     if force_unlock:
         ledger = executor.ledger()
         confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
@@ -227,7 +249,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
             n = ledger.force_unlock()
             click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.",
                        err=True)
-    options = MigrateOptions(target=target, mode=mode, segments=segments, worker=_worker(worker), dry_run=dry_run,
+    options = MigrateOptions(target=target, mode=mode, segments=segments or 4, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
                              max_wcu=max_wcu, lock_ttl=lock_ttl)
     backwards = executor.backwards_plan(target)
@@ -246,7 +268,11 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
                                              "--consistent-read": consistent_read,
-                                             "--lock-ttl": None if lock_ttl == 60.0 else lock_ttl})
+                                             "--lock-ttl": None if lock_ttl == 60.0 else lock_ttl,
+                                             "--executor": None if engine == "threads" else engine,
+                                             "--scheduler": scheduler,
+                                             "--dask-workers": dask_workers if engine == "dask" and not scheduler
+                                             else None})
     started = time.monotonic()
     with _stop_on_signals() as (stop, caught, received):
         options.stop = stop
@@ -269,6 +295,33 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         raise click.ClickException(
             f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
             f"Fix the cause and run `{resume}` again: it retries exactly the failed items.")
+
+
+def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -> None:
+    from dynorm.migrations.verify import verify
+
+    ok, rows = verify(executor, name, mode=mode, segments=segments)
+    applied = executor._resolve(name) in executor.applied()
+    if as_json:
+        click.echo(json.dumps({"ok": ok, "applied": applied, "mode": mode, "entities": [vars(r) for r in rows]},
+                              indent=2))
+    else:
+        for r in rows:
+            note = f" ({r.note})" if r.note else ""
+            click.echo(f"  {r.migration} {r.entity_type} in {r.table}: {r.old} item(s) at {r.from_version}, "
+                       f"{r.new} at {r.to_version}: {'ok' if r.ok else 'MISMATCH'}{note}")
+        if not rows:
+            click.echo("  (no RekeyEntity in this migration: nothing to count)")
+    if not applied:
+        raise click.ClickException(f"migration {name} is not applied.")
+    if not ok:
+        bad = ", ".join(r.entity_type for r in rows if not r.ok)
+        rule = "no item may be left at the old version" if mode == "move" else \
+            "the new version must hold at least as many items as the old"
+        raise click.ClickException(f"--verify {name}: counts do not match for {bad} ({mode} mode: {rule}); "
+                                   "run `dynorm migrate` again to resume, or `dynorm showmigrations`.")
+    if not as_json:
+        click.echo(f"Verified {name}: the counts match ({mode} mode).")
 
 
 def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:

@@ -43,7 +43,7 @@ from .rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDe
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
-           "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES"]
+           "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment"]
 
 Reporter = Callable[[str, dict[str, int], float, bool], None]
 
@@ -215,6 +215,60 @@ def _describe_table(name: str) -> dict[str, Any] | None:
         return backend.call("DescribeTable", {"TableName": name})["Table"]
     except TableDoesNotExist:
         return None
+
+
+@dataclass
+class SegmentJob:
+    """One RekeyEntity/DeleteVersion scan, as :meth:`Executor._run_segments` hands it to an engine.
+
+    Attributes:
+        name: the ledger label (``<migration>`` or ``<migration>~reverse``); index: the operation's position.
+        op, table, physical: the operation, its frozen table state and physical table name.
+        options: the run's options; consistent: strongly consistent reads; total: Scan segments.
+        ledger: the migration ledger (``None`` in a dry run).
+    """
+
+    name: str
+    index: int
+    op: RekeyEntity | DeleteVersion
+    table: TableState
+    physical: str
+    options: MigrateOptions
+    consistent: bool
+    total: int
+    ledger: Ledger | None
+
+
+def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int, total: int) -> None:
+    """Run one scan segment from its checkpoint: read a page, rewrite it, record failures, checkpoint.
+
+    The one segment runner of every engine (threads here, Dask tasks in
+    :mod:`dynorm.migrations.dask_executor`). A finished segment returns at once; a stop ends it at
+    the next checkpoint (a page stopped midway is read again by the next run, which is harmless).
+
+    Args:
+        worker: a :class:`~dynorm.migrations.rekey.Rekeyer` or :class:`~dynorm.migrations.rekey.VersionDeleter`.
+        ledger: where checkpoints and failed items go (``None``: a dry run).
+        name, i: the ledger label and the operation's index; seg, total: this segment of ``total``.
+
+    DynamoDB: GetItem (checkpoint), Scan/Query pages, the worker's writes, PutItem per page (checkpoint).
+    """
+    start = None
+    if ledger is not None:
+        cp = ledger.checkpoint(name, i, seg)
+        if cp is not None:
+            if cp["done"]:
+                return
+            start = cp["lek"]
+    op_name, params = worker.read_params(seg, total)
+    for items, lek in worker.pages(op_name, params, start):
+        result = worker.process(items)
+        if ledger is not None and result.failed:
+            ledger.record_failures(name, i, result.failed)  # before the checkpoint moves past them
+        if not result.complete:
+            return  # stopped mid-page: the next run re-reads this page
+        if ledger is not None:
+            ledger.save_checkpoint(name, i, seg, lek, lek is None, worker.counts.as_dict())
 
 
 class Executor:
@@ -729,24 +783,6 @@ class Executor:
         table_items = int(desc.get("ItemCount", 0)) if operation == "Scan" else 0
         stop = self._stop
 
-        def run_segment(seg: int) -> None:
-            start = None
-            if ledger is not None:
-                cp = ledger.checkpoint(name, i, seg)
-                if cp is not None:
-                    if cp["done"]:
-                        return
-                    start = cp["lek"]
-            op_name, params = worker.read_params(seg, total)
-            for items, lek in worker.pages(op_name, params, start):
-                result = worker.process(items)
-                if ledger is not None and result.failed:
-                    ledger.record_failures(name, i, result.failed)  # before the checkpoint moves past them
-                if not result.complete:
-                    return  # stopped mid-page: the next run re-reads this page
-                if ledger is not None:
-                    ledger.save_checkpoint(name, i, seg, lek, lek is None, counts.as_dict())
-
         def progress() -> dict[str, int]:
             return {**counts.as_dict(), "evaluated": counts.evaluated, "total": table_items}
 
@@ -765,7 +801,8 @@ class Executor:
         caught: tuple[str, list[str], str] = ("done", [], "")
         try:
             if not stop.is_set():
-                self._parallel(mine, run_segment, len(mine))
+                self._run_segments(SegmentJob(name, i, op, table, physical, options, consistent, total, ledger),
+                                   worker, mine)
             remaining = self._retry_failures(name, i, worker, ledger, options, total, stop)
             if remaining == [] and isinstance(op, RekeyEntity) and options.mode == "move" and not options.dry_run:
                 caught = self._catch_up(name, i, worker, ledger, total, len(mine), rep)
@@ -800,6 +837,16 @@ class Executor:
         rep.errors = []
         rep.status = "done"
         return "done"
+
+    def _run_segments(self, job: SegmentJob, worker: Any, mine: list[int]) -> None:
+        """Run the scan segments ``mine`` of one operation, one thread each (:func:`run_segment`).
+
+        The seam another engine replaces (:mod:`dynorm.migrations.dask_executor` runs each segment
+        as a Dask task). Returns when every segment finished or stopped; re-raises the first error
+        after stopping the other segments at their next checkpoint.
+        """
+        self._parallel(mine, lambda seg: run_segment(worker, job.ledger, job.name, job.index, seg, job.total),
+                       len(mine))
 
     def _retry_failures(self, name: str, i: int, worker: Any, ledger: Ledger | None, options: MigrateOptions,
                         total: int, stop: threading.Event) -> list[dict[str, Any]] | None:

@@ -1,0 +1,354 @@
+"""``dynorm migrate --executor dask``: each Scan segment of a RekeyEntity/DeleteVersion is a Dask task.
+
+Only the engine changes. Planning, the lock, the ledger, the failed-item retry and the "applied"
+record stay on the driver, in :class:`~dynorm.migrations.executor.Executor`. This class replaces its
+:meth:`~dynorm.migrations.executor.Executor._run_segments` seam, so a task runs one segment through
+the same :func:`~dynorm.migrations.executor.run_segment` the threads use, and resumes from that
+segment's ledger checkpoint.
+
+* **Worker death.** The scheduler runs the tasks of a dead worker again on another worker. The
+  segment resumes from its last checkpoint. Items already moved from the page in flight are gone
+  from the old version, and a move is one TransactWriteItems whose Delete is conditional on the
+  old item's revision token, so the move happens at most once: nothing is lost and nothing is
+  duplicated. ``tests/reliability/test_migrate_dask.py`` SIGKILLs a worker mid-run and checks this.
+* **Rate limit.** ``--max-wcu`` / ``--max-rcu`` are split evenly across the worker processes the
+  cluster has at the start, in the same way as ``--worker i/N`` splits them across processes. Each
+  process keeps one :class:`~dynorm.migrations.cost.Pacer` at ``budget / workers`` per second,
+  shared by its task threads. Together the workers stay under the budget and need no extra
+  request per write. A dead worker's share goes unused until its nanny restarts it. Workers that
+  join after the start each take a share too, so keep the cluster size fixed during a paced run.
+  docs/migrations.md compares this with a bucket shared through the scheduler.
+* **Progress.** Every task sends its counters to the driver every 0.5 s (``Worker.log_event``).
+  The driver adds up the latest figures of each attempt, and the work of an attempt whose worker
+  died stays counted.
+* **Stop (Ctrl-C / SIGTERM / lost lock).** The driver cancels the queued tasks and sets a stop
+  flag in every worker process (``Client.run``). The running segments end at their next
+  checkpoint, and :class:`~dynorm.migrations.executor.MigrationInterrupted` is raised as usual. The
+  migration stays resumable, with either engine.
+
+Needs the ``dask`` extra (``pip install 'dynorm[dask]'``). ``import dynorm`` does not import it.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+from .. import conf
+from ..exceptions import ConfigurationError, DynormError
+from .cost import Pacer
+from .executor import Executor, MigrateOptions, MigrateReport, Reporter, SegmentJob, run_segment
+from .ledger import Ledger
+from .loader import Migration
+from .operations import MigrationError, RekeyEntity
+from .rekey import Counts, Rekeyer, VersionDeleter
+
+__all__ = ["DaskExecutor", "TOPIC"]
+
+#: the log-event topic tasks report their counters on (``<TOPIC>-<run id>``)
+TOPIC = "dynorm-migrate-progress"
+_FIELDS = ("scanned", "evaluated", "rewritten", "skipped", "conflicts", "failed")
+_CONNECTION = ("region", "endpoint", "table_prefix", "max_attempts", "connect_timeout", "read_timeout")
+
+
+def _require_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the extra is installed in the test environment
+        raise ConfigurationError("--executor dask needs Dask distributed: pip install 'dynorm[dask]'.") from exc
+    return distributed
+
+
+# -- on the workers ------------------------------------------------------------------------
+# One entry per migrate run in each worker process: the process's share of the rate limit,
+# and the stop flag the driver sets with Client.run.
+_RUNS: dict[str, tuple[Pacer, threading.Event]] = {}
+_RUNS_LOCK = threading.Lock()
+
+
+def _run_state(run: str, max_rcu: float | None, max_wcu: float | None, workers: int) -> tuple[Pacer, threading.Event]:
+    with _RUNS_LOCK:
+        if run not in _RUNS:
+            stop = threading.Event()
+            _RUNS[run] = (Pacer(max_rcu, max_wcu, workers, stop), stop)
+        return _RUNS[run]
+
+
+def _stop_run(run: str) -> None:
+    """Set the stop flag of ``run`` in this process (sent to every worker by ``Client.run``)."""
+    with _RUNS_LOCK:
+        if run not in _RUNS:  # tasks that start later in this process see the flag already set
+            stop = threading.Event()
+            _RUNS[run] = (Pacer(stop=stop), stop)
+        _RUNS[run][1].set()
+
+
+def _forget_run(run: str) -> tuple[float, float]:
+    """Drop this process's state of ``run``; return the (RCU, WCU) its pacer counted."""
+    with _RUNS_LOCK:
+        entry = _RUNS.pop(run, None)
+    return (entry[0].read_units, entry[0].write_units) if entry else (0.0, 0.0)
+
+
+def _lock_alive(ledger: Ledger, owner: str) -> bool:
+    """Whether the driver's lock is still held (one Query of the lock items; a read error counts as held)."""
+    try:
+        items = ledger._query_prefix("lock#")
+    except DynormError:
+        return True  # throttled or a network blip: the next check decides
+    now = time.time()
+    return any(i.get("owner", {}).get("S") == owner and float(i.get("expires_at", {}).get("N", "0")) > now
+               for i in items)
+
+
+def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int) -> dict[str, Any]:
+    """Run one scan segment on a Dask worker; return its counters and first errors.
+
+    ``setup`` carries what the driver planned: connection settings, ``sys.path`` entries the
+    operation's module needs, and the operation with its table and ledger (see :class:`DaskExecutor`).
+    """
+    import cloudpickle
+    import distributed
+
+    for path in reversed(setup["sys_path"]):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    current = conf.get_settings()
+    wanted = setup["settings"]
+    if any(getattr(current, k) != v for k, v in wanted.items()):
+        conf.configure(**wanted)
+    job = cloudpickle.loads(setup["job"])
+    pacer, stop = _run_state(run, setup["max_rcu"], setup["max_wcu"], setup["workers"])
+    counts = Counts()
+    if isinstance(job["op"], RekeyEntity):
+        worker: Any = Rekeyer(job["op"], job["table"], job["physical"], job["mode"], counts, job["dry_run"], pacer,
+                              job["consistent"])
+    else:
+        worker = VersionDeleter(job["op"], job["table"], job["physical"], counts, job["dry_run"], pacer=pacer,
+                                consistent=job["consistent"])
+    ledger = Ledger(job["ledger_table"], job["ledger_name"]) if job["ledger_name"] else None
+    owner = setup.get("lock_owner")
+    if ledger is not None and owner and not _lock_alive(ledger, owner):
+        stop.set()  # the driver is gone (or lost its lock): another run may hold the table now
+    attempt = f"{attempt_prefix}:{seg}:{uuid.uuid4().hex[:8]}"
+    try:
+        reporter: Any = distributed.get_worker()
+    except ValueError:  # run outside a worker (a unit test calling the function): no progress events
+        reporter = None
+
+    def snapshot() -> dict[str, Any]:
+        return {"attempt": attempt, **{k: getattr(counts, k) for k in _FIELDS}}
+
+    done = threading.Event()
+
+    def tick() -> None:
+        checked = time.monotonic()
+        every = max(1.0, float(setup.get("lock_ttl", 60.0)) / 6)
+        while not done.wait(0.5):
+            if reporter is not None:
+                reporter.log_event(setup["topic"], snapshot())
+            if ledger is not None and owner and time.monotonic() - checked >= every:
+                checked = time.monotonic()
+                if not _lock_alive(ledger, owner):
+                    stop.set()
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        run_segment(worker, ledger, job["name"], job["index"], seg, job["total"])
+    finally:
+        done.set()
+        ticker.join()
+    return {**snapshot(), "errors": list(counts.errors), "stopped": stop.is_set()}
+
+
+# -- on the driver -------------------------------------------------------------------------
+def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
+    """What every segment task of ``job`` receives: connection settings, ``sys.path``, the pickled job.
+
+    Args:
+        job: the scan operation; workers: processes sharing the rate limit; topic: the progress topic.
+    """
+    import cloudpickle
+
+    settings = conf.get_settings()
+    ledger = job.ledger
+    return {
+        "topic": topic,
+        "settings": {k: getattr(settings, k) for k in _CONNECTION},
+        "sys_path": [p for p in sys.path if p],
+        "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu, "workers": workers,
+        # a task stops when this lock is no longer held: a driver that died cannot leave writers behind
+        "lock_owner": ledger.owner if ledger is not None and ledger._lock_sk else None,
+        "lock_ttl": job.options.lock_ttl,
+        # pickled here and loaded by the task after sys.path is set: a transform's module must import
+        "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "table": job.table,
+                                  "physical": job.physical, "mode": job.options.mode,
+                                  "dry_run": job.options.dry_run, "consistent": job.consistent, "total": job.total,
+                                  "ledger_table": ledger.table if ledger else None,
+                                  "ledger_name": ledger.name if ledger else None}),
+    }
+
+
+class DaskExecutor(Executor):
+    """An :class:`~dynorm.migrations.executor.Executor` that runs each scan segment as a Dask task.
+
+    Args:
+        migrations, reporter: as for :class:`~dynorm.migrations.executor.Executor`.
+        scheduler: address of a running Dask scheduler (``tcp://10.0.0.5:8786``). ``None`` (default)
+            starts a local cluster of ``n_workers`` worker processes on 127.0.0.1 for the run and
+            closes it afterwards.
+        n_workers: worker processes of the local cluster (one thread each).
+        client: an open ``distributed.Client`` to use instead (left open). Tests pass one to reach
+            the workers.
+        segments_per_worker: when given, ``options.segments`` becomes this many times the cluster's
+            worker processes (segments >> workers, so a slow or restarted worker delays little).
+        connect_timeout: seconds to wait for ``scheduler``.
+
+    Raises:
+        ConfigurationError: Dask distributed is not installed (``pip install 'dynorm[dask]'``).
+    """
+
+    def __init__(self, migrations: list[Migration], reporter: Reporter | None = None, scheduler: str | None = None,
+                 n_workers: int = 2, client: Any = None, segments_per_worker: int | None = None,
+                 connect_timeout: float = 30.0) -> None:
+        super().__init__(migrations, reporter)
+        _require_distributed()
+        if n_workers < 1:
+            raise ConfigurationError(f"--dask-workers must be >= 1, not {n_workers}.")
+        self.scheduler = scheduler
+        self.n_workers = n_workers
+        self.client = client
+        self.segments_per_worker = segments_per_worker
+        self.connect_timeout = connect_timeout
+        self._attempts: dict[str, dict[str, int]] = {}
+        self._attempts_lock = threading.Lock()
+        self._counts: Counts | None = None
+
+    def migrate(self, options: MigrateOptions) -> MigrateReport:
+        """Apply the pending migrations as :meth:`Executor.migrate` does, scan segments on the Dask cluster.
+
+        The cluster (or the connection to ``scheduler``) is opened for the run and closed after it,
+        also on errors and on Ctrl-C.
+
+        Raises:
+            as :meth:`Executor.migrate`; ConfigurationError: the scheduler cannot be reached.
+        """
+        if self.client is not None:
+            return self._migrate(options)
+        distributed = _require_distributed()
+        with ExitStack() as stack:
+            if self.scheduler is None:
+                cluster = stack.enter_context(distributed.LocalCluster(
+                    n_workers=self.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address="127.0.0.1:0", silence_logs=40))
+                self.client = stack.enter_context(distributed.Client(cluster, timeout=60))
+                self.client.wait_for_workers(self.n_workers, timeout=120)
+            else:
+                try:
+                    self.client = stack.enter_context(distributed.Client(self.scheduler,
+                                                                         timeout=self.connect_timeout))
+                except (OSError, TimeoutError) as exc:
+                    raise ConfigurationError(
+                        f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s "
+                        f"({exc}); nothing was written. Check --scheduler and that the scheduler is running.") from exc
+            try:
+                return self._migrate(options)
+            finally:
+                self.client = None
+        raise AssertionError("unreachable")  # pragma: no cover - for type checkers
+
+    def _migrate(self, options: MigrateOptions) -> MigrateReport:
+        if self.segments_per_worker:
+            options.segments = min(64, self.segments_per_worker * self.workers())
+        return super().migrate(options)
+
+    def workers(self) -> int:
+        """Worker processes of the cluster now (``Client.scheduler_info``)."""
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def _on_event(self, event: Any) -> None:
+        _, msg = event
+        self._add(msg)
+
+    def _add(self, msg: dict[str, Any]) -> None:
+        # each attempt of a segment reports absolute counters: add what changed since its last report
+        with self._attempts_lock:
+            last = self._attempts.setdefault(msg["attempt"], dict.fromkeys(_FIELDS, 0))
+            delta = {k: max(0, int(msg.get(k, 0)) - last[k]) for k in _FIELDS}
+            last.update({k: last[k] + v for k, v in delta.items()})
+            if self._counts is not None and any(delta.values()):
+                self._counts.add(**delta)
+
+    def _run_segments(self, job: SegmentJob, worker: Any, mine: list[int]) -> None:
+        client = self.client
+        run = uuid.uuid4().hex
+        topic = f"{TOPIC}-{run}"  # one per run: two drivers may share a cluster
+        # the budget is this driver's share (--worker i/N) split across the cluster's processes
+        setup = task_setup(job, job.options.worker[1] * self.workers(), topic)
+        self._counts = worker.counts
+        self._attempts = {}
+        client.subscribe_topic(topic, self._on_event)
+        stop = self._stop
+        futures: list[Any] = []
+        try:
+            futures = [client.submit(_segment_task, run, f"{job.name}#{job.index}", setup, seg,
+                                     key=f"dynorm-segment-{run}-{seg}", pure=False) for seg in mine]
+            failed: Any = None
+            while True:  # short slices, so the main thread stays free to run signal handlers
+                if all(f.done() for f in futures):
+                    break
+                failed = next((f for f in futures if f.status == "error"), None)
+                if failed is not None or stop.is_set():
+                    break
+                time.sleep(0.2)
+            if failed is not None or stop.is_set():
+                stop.set()
+                self._stop_tasks(client, run, futures)
+            for f in futures:
+                if f.status == "finished":
+                    result = f.result()
+                    self._add(result)
+                    for text in result["errors"]:
+                        if len(worker.counts.errors) < 20:
+                            worker.counts.errors.append(text)
+            if failed is not None:
+                exc = failed.exception()
+                if isinstance(exc, DynormError):
+                    raise exc  # the segment's own error (after the other segments stopped)
+                raise MigrationError(
+                    f"a scan segment of {job.name} [{job.index}] failed on the Dask cluster: {exc!r}. Progress is "
+                    "saved; run the same command again to resume.") from exc
+        finally:
+            client.unsubscribe_topic(topic)
+            try:
+                units = client.run(_forget_run, run)
+            except Exception:  # noqa: BLE001 - workers gone: their counts went with them
+                units = {}
+            for rcu, wcu in units.values():
+                self._pacer.read_units += rcu
+                self._pacer.write_units += wcu
+            client.cancel(futures)
+            self._counts = None
+
+    @staticmethod
+    def _stop_tasks(client: Any, run: str, futures: list[Any], timeout: float = 30.0) -> None:
+        """Stop every segment at its next checkpoint and wait for them; cancel what is left after ``timeout``.
+
+        The flag is set in every worker process first, so queued segments that start afterwards
+        return at once (one GetItem of their checkpoint) and running ones end between two writes.
+        A worker process that started after the flag was sent does not have it: its segment is
+        cancelled at the deadline (it may run on briefly; the lock is released only after that).
+        """
+        try:
+            client.run(_stop_run, run)
+        except Exception:  # noqa: BLE001 - workers gone (Ctrl-C in a terminal reaches them too): none to stop
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not all(f.done() for f in futures):
+            time.sleep(0.1)
+        client.cancel([f for f in futures if not f.done()])
