@@ -170,3 +170,35 @@ def test_another_tasks_client_rebuild_does_not_break_a_request_in_flight() -> No
         dynorm.configure(read_timeout=previous)
     assert not isinstance(result, Exception), f"the in-flight write failed: {result!r}"
     assert present
+
+
+def test_atransaction_with_a_read_versions_instance_does_not_use_the_blocking_client(project: Any) -> None:
+    """`async with dynorm.atransaction() as tx: tx.update(obj, ...)` on an instance read through
+    Meta.read_versions moves the item with fallback.move_to_current -> backend.drive(): a
+    consistent GetItem and a TransactWriteItems through the *sync* client, on the event loop,
+    at tx.update() time (docs/async.md: "no thread pool", requests through aiobotocore)."""
+    from tests.migproject import V2, load_v1, widgets
+
+    load_v1(project, 10)
+    W = project.write_models(**{**V2, "read_versions": ["v2", "v1"]}).Widget
+    project.makemigrations()
+    sync_sends: list[str] = []
+
+    def on_sync_send(event_name: str = "", **kwargs: Any) -> None:
+        sync_sends.append(event_name)
+
+    async def main() -> None:
+        w = await W.objects.aget(widget_id="w00007")
+        sync = backend.client()
+        sync.meta.events.register("before-send.dynamodb", on_sync_send)
+        try:
+            async with dynorm.atransaction() as tx:
+                tx.update(w, counter=3)
+        finally:
+            sync.meta.events.unregister("before-send.dynamodb", on_sync_send)
+            await dynorm.aclose()
+
+    asyncio.run(main())
+    stored = {i["PK"]["S"].split("#")[0]: i for i in widgets(project.table) if i["widget_id"]["S"] == "w00007"}
+    assert set(stored) == {"v2"} and stored["v2"]["counter"]["N"] == "3"
+    assert sync_sends == [], f"blocking sync requests sent from inside the event loop: {sync_sends}"
