@@ -26,7 +26,14 @@ from typing import (
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
-from .exceptions import InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
+from .exceptions import (
+    InvalidCursor,
+    InvalidQuery,
+    ScanRequired,
+    SynchronousOnlyOperation,
+    UnreadableItem,
+    UnreadableItems,
+)
 from .expressions import Q
 from .fields import unreadable_item, validate_values
 from .plan import Plan, QueryState, plan
@@ -110,7 +117,8 @@ class _DeferredLoader:
     def __init__(self, consistent: bool) -> None:
         self.consistent = consistent
 
-    def __call__(self, obj: Any) -> None:
+    def __call__(self, obj: Any, name: str | None = None) -> None:
+        _refuse_in_event_loop(obj, name)
         backend.drive(_load_deferred_steps(obj, self.consistent))
 
     def steps(self, obj: Any) -> backend.Steps:
@@ -119,7 +127,30 @@ class _DeferredLoader:
 
 def _load_deferred(obj: Any, consistent: bool) -> None:
     """Load the deferred fields of ``obj`` (see :func:`_load_deferred_steps`)."""
+    _refuse_in_event_loop(obj, None)
     backend.drive(_load_deferred_steps(obj, consistent))
+
+
+def _refuse_in_event_loop(obj: Any, name: str | None) -> None:
+    """Refuse to load deferred fields with a blocking GetItem inside a running asyncio event loop.
+
+    Raises:
+        SynchronousOnlyOperation: called from a coroutine (Django's ``SynchronousOnlyOperation``);
+            nothing is sent.
+    """
+    import sys
+
+    asyncio = sys.modules.get("asyncio")  # not imported: no event loop can be running
+    if asyncio is None or asyncio._get_running_loop() is None:
+        return
+    unread = sorted(obj._state.deferred[0]) if obj._state.deferred else []
+    field = name or (unread[0] if unread else "?")
+    entity = obj._meta.entity
+    listed = ", ".join(repr(n) for n in (unread or [field]))
+    raise SynchronousOnlyOperation(
+        f"{entity}.{field} was not read (only() deferred it) and loading it now would send a blocking "
+        f"GetItem inside the running event loop ({entity} {obj._describe_key()}). Load it first with "
+        f"`await obj.arefresh_from_db(fields=[{listed}])`, or do not defer it (leave it out of only()).")
 
 
 def _load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
