@@ -1064,10 +1064,18 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
 
 
 def reset_client() -> None:
-    """Drop the cached client and resolved credentials (both are rebuilt on next use)."""
+    """Drop the cached client and resolved credentials (both are rebuilt on next use).
+
+    The asyncio clients are retired: each loop builds a new one on next use and closes the old
+    one when the loop closes (or with :func:`aclose`).
+    """
     global _client, _client_settings, _resolved, _session, _aio_session
     with _client_lock:
-        _aclients.clear()
+        for clients in list(_aclients.values()):
+            old, clients.current = clients.current, None
+            if old is not None:
+                old.retired = True
+                clients.retired.append(old)
         _aio_session = None
         _client = None
         _client_settings = None
