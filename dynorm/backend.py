@@ -504,6 +504,11 @@ async def _loop_client() -> _LoopClient:
     finally:
         clients.building = None
         building.set_result(None)
+    registered = _aclients.setdefault(loop, clients)  # aclose() meanwhile: registered again, closed with the loop
+    if registered is not clients:  # ... and another task started afresh: ours serves this request, then closes
+        new.retired = True
+        registered.retired.append(new)
+        return new
     old, clients.current = clients.current, new
     if old is not None:  # the settings changed: requests in flight on the old client finish on it
         old.retired = True

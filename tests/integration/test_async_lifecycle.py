@@ -128,6 +128,29 @@ def test_aclose_then_more_requests_on_the_same_loop() -> None:
     assert wrappers == 1 and not backend._aclients
 
 
+def test_aclose_while_another_task_builds_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client a task was building when aclose() ran serves that task and is closed with the loop."""
+    Person.objects.create(person_id="p1", name="N")
+    original = backend._build_aclient
+
+    async def slow_build(settings: Any) -> Any:
+        await asyncio.sleep(0.2)
+        return await original(settings)
+
+    monkeypatch.setattr(backend, "_build_aclient", slow_build)
+
+    async def main() -> list[str]:
+        first = asyncio.create_task(Person.objects.aget(person_id="p1"))
+        await asyncio.sleep(0.05)
+        await dynorm.aclose()  # nothing built yet
+        second = asyncio.create_task(Person.objects.aget(person_id="p1"))
+        return [p.name for p in await asyncio.gather(first, second)]
+
+    names: list[str] = []
+    assert _watch_unclosed(lambda: names.extend(asyncio.run(main()))) == []
+    assert names == ["N", "N"] and not backend._aclients
+
+
 # -- 4. one aiobotocore session per process ---------------------------------------------------------
 def test_a_new_event_loop_does_not_reload_the_botocore_service_model() -> None:
     """Each new loop built a fresh aiobotocore session, re-reading and parsing the DynamoDB
