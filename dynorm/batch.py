@@ -27,8 +27,8 @@ from .writes import prepare_put, primary_key_of
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "batch_get", "send_until_processed", "send_chunk",
-           "answered", "bulk_create_steps", "batch_get_steps", "chunk_steps"]
+__all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "bulk_delete_steps", "batch_get", "send_until_processed",
+           "send_chunk", "answered", "bulk_create_steps", "batch_get_steps", "chunk_steps"]
 
 WRITE_CHUNK = 25
 READ_CHUNK = 100
@@ -217,6 +217,12 @@ def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: Retry
 
 def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any]], policy: RetryPolicy | None = None,
                 sleep: Callable[[float], None] = time.sleep) -> int:
+    """Delete many items by instance or key dict with BatchWriteItem; see :func:`bulk_delete_steps`."""
+    return backend.drive(bulk_delete_steps(model, targets, policy), sleep)  # type: ignore[no-any-return]
+
+
+def bulk_delete_steps(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any]],
+                      policy: RetryPolicy | None = None) -> backend.Steps:
     """Delete many items by instance or key dict with BatchWriteItem (25 per request; no version check).
 
     Returns:
@@ -230,8 +236,8 @@ def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any
     keys = [primary_key_of(model, t) for t in targets]
     _check_duplicates(model, keys)
     entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]
-    backend.drive(_write(model, [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)],
-                         policy or RetryPolicy(), "bulk_delete"), sleep)
+    yield from _write(model, [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)],
+                      policy or RetryPolicy(), "bulk_delete")
     return len(keys)
 
 

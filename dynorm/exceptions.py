@@ -55,6 +55,13 @@ class InvalidCursor(DynormError, ValueError):
     """A pagination cursor was tampered with, belongs to another query, or is stale."""
 
 
+class SynchronousOnlyOperation(DynormError):
+    """A blocking request was asked for inside a running asyncio event loop (as Django's
+    ``SynchronousOnlyOperation``): reading a deferred field (``only()``) there would send a sync
+    GetItem that stalls every task of the loop. Load the fields with ``await obj.arefresh_from_db(...)``
+    or do not defer them."""
+
+
 class _EntityError(DynormError):
     """Errors declared per entity (``Issue.DoesNotExist``): shown under their qualified name."""
 

@@ -82,7 +82,7 @@ class Field:
         state = getattr(instance, "_state", None)
         deferred = state.deferred if state is not None else None
         if deferred is not None and name in deferred[0]:
-            deferred[1](instance)
+            deferred[1](instance, name)
             return instance.attribute_values.get(name)
         return None
 

@@ -355,31 +355,68 @@ class Entity(Model, metaclass=EntityMeta):
         cache[name] = obj
         return obj
 
-    def refresh_from_db(self) -> None:
-        """Reload every field from the table (GetItem, ConsistentRead).
+    def refresh_from_db(self, fields: Iterable[str] | None = None) -> None:
+        """Reload fields from the table (GetItem, ConsistentRead).
+
+        Args:
+            fields: names of the fields to reload (a ProjectionExpression; Django's
+                ``refresh_from_db(fields=[...])``), e.g. deferred fields of an ``only()`` read;
+                ``None`` reloads every field. The other fields keep their values.
 
         Raises:
             Entity.DoesNotExist: the item is gone.
+            ValidationError: an unknown field name (before any request).
             UnreadableItems: the stored item cannot be decoded (names key and attribute); the
                 instance is unchanged.
         """
-        backend.drive(self._refresh_steps())
+        backend.drive(self._refresh_steps(fields))
 
-    async def arefresh_from_db(self) -> None:
-        """:meth:`refresh_from_db` for asyncio (one GetItem, ConsistentRead)."""
-        await backend.adrive(self._refresh_steps())
+    async def arefresh_from_db(self, fields: Iterable[str] | None = None) -> None:
+        """:meth:`refresh_from_db` for asyncio (one GetItem, ConsistentRead): ``await obj.arefresh_from_db()``.
 
-    def _refresh_steps(self) -> backend.Steps:
+        ``await obj.arefresh_from_db(fields=["body"])`` loads fields an ``only()`` query deferred,
+        which reading them inside the event loop refuses to do (``SynchronousOnlyOperation``).
+        """
+        await backend.adrive(self._refresh_steps(fields))
+
+    def _refresh_steps(self, fields: Iterable[str] | None = None) -> backend.Steps:
         meta = self._meta
-        resp = yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
-                                              "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
+                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"}
+        names: list[str] | None = None
+        if fields is not None:
+            names = [fields] if isinstance(fields, str) else list(dict.fromkeys(fields))
+            for n in names:
+                if n not in meta.fields:
+                    raise ValidationError(f"{meta.entity}.refresh_from_db(fields=...): {meta.entity} has no field "
+                                          f"{n!r}; fields: {', '.join(meta.fields)}.", entity=meta.entity, field=n)
+            if not names:
+                return
+            attrs = [meta.table._meta.type_attribute, *(meta.fields[n].attr_name for n in names)]
+            params["ProjectionExpression"] = ", ".join(f"#r{i}" for i in range(len(attrs)))
+            params["ExpressionAttributeNames"] = {f"#r{i}": a for i, a in enumerate(attrs)}
+        resp = yield backend.Send("GetItem", params)
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
         from .fields import decode_item
 
-        self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
-        self._state.partial = False
-        self._state.deferred = None
+        state = self._state
+        if names is None:
+            self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
+            state.partial = False
+            state.deferred = None
+            return
+        loaded = decode_item(type(self), {**self._primary_key_av(), **resp["Item"]}).attribute_values
+        for n in names:
+            if n in loaded:
+                self.attribute_values[n] = loaded[n]
+            else:  # not stored (an optional field left unset)
+                self.attribute_values.pop(n, None)
+        if state.deferred is not None:
+            unread = frozenset(state.deferred[0]) - set(names)
+            state.deferred = (unread, state.deferred[1]) if unread else None
+            if not unread:
+                state.partial = False
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())

@@ -26,7 +26,15 @@ from typing import (
 
 from . import _codec, backend, conf
 from .cursor import decode_cursor, encode_cursor, signing_secret
-from .exceptions import DynormError, InvalidCursor, InvalidQuery, ScanRequired, UnreadableItem, UnreadableItems
+from .exceptions import (
+    DynormError,
+    InvalidCursor,
+    InvalidQuery,
+    ScanRequired,
+    SynchronousOnlyOperation,
+    UnreadableItem,
+    UnreadableItems,
+)
 from .expressions import Q
 from .fields import unreadable_item, validate_values
 from .keys import VERSION
@@ -111,7 +119,8 @@ class _DeferredLoader:
     def __init__(self, consistent: bool) -> None:
         self.consistent = consistent
 
-    def __call__(self, obj: Any) -> None:
+    def __call__(self, obj: Any, name: str | None = None) -> None:
+        _refuse_in_event_loop(obj, name)
         backend.drive(_load_deferred_steps(obj, self.consistent))
 
     def steps(self, obj: Any) -> backend.Steps:
@@ -120,7 +129,30 @@ class _DeferredLoader:
 
 def _load_deferred(obj: Any, consistent: bool) -> None:
     """Load the deferred fields of ``obj`` (see :func:`_load_deferred_steps`)."""
+    _refuse_in_event_loop(obj, None)
     backend.drive(_load_deferred_steps(obj, consistent))
+
+
+def _refuse_in_event_loop(obj: Any, name: str | None) -> None:
+    """Refuse to load deferred fields with a blocking GetItem inside a running asyncio event loop.
+
+    Raises:
+        SynchronousOnlyOperation: called from a coroutine (Django's ``SynchronousOnlyOperation``);
+            nothing is sent.
+    """
+    import sys
+
+    asyncio = sys.modules.get("asyncio")  # not imported: no event loop can be running
+    if asyncio is None or asyncio._get_running_loop() is None:
+        return
+    unread = sorted(obj._state.deferred[0]) if obj._state.deferred else []
+    field = name or (unread[0] if unread else "?")
+    entity = obj._meta.entity
+    listed = ", ".join(repr(n) for n in (unread or [field]))
+    raise SynchronousOnlyOperation(
+        f"{entity}.{field} was not read (only() deferred it) and loading it now would send a blocking "
+        f"GetItem inside the running event loop ({entity} {obj._describe_key()}). Load it first with "
+        f"`await obj.arefresh_from_db(fields=[{listed}])`, or do not defer it (leave it out of only()).")
 
 
 def _load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
@@ -789,6 +821,16 @@ class QuerySet(Generic[T]):
         With fields given, only they are read (ProjectionExpression); with none given on an
         ``only()`` queryset, the fields it reads (never a GetItem per row for deferred fields).
         """
+        qs, names = self._values_query(fields)
+        return [{f: getattr(obj, f) for f in names} for obj in qs]
+
+    async def avalues(self, *fields: str) -> list[dict[str, Any]]:
+        """:meth:`values` for asyncio (the same Query/Scan and ProjectionExpression)."""
+        qs, names = self._values_query(fields)
+        return [{f: getattr(obj, f) for f in names} async for obj in qs]
+
+    def _values_query(self, fields: tuple[str, ...]) -> tuple[QuerySet[T], tuple[str, ...]]:
+        """The queryset :meth:`values` evaluates and the names of the fields it returns (no I/O)."""
         qs = self.only(*fields) if fields else self
         meta = self.model._meta
         if fields:
@@ -797,12 +839,19 @@ class QuerySet(Generic[T]):
             names = (*self._state.projection, *(f for f in meta.key_fields if f not in self._state.projection))
         else:
             names = tuple(meta.fields)
-        return [{f: getattr(obj, f) for f in names} for obj in qs]
+        return qs, names
 
     def grouped(self) -> dict[type, list[Any]]:
         """Evaluate a collection and return ``{EntityClass: [items]}`` (``UnknownItem`` for undeclared types)."""
         out: dict[type, list[Any]] = {}
         for obj in self:
+            out.setdefault(type(obj), []).append(obj)
+        return out
+
+    async def agrouped(self) -> dict[type, list[Any]]:
+        """:meth:`grouped` for asyncio (the same Query)."""
+        out: dict[type, list[Any]] = {}
+        async for obj in self:
             out.setdefault(type(obj), []).append(obj)
         return out
 
@@ -1111,6 +1160,12 @@ class QuerySet(Generic[T]):
 
         return bulk_delete(self.model, targets, RetryPolicy(**policy))  # type: ignore[arg-type]
 
+    async def abulk_delete(self, targets: Iterable[T | Mapping[str, Any]], **policy: Any) -> int:
+        """:meth:`bulk_delete` for asyncio (the same BatchWriteItem requests, retries and errors)."""
+        from .batch import RetryPolicy, bulk_delete_steps
+
+        return await backend.adrive(bulk_delete_steps(self.model, targets, RetryPolicy(**policy)))  # type: ignore
+
     def in_bulk(self, keys: Iterable[Mapping[str, Any] | Any] | None = None, **policy: Any) -> dict[Any, T]:
         """Read items by primary key with BatchGetItem (100 keys per request; UnprocessedKeys retried).
 
@@ -1227,14 +1282,25 @@ class QuerySet(Generic[T]):
         Raises:
             InvalidQuery: ``flat=True`` with more than one field, or an unknown field (before I/O).
         """
+        qs, names = self._values_list_query(fields, flat)
+        rows = [tuple(getattr(obj, n) for n in names) for obj in qs]
+        return [r[0] for r in rows] if flat else rows
+
+    async def avalues_list(self, *fields: str, flat: bool = False) -> list[Any]:
+        """:meth:`values_list` for asyncio (the same Query/Scan and ProjectionExpression)."""
+        qs, names = self._values_list_query(fields, flat)
+        rows = [tuple(getattr(obj, n) for n in names) async for obj in qs]
+        return [r[0] for r in rows] if flat else rows
+
+    def _values_list_query(self, fields: tuple[str, ...], flat: bool) -> tuple[QuerySet[T], tuple[str, ...]]:
+        """The queryset :meth:`values_list` evaluates and the names of its columns (no I/O)."""
         if flat and len(fields) != 1:
             raise InvalidQuery(f"values_list(flat=True) on {self.model.__name__} needs exactly one field, "
                                f"got {len(fields)}.")
         meta = self.model._meta
         names = fields or tuple(meta.fields)
         read = tuple(dict.fromkeys(f for n in names for f in (meta.key_fields if n == "pk" else (n,))))
-        rows = [tuple(getattr(obj, n) for n in names) for obj in (self.only(*read) if fields else self)]
-        return [r[0] for r in rows] if flat else rows
+        return (self.only(*read) if fields else self), names
 
     def latest(self, *fields: str) -> T:
         """Return the item with the greatest sort key (a reversed Query, Limit 1), as Django's ``latest()``.
@@ -1255,6 +1321,14 @@ class QuerySet(Generic[T]):
             raise self.model.DoesNotExist(f"latest(): no {self.model.__name__} matches.")
         return obj
 
+    async def alatest(self, *fields: str) -> T:
+        """:meth:`latest` for asyncio (the same reversed Query, Limit 1, and errors)."""
+        qs, descending = self._ordered_by("latest", fields)
+        obj = await (qs.afirst() if descending else qs.alast())
+        if obj is None:
+            raise self.model.DoesNotExist(f"latest(): no {self.model.__name__} matches.")
+        return obj
+
     def earliest(self, *fields: str) -> T:
         """Return the item with the smallest sort key (a Query, Limit 1), as Django's ``earliest()``.
 
@@ -1264,6 +1338,14 @@ class QuerySet(Generic[T]):
         """
         qs, descending = self._ordered_by("earliest", fields)
         obj = qs.last() if descending else qs.first()
+        if obj is None:
+            raise self.model.DoesNotExist(f"earliest(): no {self.model.__name__} matches.")
+        return obj
+
+    async def aearliest(self, *fields: str) -> T:
+        """:meth:`earliest` for asyncio (the same Query, Limit 1, and errors)."""
+        qs, descending = self._ordered_by("earliest", fields)
+        obj = await (qs.alast() if descending else qs.afirst())
         if obj is None:
             raise self.model.DoesNotExist(f"earliest(): no {self.model.__name__} matches.")
         return obj
@@ -1323,11 +1405,7 @@ class QuerySet(Generic[T]):
             InvalidQuery: a sliced queryset or an item collection (before any request).
             BatchIncomplete: items still unprocessed after all retries (it lists them).
         """
-        self._check_unsliced("delete")
-        if self._state.collection:
-            raise InvalidQuery("delete() on an item collection: delete per entity "
-                               "(Entity.objects.filter(...).delete()).")
-        key_fields = self.model._meta.key_fields
+        key_fields = self._delete_keys_query()
         # the instances, not their key fields: each is deleted under the key it was read at (an
         # item read through Meta.read_versions lives under an older key version)
         objs = list(self.only(*key_fields).iterator())
@@ -1336,6 +1414,24 @@ class QuerySet(Generic[T]):
         return self.bulk_delete(objs, **policy)
 
     delete.queryset_only = True  # type: ignore[attr-defined]
+
+    async def adelete(self, **policy: Any) -> int:
+        """:meth:`delete` for asyncio: the same Query/Scan of the keys, then the same BatchWriteItem requests."""
+        key_fields = self._delete_keys_query()
+        objs = [obj async for obj in self.only(*key_fields).aiterator()]  # each under the key it was read at
+        if not objs:
+            return 0
+        return await self.abulk_delete(objs, **policy)
+
+    adelete.queryset_only = True  # type: ignore[attr-defined]
+
+    def _delete_keys_query(self) -> tuple[str, ...]:
+        """Check :meth:`delete` may run here (no I/O) and return the primary-key fields it reads."""
+        self._check_unsliced("delete")
+        if self._state.collection:
+            raise InvalidQuery("delete() on an item collection: delete per entity "
+                               "(Entity.objects.filter(...).delete()).")
+        return tuple(self.model._meta.key_fields)
 
     def bulk_update(self, objs: Iterable[T], fields: Iterable[str], **options: Any) -> int:
         """Write ``fields`` of many instances: one UpdateItem per object, 100 per TransactWriteItems.
@@ -1349,6 +1445,12 @@ class QuerySet(Generic[T]):
         from .transaction import bulk_update
 
         return bulk_update(self.model, objs, fields, **options)
+
+    async def abulk_update(self, objs: Iterable[T], fields: Iterable[str], **options: Any) -> int:
+        """:meth:`bulk_update` for asyncio (the same TransactWriteItems chunks, conditions and errors)."""
+        from .transaction import bulk_update_steps
+
+        return await backend.adrive(bulk_update_steps(self.model, objs, fields, **options))  # type: ignore
 
 
 def _versioned_reads(model: Any, p: Plan) -> bool:
@@ -1617,6 +1719,18 @@ class _Empty:
     async def ain_bulk(self, keys: Any = None, **policy: Any) -> dict[Any, Any]:
         return {}
 
+    async def avalues(self, *fields: str) -> list[dict[str, Any]]:
+        return []
+
+    async def avalues_list(self, *fields: str, flat: bool = False) -> list[Any]:
+        return []
+
+    async def agrouped(self) -> dict[type, list[Any]]:
+        return {}
+
+    async def adelete(self, **policy: Any) -> int:
+        return 0
+
     # writes: none() matches nothing, so nothing is written and nothing is sent (Django returns 0)
     def update(self, *args: Any, **kwargs: Any) -> None:
         return None
@@ -1653,6 +1767,13 @@ class _Empty:
 
     async def aupdate_with_retry(self, *args: Any, **kwargs: Any) -> None:
         return None
+
+    async def abulk_update(self, objs: Any, fields: Any, **options: Any) -> int:
+        list(objs)
+        return 0
+
+    async def abulk_delete(self, targets: Any, **policy: Any) -> int:
+        return 0
 
     async def acreate(self, **fields: Any) -> Any:
         return self._refuse_write("create")

@@ -7,20 +7,21 @@ raises, nothing is sent.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, cast
 
 from . import backend
 from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
-from .fallback import move_to_current
+from .fallback import move_to_current, move_to_current_steps
 from .writes import WriteOp, is_instance, prepare_check, prepare_delete, prepare_put, prepare_update
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "MAX_ACTIONS"]
+__all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "bulk_update_steps", "MAX_ACTIONS"]
 
 #: DynamoDB's limit of actions in one TransactWriteItems.
 MAX_ACTIONS = 100
@@ -181,6 +182,12 @@ def transaction(client_request_token: str | None = None) -> Iterator[Transaction
 
 def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[str], *,
                 chunk_size: int = MAX_ACTIONS) -> int:
+    """Write ``fields`` of many instances; see :func:`bulk_update_steps`."""
+    return backend.drive(bulk_update_steps(model, objs, fields, chunk_size=chunk_size))  # type: ignore[no-any-return]
+
+
+def bulk_update_steps(model: type[Entity], objs: Iterable[Entity], fields: Iterable[str], *,
+                      chunk_size: int = MAX_ACTIONS) -> backend.Steps:
     """Write ``fields`` of many instances: one Update each, ``chunk_size`` per TransactWriteItems.
 
     Django's ``bulk_update(objs, fields)``. Every update is planned (and validated) before the
@@ -230,7 +237,7 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
         for op in ops[start:start + chunk_size]:
             tx._add(op)
         try:
-            tx.commit()
+            yield from tx._commit_steps()
         except TransactionCanceled as exc:
             if done == 0:
                 raise
@@ -241,12 +248,68 @@ def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[st
     return done
 
 
+class _AsyncTransaction(Transaction):
+    """The transaction of :class:`atransaction`: no blocking request inside the event loop.
+
+    An instance read through ``Meta.read_versions`` (``obj._state.fallback``) is not moved to
+    its current keys when its save/update/delete is added (the sync :class:`Transaction` does
+    that there, with blocking requests) but at :meth:`acommit`, by the asyncio driver, right
+    before the TransactWriteItems. The action is planned (and validated) when added, and
+    planned again against the current keys once the item is moved.
+    """
+
+    def __init__(self, client_request_token: str | None = None) -> None:
+        super().__init__(client_request_token)
+        self._moves: list[tuple[int, Any, Callable[[], WriteOp]]] = []
+
+    def _add_moved(self, obj: Entity, plan: Callable[[], WriteOp]) -> None:
+        op = plan()  # bad input fails now, before any request
+        # the item lands on its current keys: that is the item this action touches
+        self._add(dataclasses.replace(op, key=type(obj)._meta.primary_key(obj.attribute_values)))
+        self._moves.append((len(self.actions) - 1, obj, plan))
+
+    def save(self, obj: Entity) -> Entity:
+        """Add a Put of the whole instance (conditional on its version when versioned)."""
+        if not obj._state.fallback:
+            return super().save(obj)
+        self._add_moved(obj, lambda: prepare_put(obj))
+        return obj
+
+    def update(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+               condition: Q | None = None, **changes: Any) -> None:
+        """Add an Update (see :meth:`Transaction.update`)."""
+        model, t = _target(target, key)
+        if not (is_instance(t) and t._state.fallback):
+            return super().update(target, key, condition=condition, **changes)
+        self._add_moved(t, lambda: prepare_update(model, instance=t, changes=changes, condition=condition))
+        return None
+
+    def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+               condition: Q | None = None) -> None:
+        """Add a Delete (conditional on the version of an instance read)."""
+        model, t = _target(target, key)
+        if not (is_instance(t) and t._state.fallback):
+            return super().delete(target, key, condition=condition)
+        self._add_moved(t, lambda: prepare_delete(model, t, condition=condition))
+        return None
+
+    def _commit_steps(self) -> backend.Steps:
+        if not self.committed and self._moves:
+            for i, obj, plan in self._moves:
+                yield from move_to_current_steps(obj)  # GetItem + TransactWriteItems (no-op once moved)
+                self.actions[i] = plan()
+            self._moves = []
+        yield from super()._commit_steps()
+
+
 class atransaction:  # noqa: N801 - named like the function it mirrors
     """``async with dynorm.atransaction() as tx``: :func:`transaction` for asyncio.
 
     The block collects actions exactly as :func:`transaction` does (adding actions sends
     nothing); leaving it awaits one TransactWriteItems with the transaction's
-    ClientRequestToken. If the block raises, nothing is sent.
+    ClientRequestToken. If the block raises, nothing is sent. An instance read through
+    ``Meta.read_versions`` is moved to its current keys on exit, just before the commit (a
+    consistent GetItem and a TransactWriteItems, awaited), not when its action is added.
 
     Args:
         client_request_token: idempotency token (default: a new UUID).
@@ -257,7 +320,7 @@ class atransaction:  # noqa: N801 - named like the function it mirrors
     """
 
     def __init__(self, client_request_token: str | None = None) -> None:
-        self.tx = Transaction(client_request_token)
+        self.tx: Transaction = _AsyncTransaction(client_request_token)
 
     async def __aenter__(self) -> Transaction:
         return self.tx

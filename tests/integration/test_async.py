@@ -354,3 +354,116 @@ def test_capture_and_explain_are_shared() -> None:
     got, c, qs = asyncio.run(main())
     assert len(got) == 1 and c.operations == ["Query"] and c.requests[0].params == qs.explain().params
     assert qs.stats.requests == 1 and qs.stats.items == 1
+
+
+# -- every evaluation and write of a queryset has its async twin (the adversary's finding 6) ----------
+@pytest.mark.parametrize("name", ["delete", "bulk_delete", "bulk_update", "earliest", "latest", "values",
+                                  "values_list", "grouped"])
+def test_every_evaluation_and_write_of_the_queryset_has_an_async_twin(name: str) -> None:
+    """docs/async.md: "Every evaluation and write of the sync API has an await-able twin named as
+    in Django". `await qs.adelete()`, `abulk_update`, `aearliest`, `alatest` (Django names) and
+    values()/values_list() (which do a blocking Query) had none."""
+    import inspect
+
+    qs = Product.objects.filter(brand_id="1")
+    assert callable(getattr(qs, name))
+    twin = getattr(qs, "a" + name, None)
+    assert inspect.iscoroutinefunction(twin), f"QuerySet.{name}() has no async twin a{name}()"
+    assert twin.__doc__ and f":meth:`{name}` for asyncio" in twin.__doc__
+    assert inspect.iscoroutinefunction(getattr(qs.none(), "a" + name))
+    if name != "delete":  # Django's guard: no Entity.objects.delete()
+        assert callable(getattr(Product.objects, "a" + name))
+    else:
+        assert not hasattr(Product.objects, "adelete")
+
+
+def test_values_values_list_grouped(io: Any) -> None:
+    for i in range(3):
+        Product.objects.create(brand_id="7", category_id=str(i), name=f"P{i}", stock_level=i)
+    qs = Product.objects.by_brand("7")
+    with dynorm.capture() as c:
+        rows = io(qs, "values", "name", "stock_level")
+    assert rows == [{"name": f"P{i}", "stock_level": i} for i in range(3)]
+    assert c.requests[0].params == qs.only("name", "stock_level").explain().params and c.operations == ["Query"]
+    with dynorm.capture() as c:
+        assert io(qs.only("name"), "values")[0].keys() == {"name", "product_id"}  # no GetItem per row
+        assert io(qs, "values_list", "name", flat=True) == ["P0", "P1", "P2"]
+        assert io(qs, "values_list", "pk", "stock_level") == [(p.product_id, p.stock_level) for p in qs]
+    assert c.operations == ["Query"] * 4  # the last one is the sync list comprehension's
+    with dynorm.capture() as c, pytest.raises(dynorm.InvalidQuery, match="exactly one field"):
+        io(qs, "values_list", "name", "stock_level", flat=True)
+    assert c.count == 0
+    assert io(qs.none(), "values") == [] and io(qs.none(), "values_list", "name") == []
+    Order.objects.create(customer_id="g1")
+    from tests.models import Customer
+
+    Customer.objects.create(customer_id="g1", email="e@x")
+    with dynorm.capture() as c:
+        groups = io(Customer.objects.collection(customer_id="g1"), "grouped")
+    assert c.operations == ["Query"]
+    assert {cls.__name__: len(objs) for cls, objs in groups.items()} == {"Customer": 1, "Order": 1}
+    assert io(Customer.objects.collection(customer_id="g1").none(), "grouped") == {}
+
+
+def test_earliest_latest(io: Any) -> None:
+    from tests.models import Reading
+
+    for seq in (3, 1, 2):
+        Reading.objects.create(sensor="e", year=2024, seq=seq, value=seq)
+    qs = Reading.objects.filter(sensor="e", year=2024)
+    with dynorm.capture() as c:
+        assert io(qs, "earliest").seq == 1
+        assert io(qs, "latest").seq == 3
+        assert io(qs, "latest", "-seq").seq == 1
+    sync = _captured(lambda: (qs.earliest(), qs.latest(), qs.latest("-seq")))
+    assert [r.params for r in c.requests] == [r.params for r in sync]
+    with pytest.raises(Reading.DoesNotExist, match="latest"):
+        io(Reading.objects.filter(sensor="none", year=2024), "latest")
+    with dynorm.capture() as c, pytest.raises(dynorm.InvalidQuery):
+        io(qs, "earliest", "value")  # not the sort key: refused before any request
+    assert c.count == 0
+    with pytest.raises(Reading.DoesNotExist):
+        io(qs.none(), "earliest")
+
+
+def test_delete_bulk_delete_bulk_update(io: Any) -> None:
+    people = [Person(person_id=f"d{i}", name=f"N{i}") for i in range(30)]
+    Person.objects.bulk_create(people)
+    with dynorm.capture() as c:
+        assert io(Person.objects, "bulk_delete", [{"person_id": f"d{i}"} for i in range(27)]) == 27
+    assert c.operations == ["BatchWriteItem", "BatchWriteItem"]
+    assert sorted(p.person_id for p in Person.objects.scan()) == ["d27", "d28", "d29"]
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="same primary key"):
+        io(Person.objects, "bulk_delete", [{"person_id": "d27"}, {"person_id": "d27"}])
+    assert c.count == 0
+    for i in range(3):
+        Employment.objects.create(store_id="sd", person_id=f"p{i}", person={"person_id": f"p{i}"})
+    qs = Employment.objects.filter(store_id="sd")
+    assert io(qs.none(), "delete") == 0
+    with dynorm.capture() as c:
+        assert io(qs, "delete") == 3
+    assert c.operations == ["Query", "BatchWriteItem"]
+    assert "ProjectionExpression" in c.requests[0].params and Employment.objects.filter(store_id="sd").count() == 0
+    assert io(qs, "delete") == 0
+    with dynorm.capture() as c, pytest.raises(dynorm.InvalidQuery):
+        io(qs[:2], "delete")
+    assert c.count == 0
+    counters = [Counter.objects.create(name=f"b{i}", value=i) for i in range(3)]
+    for ctr in counters:
+        ctr.value += 10
+    with dynorm.capture() as c:
+        assert io(Counter.objects, "bulk_update", counters, ["value"]) == 3
+    assert c.operations == ["TransactWriteItems"]
+    assert [Counter.objects.get(name=f"b{i}").value for i in range(3)] == [10, 11, 12]
+    assert [ctr.version for ctr in counters] == [2, 2, 2]
+    stale = Counter.objects.get(name="b0")
+    counters[0].value = 99
+    io(Counter.objects, "bulk_update", counters[:1], ["value"])
+    stale.value = 5
+    with pytest.raises(dynorm.TransactionCanceled):
+        io(Counter.objects, "bulk_update", [stale], ["value"])  # version 2 read, 3 stored
+    assert Counter.objects.get(name="b0").value == 99
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="fields"):
+        io(Counter.objects, "bulk_update", counters, [])
+    assert c.count == 0
+    assert io(Counter.objects.none(), "bulk_update", counters, ["value"]) == 0
