@@ -101,3 +101,29 @@ def test_get_or_create_with_whole_key_does_not_answer_with_a_shadowed_older_copy
     except dynorm.AlreadyExists:
         return
     pytest.fail(f"got the stale copy: created={created} note={obj.note!r} fallback={obj._state.fallback!r}")
+
+
+def test_update_or_create_with_whole_key_does_not_update_a_non_matching_current_item() -> None:
+    """update_or_create(roll_id, size=2, defaults=...): the item under the key has size 5. get()
+    answers with the shadowed v2 copy (size 2), so the defaults are written to the current item,
+    which does not match the lookups (Django: the lookups name the row that is updated)."""
+    _rollout_leftover("r1")
+    try:
+        Adv13bRoll.objects.update_or_create(roll_id="r1", size=2, defaults={"note": "x"})
+    except dynorm.AlreadyExists:
+        pass
+    cur = _raw_roll("v3", "r1")
+    assert cur is not None and cur["note"] == {"S": "current"}, cur  # actual: note "x" on the size-5 item
+
+
+def test_update_or_create_whose_lookups_differ_from_the_item_under_the_key_says_already_exists() -> None:
+    """No version copies at all: update_or_create(roll_id="r2", size=2) while the item under the
+    key has size 5. get_or_create says AlreadyExists for this; update_or_create retries 5 times
+    and raises StaleWrite "lost the race 5 times" though nothing raced."""
+    _put_roll("v3", "r2", 5, "current")
+    with dynorm.capture() as cap:
+        with pytest.raises(dynorm.AlreadyExists):
+            Adv13bRoll.objects.update_or_create(roll_id="r2", size=2, defaults={"note": "x"})
+    assert len(cap.requests) <= 3, cap.operations
+    cur = _raw_roll("v3", "r2")
+    assert cur is not None and cur["note"] == {"S": "current"} and cur["size"] == {"N": "5"}
