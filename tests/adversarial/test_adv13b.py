@@ -195,3 +195,16 @@ def test_collection_on_a_multi_attribute_gsi_reads_each_item_once_as_get_would()
     got = [(type(r).__name__, r.roll_id, r.note) for r in Adv13bRoll.objects.collection(using="by_maker", maker="m")]
     assert got == [("Adv13bRoll", "r1", "current"), ("Adv13bRoll", "r3", "old-only")], got
     assert Adv13bRoll.objects.collection(using="by_maker", maker="m").count() == 2
+
+
+def test_adding_a_condition_the_item_meets_does_not_lose_an_item_read_at_an_older_version() -> None:
+    """During a rollout r3 exists only at v2 (read_versions). The multi-attribute GSI finds it:
+    filter(maker="m", size__gte=2) == [r3]. Adding roll_id="r3", which r3 meets, makes the planner
+    prefer the whole primary key: a Query on the v3 key with a filter, no read_versions fallback,
+    and r3 is lost ([]). get(roll_id="r3") and get(roll_id="r3", size=3) find it;
+    get(roll_id="r3", size__gte=2) raises DoesNotExist."""
+    _put_roll("v2", "r3", 3, "old-only")
+    assert [r.roll_id for r in Adv13bRoll.objects.filter(maker="m", size__gte=2)] == ["r3"]
+    assert Adv13bRoll.objects.get(roll_id="r3", size=3).note == "old-only"
+    assert Adv13bRoll.objects.get(roll_id="r3", size__gte=2).note == "old-only"  # actual: DoesNotExist
+    assert [r.roll_id for r in Adv13bRoll.objects.filter(maker="m", size__gte=2, roll_id="r3")] == ["r3"]  # actual: []
