@@ -208,3 +208,17 @@ def test_adding_a_condition_the_item_meets_does_not_lose_an_item_read_at_an_olde
     assert Adv13bRoll.objects.get(roll_id="r3", size=3).note == "old-only"
     assert Adv13bRoll.objects.get(roll_id="r3", size__gte=2).note == "old-only"  # actual: DoesNotExist
     assert [r.roll_id for r in Adv13bRoll.objects.filter(maker="m", size__gte=2, roll_id="r3")] == ["r3"]  # actual: []
+
+
+def test_explain_count_shows_the_request_count_sends_on_a_versioned_multi_attribute_gsi() -> None:
+    """docs/querying.md: "explain() returns the first request exactly": count() sends
+    qs.explain(count=True). On a multi-attribute GSI of an entity whose primary key holds
+    {version}, explain(count=True) shows Select=COUNT with a type filter, while count() sends a
+    keys-only Query (ProjectionExpression, no Select, no filter) plus a BatchGetItem."""
+    _put_roll("v3", "r1", 1, "current")
+    _put_roll("v2", "r1", 1, "stale")
+    _put_roll("v2", "r2", 2, "old")
+    qs = Adv13bRoll.objects.filter(maker="m")
+    with dynorm.capture() as cap:
+        assert qs.count() == 2
+    assert cap.requests[0].params == qs.explain(count=True).params
