@@ -222,3 +222,28 @@ def test_explain_count_shows_the_request_count_sends_on_a_versioned_multi_attrib
     with dynorm.capture() as cap:
         assert qs.count() == 2
     assert cap.requests[0].params == qs.explain(count=True).params
+
+
+@pytest.mark.parametrize("how", ["get_or_create", "update_or_create"])
+def test_get_or_create_with_a_check_does_not_shadow_an_item_stored_at_an_older_version(how: str) -> None:
+    """r3 exists only at v2 (read_versions lists it) with size 4 and note "precious".
+    get_or_create(roll_id="r3", size=3): the GetItem with a check misses at v3, the v2 fallback
+    fails the check, so it creates r3 at v3 (attribute_not_exists holds there): created=True,
+    and from then on get(roll_id="r3") and the index return the new item; "precious" is lost to
+    every read. The item under the key differs: AlreadyExists, as without key versions."""
+    _put_roll("v2", "r3", 4, "precious")
+    with pytest.raises(dynorm.AlreadyExists):
+        getattr(Adv13bRoll.objects, how)(roll_id="r3", size=3, defaults={"maker": "m"})
+    assert _raw_roll("v3", "r3") is None
+    assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
+
+
+def test_create_does_not_shadow_an_item_stored_at_an_older_version() -> None:
+    """(Not specific to multi-attribute GSIs.) create() is conditional on attribute_not_exists
+    at the current key only: with r3 at v2 (read_versions), create(roll_id="r3") succeeds at v3
+    and get() (and every index read) stops returning the v2 item: its note is lost to reads.
+    Django: create() of an existing primary key fails (dynorm: AlreadyExists)."""
+    _put_roll("v2", "r3", 4, "precious")
+    with pytest.raises(dynorm.AlreadyExists):
+        Adv13bRoll.objects.create(roll_id="r3", size=1)
+    assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
