@@ -12,6 +12,10 @@ import pytest
 
 import dynorm
 from dynorm import Entity, Index, Table, fields
+from dynorm.exceptions import MigrationError
+from dynorm.migrations.executor import MigrateOptions
+from tests.integration.test_multi_key_migrations import MULTI, NEW, OLD, _stage
+from tests.migproject import Project
 
 
 class Adv13bRolls(Table):
@@ -247,3 +251,42 @@ def test_create_does_not_shadow_an_item_stored_at_an_older_version() -> None:
     with pytest.raises(dynorm.AlreadyExists):
         Adv13bRoll.objects.create(roll_id="r3", size=1)
     assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
+
+
+_GIZMO = """
+
+class Gizmo(Entity):
+    gizmo_id = fields.String()
+    size = fields.String(null=True)
+
+    class Meta:
+        table = MigShop
+        entity_type = "GIZMO"
+        pk = "G#{gizmo_id}"
+        sk = "METADATA"
+"""
+
+
+def test_makemigrations_refuses_a_multi_attribute_gsi_that_another_entity_stores_with_another_type(
+        project: Project) -> None:
+    """Widget's pattern moves onto ByMaker (sk `size` N). Gizmo, another entity of the table,
+    stores its own `size` as S. Table.check() says so ("DynamoDB would refuse every write of a
+    Gizmo with a value there"), yet makemigrations emits the SyncIndexes and migrate applies it:
+    from then on every Gizmo write with a size fails (ValidationException: Type mismatch for
+    Index Key), and on DynamoDB the backfill leaves the stored Gizmo items out. makemigrations
+    refuses a stored-type change of the moved entity's own field; it must refuse this too."""
+    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + OLD + "}" + _GIZMO)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    models.Gizmo.objects.create(gizmo_id="g1", size="XL")
+    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": MULTI},
+                    "{'by_maker': " + NEW + ", 'by_maker_old': " + OLD + "}" + _GIZMO)
+    assert project.table.check()  # the conflict is known before any I/O
+    refused = False
+    try:
+        project.makemigrations()
+        project.executor().migrate(MigrateOptions())
+    except MigrationError:
+        refused = True
+    models.Gizmo.objects.create(gizmo_id="g2", size="S")  # actual: ServiceError, Type mismatch for Index Key
+    assert refused
