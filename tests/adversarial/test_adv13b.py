@@ -12,7 +12,7 @@ import pytest
 
 import dynorm
 from dynorm import Entity, Index, Table, fields
-from dynorm.exceptions import MigrationError
+from dynorm.migrations.operations import MigrationError
 from dynorm.migrations.executor import MigrateOptions
 from tests.integration.test_multi_key_migrations import MULTI, NEW, OLD, _stage
 from tests.migproject import Project
