@@ -290,3 +290,20 @@ def test_makemigrations_refuses_a_multi_attribute_gsi_that_another_entity_stores
         refused = True
     models.Gizmo.objects.create(gizmo_id="g2", size="S")  # actual: ServiceError, Type mismatch for Index Key
     assert refused
+
+
+def test_aggregate_key_size_of_a_multi_attribute_gsi_is_refused_before_any_request() -> None:
+    """dynorm checks each key attribute against 2048 (partition) / 1024 (sort) bytes on its own
+    (docs: "key-size limits: each attribute on its own") and refuses over-long values with
+    InvalidKeyValue before the request. DynamoDB limits the aggregate of the HASH attributes
+    (and of the RANGE attributes): tenant_id and region of 1100 bytes each pass dynorm's check
+    and the PutItem fails with ValidationException "Aggregate size for HASH key attributes
+    tenant_id, region of index ByK has exceeded limit 2048 bytes"."""
+    with dynorm.capture() as cap:
+        with pytest.raises(dynorm.InvalidKeyValue):
+            Adv13bItem.objects.create(tenant_id="t" * 1100, item_id="i", region="r" * 1100, score=1, title="a")
+    assert cap.operations == []
+    with dynorm.capture() as cap:
+        with pytest.raises(dynorm.InvalidKeyValue):
+            Adv13bItem.objects.create(tenant_id="t", item_id="j", region="eu", score=1, title="x" * 1024)
+    assert cap.operations == []
