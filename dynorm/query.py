@@ -459,6 +459,8 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             resp = yield backend.Send("GetItem", p.params, self.stats)
             item = resp.get("Item")
+            if tail is not None:  # get(): whether any item is stored under this key (checks aside)
+                tail.more = item is not None
             obj = decode(item) if item and p.admits(item) else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
             if prefetch:
@@ -655,8 +657,12 @@ class QuerySet(Generic[T]):
         items: list[Any] = []
         qs.unreadable = []
         if p.operation == "GetItem":
-            items = yield from backend.first_emit(qs._run_steps(p), [])
-            if not items:
+            stored = _Tail()
+            items = yield from backend.first_emit(qs._run_steps(p, tail=stored), [])
+            if not items and not stored.more:
+                # nothing at all under the current key: Meta.read_versions may hold it. An item
+                # that is there but fails the checks shadows every older copy (that copy is
+                # not the item: iteration never returns it, and saving it would overwrite it)
                 items = yield from qs._get_older_versions(p, kwargs)
         else:
             stop = qs._window.start + 2 if qs._window.stop is None else min(qs._window.stop, qs._window.start + 2)
@@ -691,11 +697,14 @@ class QuerySet(Generic[T]):
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
         for version in older:
             key = meta.primary_key(values, version)
+            stored = _Tail()
             found = yield from backend.first_emit(self._run_steps(replace(p, params={**p.params, "Key": key},
-                                                                           key=key)), [])
+                                                                           key=key), tail=stored), [])
             if found:
                 found[0]._state.fallback = version
                 return found
+            if stored.more:
+                return []  # the item under this version fails the checks: it shadows older ones
         return []
 
     def first(self) -> T | None:
@@ -887,11 +896,8 @@ class QuerySet(Generic[T]):
         return obj
 
     def _create_steps(self, fields: dict[str, Any]) -> backend.Steps:
-        from .sender import send_steps
-        from .writes import prepare_put
-
         obj = self.model(**fields)
-        yield from send_steps(prepare_put(obj, create=True))
+        yield from obj._save_steps(None, True)  # create(): the same conditional write
         return obj
 
     def _primary_key_filter(self, what: str) -> dict[str, Any]:
@@ -1065,14 +1071,27 @@ class QuerySet(Generic[T]):
             raise InvalidQuery(f"update_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}.")
         validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
+        keys = {f: kwargs[f] for f in self.model._meta.key_fields}
         for attempt in range(max(attempts, 1)):
             try:
                 obj = yield from self.consistent()._get_steps((), kwargs)
             except self.model.DoesNotExist:
                 try:
                     return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
-                except AlreadyExists:
-                    continue
+                except AlreadyExists as exc:
+                    if len(keys) == len(kwargs):
+                        continue  # created by another caller since the read: read it again
+                    # an item holds this primary key: when it differs from the lookups it is not
+                    # the one asked for (updating it would change another), as get_or_create says
+                    try:
+                        yield from self.consistent()._get_steps((), keys)
+                    except self.model.DoesNotExist:
+                        continue  # deleted since: try again
+                    asked = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in keys)
+                    raise AlreadyExists(
+                        f"update_or_create on {self.model.__name__}: an item with this primary key exists, but its "
+                        f"fields differ from {asked}; nothing was written. Give only the primary-key fields "
+                        "(and defaults=...) to update it.") from exc
             try:
                 if defaults:
                     yield from obj._update_steps(None, dict(defaults))
