@@ -484,9 +484,19 @@ class QuerySet(Generic[T]):
         if versions:
             read_ahead = True  # copies at other key versions are dropped after the read
 
+        older = self._older_key_requests(p) if p.whole_key and not start_key else []
+        fallback: str | None = None
         pager = backend.Pager(p.params, start_key, next_limit)
         while pager.request is not None:
             resp = yield backend.Send(p.operation, pager.request, self.stats)
+            if older and pager.sent == 0 and not resp.get("ScannedCount") and not resp.get("LastEvaluatedKey"):
+                # nothing at all under the current key (a Query on one whole key: conditions GetItem
+                # cannot check): Meta.read_versions may hold the item, as get() finds it
+                for version, request in older:
+                    again = yield backend.Send(p.operation, {**pager.request, **request}, self.stats)
+                    if again.get("ScannedCount"):
+                        resp, fallback = again, version
+                        break
             pager.got(resp)
             batch: list[Any] = []
             raws = resp.get("Items", ())
@@ -496,6 +506,8 @@ class QuerySet(Generic[T]):
             for raw, obj in decoded:
                 if obj is None:
                     continue
+                if fallback is not None and hasattr(obj, "_state"):
+                    obj._state.fallback = fallback  # a write moves it to the current key first
                 if stop is not None and seen >= stop:  # a read-ahead or the peek went past the window
                     if tail is not None:
                         tail.more = True
@@ -513,6 +525,31 @@ class QuerySet(Generic[T]):
                 return
             if stop is not None and seen >= stop and tail is None:
                 return
+
+    def _older_key_requests(self, p: Plan) -> list[tuple[str, dict[str, Any]]]:
+        """The ``Meta.read_versions`` fallback of a Query on one whole primary key (``p.whole_key``).
+
+        Returns ``(version, ExpressionAttributeValues)`` per older key version, in order: the same
+        request with that version's key in the key condition (one more Query per version tried,
+        sent only when nothing at all is stored under the current key).
+        """
+        meta = self.model._meta
+        older = [v for v in meta.read_versions if v != meta.key_version]
+        if not older or self._state.collection:
+            return []
+        values = {f: v for q in self._state.where for f, lookup, v in q.flatten_and()[0] if lookup == "exact"}
+        if not all(f in values for f in meta.key_fields):
+            return []
+        values = {f: meta.fields[f].validate(v, meta.entity) if f in meta.key_fields else v
+                  for f, v in values.items()}
+        out = []
+        for version in older:
+            key = meta.primary_key(values, version)
+            eav = dict(p.params.get("ExpressionAttributeValues", {}))
+            for attr, placeholder in p.whole_key:
+                eav[placeholder] = key[attr]
+            out.append((version, {"ExpressionAttributeValues": eav}))
+        return out
 
     def _fetch_all(self) -> list[Any]:
         if self._cache is None:
