@@ -352,7 +352,19 @@ class QuerySet(Generic[T]):
         Raises:
             ScanRequired, InvalidQuery, InvalidKeyValue, ValidationError: as evaluation would.
         """
-        return self._plan(count=count)
+        return self._count_source()[0] if count else self._plan()
+
+    def _count_source(self) -> tuple[Plan, QuerySet[Any] | None]:
+        """What :meth:`count` sends first, and the queryset whose items it counts (``None``: Select=COUNT).
+
+        Through a version-blind multi-attribute GSI Select=COUNT would count every copy of an
+        item under each key version: count() then counts what iteration returns, reading keys only.
+        """
+        p = self._plan(count=True)
+        if p.operation == "GetItem" or not _versioned_reads(self.model, p):
+            return p, None
+        reader = self if self._state.collection else self.only(*self.model._meta.key_fields)
+        return reader._plan(), reader
 
     def _plan(self, *, limit: int | None = None, count: bool = False, window: bool = True) -> Plan:
         if window and not count and limit is None:
@@ -808,17 +820,17 @@ class QuerySet(Generic[T]):
         if self._window.start or self._window.stop is not None:
             items = yield from self._fetch_all_steps()
             return len(items)
-        p = self._plan(count=True)
+        p, reader = self._count_source()
         if p.operation == "GetItem":
             batches = yield from backend.collect(self._run_steps(p, prefetch=False))
             return sum(len(batch) for batch in batches)
-        if _versioned_reads(self.model, p):
+        if reader is not None:
             # Select=COUNT would count every copy of an item under each key version (and
             # versions this app does not read): count what iteration returns, reading keys only
-            keys_only = self.only(*self.model._meta.key_fields)
-            keys_only.unreadable = []
-            batches = yield from backend.collect(keys_only._run_steps(keys_only._plan(), prefetch=False))
-            self.stats = keys_only.stats
+            reader = reader._clone() if reader is self else reader
+            reader.unreadable = []
+            batches = yield from backend.collect(reader._run_steps(p, prefetch=False))
+            self.stats = reader.stats
             return sum(len(batch) for batch in batches)
         responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
         return sum(int(resp.get("Count", 0)) for resp in responses)
@@ -1410,8 +1422,14 @@ def _versioned_reads(model: Any, p: Plan) -> bool:
     version in their key text (``{version}#...``) and need none of this.
     """
     bound = p.bound
-    if bound is None or not bound.is_multi or p.entity_types is None:
+    if bound is None or not bound.is_multi:
         return False
+    # a collection reads every entity type of the table: any of them may hold such copies
+    models = model._meta.table._entities.values() if p.entity_types is None else (model,)
+    return any(_versioned_primary(m) for m in models)
+
+
+def _versioned_primary(model: Any) -> bool:
     prim = model._meta.primary
     return VERSION in prim.pk.placeholders or (prim.sk is not None and VERSION in prim.sk.placeholders)
 
@@ -1423,22 +1441,25 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
     ``Meta.read_versions`` is kept only when no item exists under the current keys (one
     BatchGetItem per page for such items), and is marked as read at that version, so a write
     on it first moves it to the current keys (:mod:`dynorm.fallback`). One under any other
-    version (a copy this app does not read) is dropped. Other entity types pass unchanged.
+    version (a copy this app does not read) is dropped. In a collection the same holds for every
+    declared entity of the table whose primary key carries ``{version}``; other items pass unchanged.
 
     Yields BatchGetItem steps; returns the ``(raw, obj)`` pairs kept, in order.
     """
     from .batch import batch_get_steps
     from .writes import stored_key
 
-    meta = model._meta
-    tmeta = meta.table._meta
+    tmeta = model._meta.table._meta
     attrs = [tmeta.pk_attribute] + ([tmeta.sk_attribute] if tmeta.sk_attribute else [])
-    older: list[tuple[int, dict[str, Any]]] = []  # (position, current key) of items read at older versions
+    # (position, entity class, current key) of items read at older versions
+    older: list[tuple[int, Any, dict[str, Any]]] = []
     keep: list[tuple[Any, Any]] = []
     for raw, obj in decoded:
-        if not isinstance(obj, model):
+        # the entity read, or (a collection) any declared entity of the table whose keys carry the version
+        if not (isinstance(obj, model) or (type(obj) in _table_entities(model) and _versioned_primary(type(obj)))):
             keep.append((raw, obj))
             continue
+        meta = type(obj)._meta
         stored = {a: raw.get(a) for a in attrs}
         version = None
         for v in (meta.key_version, *meta.read_versions):
@@ -1452,17 +1473,22 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
             continue  # a copy under a key version this app does not read
         if version != meta.key_version:
             obj._state.fallback = version
-            older.append((len(keep), meta.primary_key(obj.attribute_values)))
+            older.append((len(keep), type(obj), meta.primary_key(obj.attribute_values)))
         keep.append((raw, obj))
     if not older:
         return keep
     unreadable: list[Any] = []
-    found = yield from batch_get_steps([(model, key) for _, key in older], unreadable=unreadable)
+    found = yield from batch_get_steps([(cls, key) for _, cls, key in older], unreadable=unreadable)
     # an item under the current keys exists (readable or not): it is the item, the older copy is not
     current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
     current |= {_key_ident(bad.key) for bad in unreadable}
-    shadowed = {pos for pos, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
+    shadowed = {pos for pos, _, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
     return [pair for i, pair in enumerate(keep) if i not in shadowed]
+
+
+def _table_entities(model: Any) -> set[Any]:
+    """The entity classes declared on ``model``'s table."""
+    return set(model._meta.table._entities.values())
 
 
 def _key_ident(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
