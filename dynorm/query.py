@@ -459,7 +459,8 @@ class QuerySet(Generic[T]):
         number ``start`` up to ``stop`` (exclusive), with ``prefetch()`` resolved. The first
         request is ``p.params`` exactly; later ones change only ``ExclusiveStartKey`` and
         ``Limit``: the matches still needed, or, when a FilterExpression (or a collection's
-        narrowing) can drop items, a read-ahead growing eightfold per request (up to 1000),
+        narrowing, or a multi-attribute GSI holding other types) can drop items, a read-ahead growing
+        eightfold per request (up to 1000),
         so ``first()`` behind a selective filter costs a few requests, not one per item.
 
         With ``tail``, one match more than ``stop`` is read to learn whether there is more;
@@ -483,7 +484,10 @@ class QuerySet(Generic[T]):
             return  # qs[:0] reads nothing
         peek = 1 if tail is not None else 0
         first_limit = p.params.get("Limit")
-        read_ahead = "FilterExpression" in p.params or p.entity_types is None
+        # a multi-attribute GSI holds every item with its attributes, of any type (one no model
+        # declares, too), and iteration drops the foreign ones: read ahead as behind a filter
+        read_ahead = ("FilterExpression" in p.params or p.entity_types is None
+                      or (p.bound is not None and p.bound.is_multi))
         seen = 0  # matches so far, before the window
 
         def next_limit(sent: int) -> int | None:
