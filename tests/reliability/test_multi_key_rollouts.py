@@ -671,3 +671,19 @@ def test_update_past_the_aggregate_key_size_is_refused_before_any_request() -> N
     assert obj.title == "x" * 1000
     obj.update(title="z" * 1022)  # 2 bytes for the number 1 + 1022: exactly the limit
     assert Adv13bItem.objects.get(tenant_id="t", item_id="u").title == "z" * 1022
+
+
+def test_count_and_exists_on_the_whole_key_with_a_condition_fall_back_as_iteration_does(io: Any) -> None:
+    _put_roll("v2", "r3", 3, "old-only")
+    _rollout_leftover("r1")
+    qs = Adv13bRoll.objects.filter(roll_id="r3", size__gte=2)
+    with dynorm.capture() as cap:
+        assert io(qs, "count") == 1
+    assert cap.operations == ["Query", "Query"]
+    assert cap.requests[0].params == qs.explain(count=True).params
+    assert io(qs, "exists")
+    shadowed = Adv13bRoll.objects.filter(roll_id="r1", size__lte=3)  # v3 exists (size 5): no fallback
+    with dynorm.capture() as cap:
+        assert io(shadowed, "count") == 0
+    assert cap.operations == ["Query"]
+    assert not io(shadowed, "exists")
