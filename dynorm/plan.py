@@ -550,7 +550,7 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         if best.sk is None:
             whole = ((tmeta.pk_attribute, pk_placeholder),)
         elif sk_full is not None and tmeta.sk_attribute:
-            sk_ph = next((ph for ph, av in b.values.items() if av == {"S": sk_full}), None)
+            sk_ph = next((ph for ph, av in b.values.items() if av == {"S": sk_full} and ph != pk_placeholder), None)
             if sk_ph is not None and sk_cond == f"{b.name(tmeta.sk_attribute)} = {sk_ph}":
                 whole = ((tmeta.pk_attribute, pk_placeholder), (tmeta.sk_attribute, sk_ph))
         if whole:
