@@ -938,10 +938,14 @@ class QuerySet(Generic[T]):
     def create(self, **fields: Any) -> T:
         """Create and return a new item; refuses to overwrite.
 
-        Issues PutItem with ``attribute_not_exists(PK)``.
+        Issues PutItem with ``attribute_not_exists(PK)``. While ``Meta.read_versions`` lists older
+        key versions: one TransactWriteItems instead, that Put plus a ``ConditionCheck``
+        ``attribute_not_exists`` on the key under each older version (2 WCU + 1 per version), so
+        an item stored only under an older key (which ``get()`` reads) is never hidden.
 
         Raises:
-            AlreadyExists: an item with the same primary key exists (nothing is overwritten).
+            AlreadyExists: an item with the same primary key exists, under the current or an
+                older read key version (nothing is written).
             ValidationError, InvalidKeyValue: bad values (before any request).
         """
         obj = self.model(**fields)
@@ -1112,7 +1116,13 @@ class QuerySet(Generic[T]):
         Race-safe through conditional writes: a lost race (someone created or changed the
         item first) re-reads and tries again, up to ``attempts`` times.
 
-        Requests: GetItem (ConsistentRead), then UpdateItem or PutItem.
+        Requests: GetItem (ConsistentRead), then UpdateItem or PutItem (a TransactWriteItems
+        during a key-version rollout, as :meth:`create`).
+
+        Raises:
+            AlreadyExists: an item holds this primary key but its fields differ from the other
+                lookups in ``kwargs`` (it is not the item asked for); nothing was written.
+            StaleWrite: lost the race ``attempts`` times.
         """
         return backend.drive(self._update_or_create_steps(defaults, attempts, kwargs))  # type: ignore
 
