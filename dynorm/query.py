@@ -940,7 +940,8 @@ class QuerySet(Generic[T]):
 
         Issues PutItem with ``attribute_not_exists(PK)``. While ``Meta.read_versions`` lists older
         key versions: one TransactWriteItems instead, that Put plus a ``ConditionCheck``
-        ``attribute_not_exists`` on the key under each older version (2 WCU + 1 per version), so
+        ``attribute_not_exists`` on the key under each older version (billed as transactional
+        writes: up to 4 WCU for a 1 KB item and one older version, against 1), so
         an item stored only under an older key (which ``get()`` reads) is never hidden.
 
         Raises:

@@ -109,7 +109,8 @@ def send_create_steps(op: WriteOp, older_keys: list[tuple[str, dict[str, Any]]])
     key: reads find it there, so a new item under the current key would hide it (its data lost
     to every read). One TransactWriteItems: the conditional Put plus one ``ConditionCheck``
     ``attribute_not_exists`` per older key, under a ``ClientRequestToken`` (a retried request is
-    applied once). Costs twice the WCU of the Put plus one WCU per check.
+    applied once). Billed as transactional writes: twice the Put's WCU, and each check like a
+    transactional write.
 
     Args:
         op: the planned create (:func:`dynorm.writes.prepare_put` with ``create=True``).
