@@ -81,7 +81,11 @@ class Page(Generic[T]):
 
 @dataclass
 class _Tail:
-    """What the pipeline learnt past a page's end: the raw last item returned, and whether more match."""
+    """What the pipeline learnt past a page's end: the raw last item returned, and whether more match.
+
+    For a GetItem, ``more`` says whether any item is stored under the key (whether or not it
+    meets the plan's checks): ``get()`` falls back to older key versions only when none is.
+    """
 
     last: dict[str, Any] | None = None
     more: bool = False
