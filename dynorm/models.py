@@ -24,7 +24,7 @@ from .fallback import move_to_current_steps
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
-from .sender import send, send_steps
+from .sender import send, send_create_steps, send_steps
 from .tables import Table
 from .writes import prepare_delete, prepare_put, prepare_update, stored_key
 
@@ -272,7 +272,16 @@ class Entity(Model, metaclass=EntityMeta):
                     loader(self)
         if self._state.fallback:  # read under an older key version: move it to the current one first
             yield from move_to_current_steps(self)
-        yield from send_steps(prepare_put(self, create=create, update_fields=update_fields))
+        op = prepare_put(self, create=create, update_fields=update_fields)
+        meta = self._meta
+        older = [v for v in meta.read_versions if v != meta.key_version]
+        if op.create and older:
+            # during a rollout an item may exist only under an older key: creating one under the
+            # current key would hide it from every read, so the create checks those keys too
+            values = self.attribute_values
+            yield from send_create_steps(op, [(v, meta.primary_key(values, v)) for v in older])
+            return
+        yield from send_steps(op)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
         """Change fields in one UpdateItem (ReturnValues ALL_NEW) and refresh the instance.

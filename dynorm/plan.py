@@ -88,6 +88,9 @@ class Plan:
         checks: for GetItem, ``(attribute, value)`` equalities the item read must meet (the
             conditions beyond the primary key; GetItem takes no FilterExpression). An item
             failing one is not a result.
+        whole_key: for a Query on one whole primary key (conditions GetItem cannot check),
+            ``(key attribute, value placeholder)`` of its key condition: the read_versions
+            fallback sends it again with an older version's key in those placeholders.
         params: the exact request parameters.
         entity_types: the entity types the results may hold (``None`` = any, collections).
     """
@@ -106,6 +109,7 @@ class Plan:
     entity_types: frozenset[str] | None = None
     bound: BoundIndex | None = field(default=None, repr=False)
     checks: tuple[tuple[str, dict[str, Any]], ...] = ()
+    whole_key: tuple[tuple[str, str], ...] = ()
 
     def admits(self, item: dict[str, Any]) -> bool:
         """True when the raw ``item`` a GetItem returned meets :attr:`checks` (DynamoDB's equality)."""
@@ -521,7 +525,8 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         return Plan("GetItem", table, None, PRIMARY, None, None, projection, b.names, b.values, params,
                     key=key, entity_types=entity_types, bound=best, checks=tuple(checks.items()))
 
-    conds = [f"{b.name(best.pk_attr)} = {b.value({'S': pk_value})}"]
+    pk_placeholder = b.value({'S': pk_value})
+    conds = [f"{b.name(best.pk_attr)} = {pk_placeholder}"]
     for i, (f, lk, _) in enumerate(leaves):
         if lk == "exact" and f in best.pk.fields and best.pk.exact_for(f):
             used.add(i)
@@ -539,7 +544,18 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         # "M#{m}", or a type no model declares), so Select=COUNT must not count them
         type_cond = f"{b.name(tmeta.type_attribute)} = {b.value({'S': typed.entity_type})}"
         filter_expr = f"{type_cond} AND {filter_expr}" if filter_expr else type_cond
-    return _query_plan(state, b, meta, tmeta, best, table, conds, filter_expr, entity_types, limit, count)
+    qp = _query_plan(state, b, meta, tmeta, best, table, conds, filter_expr, entity_types, limit, count)
+    if best.name == PRIMARY and not state.collection and tmeta.pk_attribute == best.pk_attr:
+        whole: tuple[tuple[str, str], ...] = ()
+        if best.sk is None:
+            whole = ((tmeta.pk_attribute, pk_placeholder),)
+        elif sk_full is not None and tmeta.sk_attribute:
+            sk_ph = next((ph for ph, av in b.values.items() if av == {"S": sk_full} and ph != pk_placeholder), None)
+            if sk_ph is not None and sk_cond == f"{b.name(tmeta.sk_attribute)} = {sk_ph}":
+                whole = ((tmeta.pk_attribute, pk_placeholder), (tmeta.sk_attribute, sk_ph))
+        if whole:
+            qp = replace(qp, whole_key=whole)
+    return qp
 
 
 def _query_plan(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any, best: BoundIndex, table: str,

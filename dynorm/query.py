@@ -89,7 +89,11 @@ class Page(Generic[T]):
 
 @dataclass
 class _Tail:
-    """What the pipeline learnt past a page's end: the raw last item returned, and whether more match."""
+    """What the pipeline learnt past a page's end: the raw last item returned, and whether more match.
+
+    For a GetItem, ``more`` says whether any item is stored under the key (whether or not it
+    meets the plan's checks): ``get()`` falls back to older key versions only when none is.
+    """
 
     last: dict[str, Any] | None = None
     more: bool = False
@@ -384,7 +388,19 @@ class QuerySet(Generic[T]):
         Raises:
             ScanRequired, InvalidQuery, InvalidKeyValue, ValidationError: as evaluation would.
         """
-        return self._plan(count=count)
+        return self._count_source()[0] if count else self._plan()
+
+    def _count_source(self) -> tuple[Plan, QuerySet[Any] | None]:
+        """What :meth:`count` sends first, and the queryset whose items it counts (``None``: Select=COUNT).
+
+        Through a version-blind multi-attribute GSI Select=COUNT would count every copy of an
+        item under each key version: count() then counts what iteration returns, reading keys only.
+        """
+        p = self._plan(count=True)
+        if p.operation == "GetItem" or not _versioned_reads(self.model, p):
+            return p, None
+        reader = self if self._state.collection else self.only(*self.model._meta.key_fields)
+        return reader._plan(), reader
 
     def _plan(self, *, limit: int | None = None, count: bool = False, window: bool = True) -> Plan:
         if window and not count and limit is None:
@@ -479,7 +495,8 @@ class QuerySet(Generic[T]):
         number ``start`` up to ``stop`` (exclusive), with ``prefetch()`` resolved. The first
         request is ``p.params`` exactly; later ones change only ``ExclusiveStartKey`` and
         ``Limit``: the matches still needed, or, when a FilterExpression (or a collection's
-        narrowing) can drop items, a read-ahead growing eightfold per request (up to 1000),
+        narrowing, or a multi-attribute GSI holding other types) can drop items, a read-ahead growing
+        eightfold per request (up to 1000),
         so ``first()`` behind a selective filter costs a few requests, not one per item.
 
         With ``tail``, one match more than ``stop`` is read to learn whether there is more;
@@ -491,6 +508,8 @@ class QuerySet(Generic[T]):
         if p.operation == "GetItem":
             resp = yield backend.Send("GetItem", p.params, self.stats)
             item = resp.get("Item")
+            if tail is not None:  # get(): whether any item is stored under this key (checks aside)
+                tail.more = item is not None
             obj = decode(item) if item and p.admits(item) else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
             if prefetch:
@@ -501,7 +520,10 @@ class QuerySet(Generic[T]):
             return  # qs[:0] reads nothing
         peek = 1 if tail is not None else 0
         first_limit = p.params.get("Limit")
-        read_ahead = "FilterExpression" in p.params or p.entity_types is None
+        # a multi-attribute GSI holds every item with its attributes, of any type (one no model
+        # declares, too), and iteration drops the foreign ones: read ahead as behind a filter
+        read_ahead = ("FilterExpression" in p.params or p.entity_types is None
+                      or (p.bound is not None and p.bound.is_multi))
         seen = 0  # matches so far, before the window
 
         def next_limit(sent: int) -> int | None:
@@ -514,9 +536,19 @@ class QuerySet(Generic[T]):
         if versions:
             read_ahead = True  # copies at other key versions are dropped after the read
 
+        older = self._older_key_requests(p) if p.whole_key and not start_key else []
+        fallback: str | None = None
         pager = backend.Pager(p.params, start_key, next_limit)
         while pager.request is not None:
             resp = yield backend.Send(p.operation, pager.request, self.stats)
+            if older and pager.sent == 0 and not resp.get("ScannedCount") and not resp.get("LastEvaluatedKey"):
+                # nothing at all under the current key (a Query on one whole key: conditions GetItem
+                # cannot check): Meta.read_versions may hold the item, as get() finds it
+                for version, request in older:
+                    again = yield backend.Send(p.operation, {**pager.request, **request}, self.stats)
+                    if again.get("ScannedCount"):
+                        resp, fallback = again, version
+                        break
             pager.got(resp)
             batch: list[Any] = []
             raws = resp.get("Items", ())
@@ -526,6 +558,8 @@ class QuerySet(Generic[T]):
             for raw, obj in decoded:
                 if obj is None:
                     continue
+                if fallback is not None and hasattr(obj, "_state"):
+                    obj._state.fallback = fallback  # a write moves it to the current key first
                 if stop is not None and seen >= stop:  # a read-ahead or the peek went past the window
                     if tail is not None:
                         tail.more = True
@@ -543,6 +577,31 @@ class QuerySet(Generic[T]):
                 return
             if stop is not None and seen >= stop and tail is None:
                 return
+
+    def _older_key_requests(self, p: Plan) -> list[tuple[str, dict[str, Any]]]:
+        """The ``Meta.read_versions`` fallback of a Query on one whole primary key (``p.whole_key``).
+
+        Returns ``(version, ExpressionAttributeValues)`` per older key version, in order: the same
+        request with that version's key in the key condition (one more Query per version tried,
+        sent only when nothing at all is stored under the current key).
+        """
+        meta = self.model._meta
+        older = [v for v in meta.read_versions if v != meta.key_version]
+        if not older or self._state.collection:
+            return []
+        values = {f: v for q in self._state.where for f, lookup, v in q.flatten_and()[0] if lookup == "exact"}
+        if not all(f in values for f in meta.key_fields):
+            return []
+        values = {f: meta.fields[f].validate(v, meta.entity) if f in meta.key_fields else v
+                  for f, v in values.items()}
+        out = []
+        for version in older:
+            key = meta.primary_key(values, version)
+            eav = dict(p.params.get("ExpressionAttributeValues", {}))
+            for attr, placeholder in p.whole_key:
+                eav[placeholder] = key[attr]
+            out.append((version, {"ExpressionAttributeValues": eav}))
+        return out
 
     def _fetch_all(self) -> list[Any]:
         if self._cache is None:
@@ -687,8 +746,12 @@ class QuerySet(Generic[T]):
         items: list[Any] = []
         qs.unreadable = []
         if p.operation == "GetItem":
-            items = yield from backend.first_emit(qs._run_steps(p), [])
-            if not items:
+            stored = _Tail()
+            items = yield from backend.first_emit(qs._run_steps(p, tail=stored), [])
+            if not items and not stored.more:
+                # nothing at all under the current key: Meta.read_versions may hold it. An item
+                # that is there but fails the checks shadows every older copy (that copy is
+                # not the item: iteration never returns it, and saving it would overwrite it)
                 items = yield from qs._get_older_versions(p, kwargs)
         else:
             stop = qs._window.start + 2 if qs._window.stop is None else min(qs._window.stop, qs._window.start + 2)
@@ -725,11 +788,14 @@ class QuerySet(Generic[T]):
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
         for version in older:
             key = meta.primary_key(values, version)
+            stored = _Tail()
             found = yield from backend.first_emit(self._run_steps(replace(p, params={**p.params, "Key": key},
-                                                                           key=key)), [])
+                                                                           key=key), tail=stored), [])
             if found:
                 found[0]._state.fallback = version
                 return found
+            if stored.more:
+                return []  # the item under this version fails the checks: it shadows older ones
         # a migration may have moved the item to the current key version between our reads:
         # one consistent re-read of the current key tells "moved meanwhile" from "does not exist"
         again = yield from backend.first_emit(self._run_steps(replace(p, params={**p.params, "ConsistentRead": True})),
@@ -800,19 +866,25 @@ class QuerySet(Generic[T]):
         if self._window.start or self._window.stop is not None:
             items = yield from self._fetch_all_steps()
             return len(items)
-        p = self._plan(count=True)
+        p, reader = self._count_source()
         if p.operation == "GetItem":
             batches = yield from backend.collect(self._run_steps(p, prefetch=False))
             return sum(len(batch) for batch in batches)
-        if _versioned_reads(self.model, p):
+        if reader is not None:
             # Select=COUNT would count every copy of an item under each key version (and
             # versions this app does not read): count what iteration returns, reading keys only
-            keys_only = self.only(*self.model._meta.key_fields)
-            keys_only.unreadable = []
-            batches = yield from backend.collect(keys_only._run_steps(keys_only._plan(), prefetch=False))
-            self.stats = keys_only.stats
+            reader = reader._clone() if reader is self else reader
+            reader.unreadable = []
+            batches = yield from backend.collect(reader._run_steps(p, prefetch=False))
+            self.stats = reader.stats
             return sum(len(batch) for batch in batches)
         responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
+        if p.whole_key and not any(resp.get("ScannedCount") for resp in responses):
+            # nothing at all under the current key: the read_versions fallback, as iteration does
+            for _version, request in self._older_key_requests(p):
+                resp = yield backend.Send(p.operation, {**p.params, **request}, self.stats)
+                if resp.get("ScannedCount"):
+                    return int(resp.get("Count", 0))
         return sum(int(resp.get("Count", 0)) for resp in responses)
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
@@ -925,10 +997,15 @@ class QuerySet(Generic[T]):
     def create(self, **fields: Any) -> T:
         """Create and return a new item; refuses to overwrite.
 
-        Issues PutItem with ``attribute_not_exists(PK)``.
+        Issues PutItem with ``attribute_not_exists(PK)``. While ``Meta.read_versions`` lists older
+        key versions: one TransactWriteItems instead, that Put plus a ``ConditionCheck``
+        ``attribute_not_exists`` on the key under each older version (billed as transactional
+        writes: up to 4 WCU for a 1 KB item and one older version, against 1), so
+        an item stored only under an older key (which ``get()`` reads) is never hidden.
 
         Raises:
-            AlreadyExists: an item with the same primary key exists (nothing is overwritten).
+            AlreadyExists: an item with the same primary key exists, under the current or an
+                older read key version (nothing is written).
             ValidationError, InvalidKeyValue: bad values (before any request).
         """
         obj = self.model(**fields)
@@ -942,11 +1019,8 @@ class QuerySet(Generic[T]):
         return obj
 
     def _create_steps(self, fields: dict[str, Any]) -> backend.Steps:
-        from .sender import send_steps
-        from .writes import prepare_put
-
         obj = self.model(**fields)
-        yield from send_steps(prepare_put(obj, create=True))
+        yield from obj._save_steps(None, True)  # create(): the same conditional write
         return obj
 
     def _primary_key_filter(self, what: str) -> dict[str, Any]:
@@ -1102,7 +1176,13 @@ class QuerySet(Generic[T]):
         Race-safe through conditional writes: a lost race (someone created or changed the
         item first) re-reads and tries again, up to ``attempts`` times.
 
-        Requests: GetItem (ConsistentRead), then UpdateItem or PutItem.
+        Requests: GetItem (ConsistentRead), then UpdateItem or PutItem (a TransactWriteItems
+        during a key-version rollout, as :meth:`create`).
+
+        Raises:
+            AlreadyExists: an item holds this primary key but its fields differ from the other
+                lookups in ``kwargs`` (it is not the item asked for); nothing was written.
+            StaleWrite: lost the race ``attempts`` times.
         """
         return backend.drive(self._update_or_create_steps(defaults, attempts, kwargs))  # type: ignore
 
@@ -1120,14 +1200,27 @@ class QuerySet(Generic[T]):
             raise InvalidQuery(f"update_or_create on {self.model.__name__} needs the primary-key field(s) "
                                f"{', '.join(missing)}.")
         validate_values(self.model._meta, {**(defaults or {}), **kwargs})  # bad values: refused before the read
+        keys = {f: kwargs[f] for f in self.model._meta.key_fields}
         for attempt in range(max(attempts, 1)):
             try:
                 obj = yield from self.consistent()._get_steps((), kwargs)
             except self.model.DoesNotExist:
                 try:
                     return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
-                except AlreadyExists:
-                    continue
+                except AlreadyExists as exc:
+                    if len(keys) == len(kwargs):
+                        continue  # created by another caller since the read: read it again
+                    # an item holds this primary key: when it differs from the lookups it is not
+                    # the one asked for (updating it would change another), as get_or_create says
+                    try:
+                        yield from self.consistent()._get_steps((), keys)
+                    except self.model.DoesNotExist:
+                        continue  # deleted since: try again
+                    asked = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k not in keys)
+                    raise AlreadyExists(
+                        f"update_or_create on {self.model.__name__}: an item with this primary key exists, but its "
+                        f"fields differ from {asked}; nothing was written. Give only the primary-key fields "
+                        "(and defaults=...) to update it.") from exc
             try:
                 if defaults:
                     yield from obj._update_steps(None, dict(defaults))
@@ -1462,8 +1555,14 @@ def _versioned_reads(model: Any, p: Plan) -> bool:
     version in their key text (``{version}#...``) and need none of this.
     """
     bound = p.bound
-    if bound is None or not bound.is_multi or p.entity_types is None:
+    if bound is None or not bound.is_multi:
         return False
+    # a collection reads every entity type of the table: any of them may hold such copies
+    models = model._meta.table._entities.values() if p.entity_types is None else (model,)
+    return any(_versioned_primary(m) for m in models)
+
+
+def _versioned_primary(model: Any) -> bool:
     prim = model._meta.primary
     return VERSION in prim.pk.placeholders or (prim.sk is not None and VERSION in prim.sk.placeholders)
 
@@ -1475,22 +1574,25 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
     ``Meta.read_versions`` is kept only when no item exists under the current keys (one
     BatchGetItem per page for such items), and is marked as read at that version, so a write
     on it first moves it to the current keys (:mod:`dynorm.fallback`). One under any other
-    version (a copy this app does not read) is dropped. Other entity types pass unchanged.
+    version (a copy this app does not read) is dropped. In a collection the same holds for every
+    declared entity of the table whose primary key carries ``{version}``; other items pass unchanged.
 
     Yields BatchGetItem steps; returns the ``(raw, obj)`` pairs kept, in order.
     """
     from .batch import batch_get_steps
     from .writes import stored_key
 
-    meta = model._meta
-    tmeta = meta.table._meta
+    tmeta = model._meta.table._meta
     attrs = [tmeta.pk_attribute] + ([tmeta.sk_attribute] if tmeta.sk_attribute else [])
-    older: list[tuple[int, dict[str, Any]]] = []  # (position, current key) of items read at older versions
+    # (position, entity class, current key) of items read at older versions
+    older: list[tuple[int, Any, dict[str, Any]]] = []
     keep: list[tuple[Any, Any]] = []
     for raw, obj in decoded:
-        if not isinstance(obj, model):
+        # the entity read, or (a collection) any declared entity of the table whose keys carry the version
+        if not (isinstance(obj, model) or (type(obj) in _table_entities(model) and _versioned_primary(type(obj)))):
             keep.append((raw, obj))
             continue
+        meta = type(obj)._meta
         stored = {a: raw.get(a) for a in attrs}
         version = None
         for v in (meta.key_version, *meta.read_versions):
@@ -1504,7 +1606,7 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
             continue  # a copy under a key version this app does not read
         if version != meta.key_version:
             obj._state.fallback = version
-            older.append((len(keep), meta.primary_key(obj.attribute_values)))
+            older.append((len(keep), type(obj), meta.primary_key(obj.attribute_values)))
         keep.append((raw, obj))
     if not older:
         return keep
@@ -1512,15 +1614,20 @@ def _current_copies(model: Any, decoded: list[tuple[Any, Any]]) -> backend.Steps
     # not. A current copy in this page answers without a read (a copy-mode rekey puts both copies
     # side by side in the index); the others are looked up, 0.5 RCU each (as get()'s fallback)
     current = {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for _, o in keep
-               if isinstance(o, model) and not o._state.fallback}
-    ask = [key for _, key in older if _key_ident({a: v["S"] for a, v in key.items()}) not in current]
+               if hasattr(o, "_state") and not o._state.fallback}
+    ask = [(cls, key) for _, cls, key in older if _key_ident({a: v["S"] for a, v in key.items()}) not in current]
     if ask:
         unreadable: list[Any] = []
-        found = yield from batch_get_steps([(model, key) for key in ask], unreadable=unreadable)
+        found = yield from batch_get_steps(ask, unreadable=unreadable)
         current |= {_key_ident({a: v["S"] for a, v in stored_key(o).items()}) for o in found}
         current |= {_key_ident(bad.key) for bad in unreadable}
-    shadowed = {pos for pos, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
+    shadowed = {pos for pos, _, key in older if _key_ident({a: v["S"] for a, v in key.items()}) in current}
     return [pair for i, pair in enumerate(keep) if i not in shadowed]
+
+
+def _table_entities(model: Any) -> set[Any]:
+    """The entity classes declared on ``model``'s table."""
+    return set(model._meta.table._entities.values())
 
 
 def _key_ident(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -626,6 +626,33 @@ def check_index_attributes(meta: Any, item: Mapping[str, Any]) -> None:
                         raise InvalidKeyValue(
                             f"{meta.entity}.{fname}={_short(raw)}: {attr} is a {role} key attribute of GSI {gname} "
                             f"and would be {problem}. Nothing was sent.", entity=meta.entity, field=fname, value=raw)
+            _check_aggregate_key_size(meta, gname, role, [a for a, _ in pairs], item)
+
+
+def _check_aggregate_key_size(meta: Any, gname: str, role: str, attrs: list[str], item: Mapping[str, Any]) -> None:
+    """Refuse key attributes of one role of a multi-attribute GSI whose sizes add up past DynamoDB's limit.
+
+    DynamoDB limits the sum of the HASH attributes to 2048 bytes and of the RANGE attributes to
+    1024 bytes (strings in UTF-8, binaries as bytes, numbers 1 byte per two significant digits
+    plus 1), whatever each one's own size.
+    """
+    present = [(a, item[a]) for a in attrs if isinstance(item.get(a), dict) and {"S", "N", "B"} & set(item[a])]
+    if len(present) < 2:
+        return
+    sizes = [(a, _codec.av_size(av)) for a, av in present]
+    total = sum(size for _, size in sizes)
+    limit = _codec.MAX_PARTITION_KEY_BYTES if role == "partition" else _codec.MAX_SORT_KEY_BYTES
+    if total <= limit:
+        return
+    names = {f.attr_name: n for n, f in meta.fields.items()}
+    fname, biggest = max(sizes, key=lambda pair: pair[1])
+    field = names.get(fname, fname)
+    value = next(iter(dict(present)[fname].values()))
+    described = ", ".join(f"{names.get(a, a)} ({size} bytes)" for a, size in sizes)
+    raise InvalidKeyValue(
+        f"{meta.entity}: the {role} key attributes of GSI {gname} would be {total} bytes together: {described}, over "
+        f"DynamoDB's {limit}-byte limit for the sum of an index's {role} key attributes; shorten {field} (or another). "
+        "Nothing was sent.", entity=meta.entity, field=field, value=value)
 
 
 def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
@@ -812,6 +839,13 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
         known.update(instance.key)
     known.update({k: v for k, v in (key or {}).items()})
     known.update(plain)
+    multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
+    if multi_attrs:
+        # the sum of a multi-attribute GSI's key attributes, with the values the item will hold
+        # (those known: the instance read, the key, the changes)
+        check_index_attributes(meta, {f.attr_name: _value_av(meta, n, known[n]) for n, f in meta.fields.items()
+                                      if f.attr_name in multi_attrs and known.get(n) is not None
+                                      and not isinstance(known[n], F)})
     key_values: dict[str, Any] = {}
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:

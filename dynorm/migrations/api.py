@@ -59,6 +59,7 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
     if splits and not empty:
         raise MigrationError("refusing to write a migration that splits an item collection: " + " ".join(splits))
     ops = [] if empty else detect_changes(old, new)
+    _check_new_multi_gsis(ops, tables)
     if not ops and not empty:
         return MakeResult(None, [], None, None)
     leaves = _leaves(migrations)
@@ -77,6 +78,34 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
     path = folder / f"{full}.py"
     path.write_text(source)
     return MakeResult(full, ops, path, source)
+
+
+def _check_new_multi_gsis(ops: list[Operation], tables: list[type[Table]]) -> None:
+    """Refuse to add a multi-attribute GSI that an entity of its table stores with another type.
+
+    DynamoDB would refuse every later write of such an item with a value there (and leave the
+    stored ones out of the backfill). ``Table.check()`` reports it; its message is the reason.
+
+    Raises:
+        MigrationError: naming the entity, field, attribute, both types and what to do instead.
+    """
+    from ..checks import multi_key_problems
+    from .operations import CreateTable, SyncIndexes
+
+    by_name = {t._meta.table_name: t for t in tables}
+    for op in ops:
+        if isinstance(op, SyncIndexes):
+            added, name = list(op.multi_gsis), op.table
+        elif isinstance(op, CreateTable):
+            added, name = list(op.table.multi_gsis), op.table.name
+        else:
+            continue
+        table = by_name.get(name)
+        if not added or table is None:
+            continue
+        problems = [p for p in multi_key_problems(table) if any(f"GSI {g} " in p for g in added)]
+        if problems:
+            raise MigrationError(f"refusing to add multi-attribute GSI(s) {', '.join(added)}: " + " ".join(problems))
 
 
 def _members(state: ProjectState) -> list[CollectionMember]:
