@@ -63,3 +63,52 @@ def test_delete_on_a_v2_instance_during_copy_rollout_is_not_resurrected(project:
     w.delete()  # acknowledged
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00005")
+
+
+def test_a_hung_lock_heartbeat_lets_two_runs_write_at_once(project: Project) -> None:
+    """--lock-ttl: the heartbeat only gives up when a renewal FAILS. A renewal request that hangs (a slow
+    network, botocore's read timeout is 60 s) is never timed out against the lease: the lease expires, a
+    second `migrate` takes the lock and runs, while the first one keeps writing."""
+    import threading
+    import time
+
+    from dynorm.migrations.ledger import MigrationLocked
+
+    load_v1(project, 120)
+    project.write_models(**V2)
+    project.makemigrations()
+    sends: list[tuple[float, str]] = []
+    hung = {"n": 0}
+
+    def hang_heartbeat(request: Any, **kwargs: Any) -> None:
+        if b"lock#" in request.body and b"SET #exp" in request.body and hung["n"] == 0:
+            hung["n"] = 1
+            time.sleep(4.0)  # the renewal request hangs (network), then goes through
+
+    def record(request: Any, **kwargs: Any) -> None:
+        sends.append((time.monotonic(), threading.current_thread().name))
+
+    a_done: dict[str, Any] = {}
+
+    def run_a() -> None:
+        try:
+            a_done["report"] = project.executor().migrate(MigrateOptions(segments=1, lock_ttl=1, max_wcu=30))
+        except Exception as exc:  # noqa: BLE001
+            a_done["error"] = exc
+
+    with Hook("before-send.dynamodb.UpdateItem", hang_heartbeat), \
+            Hook("before-send.dynamodb.TransactWriteItems", record):
+        a = threading.Thread(target=run_a, name="runA")
+        a.start()
+        time.sleep(2.0)  # A's lease (1 s) has expired; A is still running
+        b_start = time.monotonic()
+        b_ok = True
+        try:
+            project.executor().migrate(MigrateOptions(segments=1, lock_ttl=60))
+        except MigrationLocked:
+            b_ok = False
+        b_end = time.monotonic()
+        a.join(timeout=120)
+    a_threads = {name for t, name in sends if t < b_start}
+    a_during_b = [t for t, name in sends if name in a_threads and b_start <= t <= b_end]
+    assert not (b_ok and len(a_during_b) > 1), (b_ok, len(a_during_b), sorted(a_threads), a_done)
