@@ -235,3 +235,42 @@ def test_queryset_delete_during_copy_rollout_is_not_resurrected(project: Project
     v2.Widget.objects.filter(widget_id="w00006").delete()
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00006")
+
+
+def _v1_only(project: Project) -> Any:
+    """Items at v1 only (the rekey not run yet); the v2 models read through read_versions=[v2, v1]."""
+    load_v1(project, 10)
+    project.write_models(**V2)
+    project.makemigrations()
+    return project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+
+
+def test_tx_delete_by_key_of_an_item_read_through_read_versions(project: Project) -> None:
+    """`tx.delete(Model, key)` (no instance) does not follow read_versions: the transaction commits (the
+    unconditional Delete at the v2 key deletes nothing) and `get()` still returns the item."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00001").maker == "m1"
+    with dynorm.transaction() as tx:
+        tx.delete(v2.Widget, {"widget_id": "w00001"})  # acknowledged
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00001")
+    assert _raw(project, "v1", "w00001") is None
+
+
+def test_tx_update_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """Issue 3 made `objects.filter(<full key>).update()` follow the fallback of get(); `tx.update(Model, key)`
+    still raises DoesNotExist for an item get() finds."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 0
+    with dynorm.transaction() as tx:
+        tx.update(v2.Widget, {"widget_id": "w00002"}, counter=dynorm.F("counter") + 5)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 5
+
+
+def test_queryset_delete_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """`objects.filter(<full key>).delete()` returns 0 and the item get() finds stays."""
+    v2 = _v1_only(project)
+    v2.Widget.objects.get(widget_id="w00004")
+    v2.Widget.objects.filter(widget_id="w00004").delete()
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00004")
