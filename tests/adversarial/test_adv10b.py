@@ -274,3 +274,16 @@ def test_queryset_delete_by_key_follows_read_versions_like_get(project: Project)
     v2.Widget.objects.filter(widget_id="w00004").delete()
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00004")
+
+
+def test_create_refuses_an_id_that_get_finds_through_read_versions(project: Project) -> None:
+    """During the rollout (v2 models, read_versions=[v2, v1], the item still at v1), `create()` of an existing
+    id succeeds: it checks only the v2 key. get() now returns the new item, the v1 one is shadowed, and the
+    move is stuck partial ("the new key already holds a different item")."""
+    from dynorm.exceptions import AlreadyExists
+
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00001").maker == "m1"
+    with pytest.raises(AlreadyExists):
+        v2.Widget.objects.create(widget_id="w00001", maker="dup")
+    assert [i["PK"]["S"] for i in widgets(project.table) if i["widget_id"]["S"] == "w00001"] == ["v1#W#w00001"]
