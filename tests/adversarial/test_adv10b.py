@@ -59,15 +59,14 @@ def test_delete_version_drops_a_v1_update_made_after_the_copy(project: Project) 
     v1 = project.write_models(**V1)
     v1.Widget.objects.filter(widget_id="w00003").update(maker="updated-by-v1-app")  # acknowledged
     assert _raw(project, "v1", "w00003")["maker"]["S"] == "updated-by-v1-app"
-    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
     (project.dir / "migrations" / "0003_drop_v1.py").write_text(textwrap.dedent(DROP_V1.format(extra="")))
     try:
         project.executor().migrate(MigrateOptions())
     except Exception:
         pass  # refusing would be fine
     makers = [i["maker"]["S"] for i in widgets(project.table) if i["widget_id"]["S"] == "w00003"]
-    assert "updated-by-v1-app" in makers, makers
-    assert v2.Widget.objects.get(widget_id="w00003").maker == "updated-by-v1-app"
+    assert "updated-by-v1-app" in makers, makers  # refused (v1 kept) or the copy brought up to date
 
 
 def test_delete_on_a_v2_instance_during_copy_rollout_is_not_resurrected(project: Project) -> None:
