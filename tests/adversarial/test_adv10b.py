@@ -286,3 +286,28 @@ def test_create_refuses_an_id_that_get_finds_through_read_versions(project: Proj
     with pytest.raises(AlreadyExists):
         v2.Widget.objects.create(widget_id="w00001", maker="dup")
     assert [i["PK"]["S"] for i in widgets(project.table) if i["widget_id"]["S"] == "w00001"] == ["v1#W#w00001"]
+
+
+def test_plan_wcu_bound_counts_the_copies_of_delete_version_copy_missing(project: Project) -> None:
+    """`--plan` promises upper bounds. DeleteVersion(copy_missing=True) may copy every old item (transactional
+    Put: 2 WCU per started KB, docs/migrations.md) before deleting it, but its WCU figure counts the deletes
+    only: 100 copies (>= 200 WCU by the documented rule) + 200 WCU of deletes (reported) vs a bound of ~234.
+    (DynamoDB Local's ConsumedCapacity for TransactWriteItems is not usable, so copies use the rule.)"""
+    load_v1(project, 100)
+    project.write_models(**V2)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions(fake=True))  # recorded applied, nothing copied
+    (project.dir / "migrations" / "0003_drop_v1.py").write_text(
+        textwrap.dedent(DROP_V1.format(extra=", copy_missing=True")))
+    ex = project.executor()
+    bound = ex.estimate(ex.migrations[-1].operations[0], MigrateOptions(segments=1))
+    deletes = {"w": 0.0}
+
+    def consumed(parsed: Any, **kw: Any) -> None:
+        deletes["w"] += sum(float(c.get("CapacityUnits", 0.0)) for c in parsed.get("ConsumedCapacity") or [])
+
+    with Hook("after-call.dynamodb.BatchWriteItem", consumed):
+        report = ex.migrate(MigrateOptions(segments=1))
+    copied = report.operations[-1].counts["copied"]
+    assert report.applied == ["0003_drop_v1"] and copied == 100
+    assert 2 * copied + deletes["w"] <= bound.wcu, (bound.wcu, copied, deletes["w"])
