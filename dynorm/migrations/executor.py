@@ -621,7 +621,7 @@ class Executor:
         def segment(seg: int) -> None:
             op_name, params = worker.read_params(seg, total, page_size=None)
             for items, _ in worker.pages(op_name, params, None):
-                missing = worker.missing(items)
+                missing = worker.missing([raw for raw in items if worker.at_version(raw)])
                 if missing and op.copy_missing:
                     result = copies.process([raw for raw, _ in missing])
                     missing = [(key, reason) for key, reason in result.failed]
@@ -639,7 +639,8 @@ class Executor:
             to = copies.op.to_version
             raise MigrationError(
                 f"{name}: {op.describe()} refused; nothing was deleted: {found['n']} item(s) at key version "
-                f"{op.version} have no copy at the current key version {to} (first: {'; '.join(orphans)}). They "
+                f"{op.version} have no copy at the current key version {to}, or a copy of another revision (first: "
+                f"{'; '.join(orphans)}). They "
                 f"were written at {op.version} after the rekey passed them (an application still writing "
                 f"{op.version}), or never copied. Fix: stop every application instance that writes key version "
                 f"{op.version} (deploy the {to} models, with Meta.read_versions during the rollout), then add "
