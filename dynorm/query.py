@@ -405,6 +405,8 @@ class QuerySet(Generic[T]):
             item = resp.get("Item")
             obj = decode(item) if item else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
+            if tail is not None:
+                tail.last = item
             resolve(objs)
             yield objs
             return
@@ -573,11 +575,16 @@ class QuerySet(Generic[T]):
             return []
         leaves = [lf for q in self._state.where for lf in q.flatten_and()[0]]
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
+        rev = meta.table._meta.revision_attribute
         for version in older:
             key = meta.primary_key(values, version)
-            found = next(self._run(replace(p, params={**p.params, "Key": key}, key=key)), [])
+            tail = _Tail()
+            found = next(self._run(replace(p, params={**p.params, "Key": key}, key=key), tail=tail), [])
             if found:
                 found[0]._state.fallback = version
+                if p.projection is None:  # {}: read without a token; None (projected read): not known
+                    raw = tail.last or {}
+                    found[0]._state.fallback_revision = {rev: raw[rev]} if rev in raw else {}
                 return found
         return []
 

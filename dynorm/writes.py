@@ -212,6 +212,7 @@ class WriteOp:
         if self.kind != "Delete":
             state.adding = False
             state.fallback = None
+            state.fallback_revision = None
         return obj
 
 
