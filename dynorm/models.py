@@ -26,7 +26,8 @@ from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send
 from .tables import Table
-from .writes import prepare_delete, prepare_put, prepare_update, stored_key
+from .transaction import send_delete
+from .writes import prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
 
 __all__ = ["Entity"]
 
@@ -299,7 +300,8 @@ class Entity(Model, metaclass=EntityMeta):
         """
         if self._state.fallback:  # read under an older key version: move it to the current one first
             move_to_current(self)
-        send(prepare_delete(type(self), self, condition=condition))
+        # with Meta.read_versions, its keys at the older versions go in the same transaction
+        send_delete(prepare_delete(type(self), self, condition=condition), prepare_delete_older(type(self), self))
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).

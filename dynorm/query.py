@@ -1082,6 +1082,10 @@ class QuerySet(Generic[T]):
         Reads the matches' primary keys first (the queryset's Query/Scan with a
         ProjectionExpression), then deletes them as :meth:`bulk_delete` does: unconditionally
         (no optimistic-locking check; use ``obj.delete()`` for that), UnprocessedItems retried.
+        With ``Meta.read_versions``, each item's keys at the older versions are deleted too; a
+        queryset naming one item by its full primary key finds it as :meth:`get` does (a
+        consistent GetItem per version tried) and deletes it at every version in one
+        TransactWriteItems.
 
         Args:
             **policy: ``max_attempts``, ``base_delay``, ``max_delay`` for unprocessed items.
@@ -1098,6 +1102,19 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("delete() on an item collection: delete per entity "
                                "(Entity.objects.filter(...).delete()).")
         key_fields = self.model._meta.key_fields
+        meta = self.model._meta
+        if [v for v in meta.read_versions if v != meta.key_version] and self.explain().operation == "GetItem":
+            # by key: the same fallback as get() finds the item; it is deleted at every read version
+            from .transaction import send_delete
+            from .writes import prepare_delete, prepare_delete_older
+
+            key = self._primary_key_filter("delete")
+            try:
+                self.consistent().get()
+            except self.model.DoesNotExist:
+                return 0
+            send_delete(prepare_delete(self.model, key), prepare_delete_older(self.model, key))
+            return 1
         keys = [{f: getattr(obj, f) for f in key_fields} for obj in self.only(*key_fields).iterator()]
         if not keys:
             return 0

@@ -156,7 +156,8 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     """Estimate a RekeyEntity (``kind`` ``"move"``/``"copy"``) or DeleteVersion (``"delete"``) on a table.
 
     Args:
-        kind: ``"move"``, ``"copy"`` or ``"delete"``.
+        kind: ``"move"``, ``"copy"``, ``"delete"`` or ``"delete+copy"`` (a DeleteVersion with
+            ``copy_missing``: each old item may be copied, transactional Put, before it is deleted).
         items, table_bytes: DescribeTable's ``ItemCount`` and ``TableSizeBytes``.
         segments: parallel Scan segments (each ends with one extra, possibly empty, page).
         page_size: Scan ``Limit``; group: items per write request.
@@ -175,8 +176,11 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     avg = table_bytes / items if items else 0.0
     read_requests, rcu = scan_bound(items, table_bytes, segments, page_size, consistent)
     catch_up_rcu = 0.0
-    if kind == "move":
-        pages, catch_up_rcu = scan_bound(items, table_bytes, segments, None, consistent)
+    copy_missing = kind == "delete+copy"
+    if copy_missing:
+        kind = "delete"
+    if kind == "move":  # the catch-up Scan always reads consistently
+        pages, catch_up_rcu = scan_bound(items, table_bytes, segments, None, True)
         read_requests += pages
         rcu += catch_up_rcu
     elif kind == "delete":
@@ -191,13 +195,15 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     old_units = units_bound(items, table_bytes)
     new_units = units_bound(items, table_bytes + items * growth)
     if kind == "delete":
-        wcu = old_units * (1 + gsis)
+        wcu = old_units * (1 + gsis) + (new_units * (2 + gsis) if copy_missing else 0)
     elif kind == "copy":
         wcu = new_units * (2 + gsis)
     else:
         wcu = old_units * (2 + gsis) + new_units * (2 + gsis)
-    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu, float(wcu),
-                         catch_up_rcu)
+    writes = math.ceil(items / group) if items else 0
+    if copy_missing:  # plus one TransactWriteItems per page's copies (per group of COPY_GROUP items)
+        writes += math.ceil(items / 100) + read_requests
+    return OperationCost(items, avg, read_requests, writes, rcu, float(wcu), catch_up_rcu)
 
 
 class TokenBucket:

@@ -352,6 +352,8 @@ class Executor:
             copies = self.copies_of(op, position)
             if copies is not None:  # the copies read by the check may be larger than the old items
                 growth = _key_growth(copies.op.old.keys, copies.op.new.keys)
+                if op.copy_missing:  # every old item may lack its copy: copy-mode Puts first
+                    kind = "delete+copy"
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
                                        options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
                                        growth)
@@ -656,7 +658,9 @@ class Executor:
         Items an application still on the old key version created (or re-created) after the scan
         passed their position would otherwise stay there once the migration is recorded applied.
         Each pass reads the old version with the operation's filter in 1 MB pages (the whole
-        table's RCU, few items returned) and moves what it finds; up to :data:`CATCH_UP_PASSES`.
+        table's RCU, few items returned), strongly consistent whatever ``--consistent-read`` says
+        (an item an eventually consistent read missed would be stranded once the migration is
+        recorded applied), and moves what it finds; up to :data:`CATCH_UP_PASSES`.
 
         Returns:
             ``(status, errors, status line)``: status ``"done"`` (a pass found none), ``"partial"`` (items
@@ -670,6 +674,8 @@ class Executor:
 
             def segment(seg: int, failed: list[tuple[dict[str, Any], str]] = failed) -> None:
                 op_name, params = worker.read_params(seg, total, page_size=None)
+                # "none left" is concluded from this read: it must see every write acknowledged before it
+                params["ConsistentRead"] = True
                 for items, _ in worker.pages(op_name, params, None):
                     result = worker.process(items)
                     if result.failed:
