@@ -276,6 +276,10 @@ class Pacer:
         max_rcu, max_wcu: the budgets of the whole migration, in capacity units per second.
         workers: how many ``--worker`` processes share them (each takes an equal part).
         stop: set on SIGINT/SIGTERM; waits end early.
+
+    Attributes:
+        lease: when set, called before every write request; False (the run's lock may have
+            expired, :meth:`dynorm.migrations.ledger.Ledger.holds`) stops the run like a stop.
     """
 
     def __init__(self, max_rcu: float | None = None, max_wcu: float | None = None, workers: int = 1,
@@ -283,6 +287,7 @@ class Pacer:
         self.reads = TokenBucket(max_rcu / workers, sleep=sleep) if max_rcu else None
         self.writes = TokenBucket(max_wcu / workers, sleep=sleep) if max_wcu else None
         self.stop = stop
+        self.lease: Callable[[], bool] | None = None
         self.write_units = 0.0  #: estimated WCU of the writes sent
         self.read_units = 0.0   #: RCU reported by DynamoDB for the reads
         self._lock = threading.Lock()
@@ -331,8 +336,11 @@ class Pacer:
         return out
 
     def before_write(self, units: float) -> bool:
-        """Take ``units`` of the write budget (waiting as needed); False when stopped."""
+        """Take ``units`` of the write budget (waiting as needed); False when stopped, or when the
+        run's lock is no longer known to be held (:attr:`lease`)."""
         with self._lock:
             self.write_units += units
-        return self.writes.take(units, self.stop) if self.writes is not None else not self.stopped()
+        if not (self.writes.take(units, self.stop) if self.writes is not None else not self.stopped()):
+            return False
+        return self.lease is None or self.lease()
 

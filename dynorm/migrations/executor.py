@@ -400,6 +400,7 @@ class Executor:
             worker = "all" if options.worker[1] == 1 else f"w{options.worker[0]}of{options.worker[1]}"
             ledger.on_lost = self._stop.set  # a lock that cannot be renewed stops every segment
             ledger.acquire(worker, ttl=options.lock_ttl)
+            self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
                 for m in backwards:
                     # from here on the migration is no longer applied: its forward records are void
