@@ -11,7 +11,7 @@ import pytest
 import dynorm
 from dynorm import F, backend
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import V2, Project, load_v1, widgets
+from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
 
 V2_READING_V1 = {**V2, "read_versions": ["v2", "v1"]}
 
@@ -196,3 +196,119 @@ def test_a_transaction_moves_a_fallback_item_when_the_action_is_added_and_the_mo
     with dynorm.transaction() as tx:  # the instance now points at v2: a retry is a plain write
         tx.update(other, counter=4)
     assert W.objects.get(widget_id="w00009").counter == 4 and set(_where(project, "w00009")) == {"v2"}
+
+
+# -- adv10b: fallback writes, deletes and writes by key during a copy rollout ----------------------
+def _raw_item(project: Project, version: str, wid: str) -> dict[str, Any] | None:
+    for i in widgets(project.table):
+        if i["PK"]["S"] == f"{version}#W#{wid}":
+            return i
+    return None
+
+
+def _v1_app_write(project: Project, wid: str, versioned: bool) -> None:
+    """What `Widget.objects.filter(widget_id=wid).update(maker=...)` of an app on v1 sends (its revision
+    token, version + 1), without reloading the test's v2 models module."""
+    import uuid
+
+    expr, values = "SET maker = :m, #r = :r", {":m": {"S": "updated-by-v1-app"}, ":r": {"S": uuid.uuid4().hex}}
+    if versioned:
+        expr += " ADD version :one"
+        values[":one"] = {"N": "1"}
+    backend.call("UpdateItem", {"TableName": project.table.table_name(),
+                                "Key": {"PK": {"S": f"v1#W#{wid}"}, "SK": {"S": "METADATA"}},
+                                "UpdateExpression": expr, "ConditionExpression": "attribute_exists(PK)",
+                                "ExpressionAttributeNames": {"#r": "_dynorm_rev"},
+                                "ExpressionAttributeValues": values})
+
+
+def _after_copy_rollout(project: Project, n: int) -> None:
+    load_v1(project, n)
+    project.write_models(**V2)
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
+
+
+def _v1_only(project: Project) -> Any:
+    """Items at v1 only (the rekey not run yet); the v2 models read through read_versions=[v2, v1]."""
+    load_v1(project, 10)
+    project.write_models(**V2)
+    project.makemigrations()
+    return project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+
+
+@pytest.mark.parametrize("vf", ["versioned", "unversioned"])
+def test_a_fallback_write_deletes_a_newer_v1_item_as_a_leftover(project: Project, vf: str) -> None:
+    """v2 app (read_versions=[v2, v1]) reads X at v1; the copy-mode backfill then copies X to v2; an app still
+    on v1 updates X at v1 (acknowledged). The v2 app's write on X then finds a v2 item with another revision
+    token, treats it as "the current one", deletes the v1 item as a leftover and writes to v2: the v1 app's
+    acknowledged update is gone, although the v1 item was the newer one."""
+    extra = {} if vf == "versioned" else {"version_field": UNVERSIONED}
+    load_v1(project, 10, **extra)
+    project.write_models(**{**V2, **extra})
+    project.makemigrations()
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"], **extra})
+    obj = v2.Widget.objects.get(widget_id="w00003")  # found at v1
+    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
+    # an app still on v1 updates X at v1 as dynorm does (new value, new revision token, version + 1)
+    _v1_app_write(project, "w00003", versioned=vf == "versioned")
+    err = None
+    try:
+        obj.update(size=7)
+    except Exception as exc:  # noqa: BLE001 - refusing (StaleWrite) would be fine: nothing lost
+        err = exc
+    items = [(i["PK"]["S"], i["maker"]["S"], i.get("size")) for i in widgets(project.table)
+             if i["widget_id"]["S"] == "w00003"]
+    assert "updated-by-v1-app" in [m for _, m, _ in items], (items, err)
+
+
+def test_delete_on_a_v2_instance_during_copy_rollout_is_not_resurrected(project: Project) -> None:
+    """v2 app with read_versions=[v2, v1] after a copy: get() finds the v2 copy, delete() acknowledges;
+    the v1 item is still there, so get() falls back and returns the deleted item."""
+    _after_copy_rollout(project, 10)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    w = v2.Widget.objects.get(widget_id="w00005")
+    w.delete()  # acknowledged
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00005")
+
+
+def test_queryset_delete_during_copy_rollout_is_not_resurrected(project: Project) -> None:
+    """As the instance delete(): `filter(<full key>).delete()` with read_versions=[v2, v1] after the copy
+    removes only v2; get() falls back to the v1 item and the deleted item is back."""
+    _after_copy_rollout(project, 10)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    v2.Widget.objects.filter(widget_id="w00006").delete()
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00006")
+
+
+def test_tx_delete_by_key_of_an_item_read_through_read_versions(project: Project) -> None:
+    """`tx.delete(Model, key)` (no instance) does not follow read_versions: the transaction commits (the
+    unconditional Delete at the v2 key deletes nothing) and `get()` still returns the item."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00001").maker == "m1"
+    with dynorm.transaction() as tx:
+        tx.delete(v2.Widget, {"widget_id": "w00001"})  # acknowledged
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00001")
+    assert _raw_item(project, "v1", "w00001") is None
+
+
+def test_tx_update_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """Issue 3 made `objects.filter(<full key>).update()` follow the fallback of get(); `tx.update(Model, key)`
+    still raises DoesNotExist for an item get() finds."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 0
+    with dynorm.transaction() as tx:
+        tx.update(v2.Widget, {"widget_id": "w00002"}, counter=dynorm.F("counter") + 5)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 5
+
+
+def test_queryset_delete_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """`objects.filter(<full key>).delete()` returns 0 and the item get() finds stays."""
+    v2 = _v1_only(project)
+    v2.Widget.objects.get(widget_id="w00004")
+    v2.Widget.objects.filter(widget_id="w00004").delete()
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00004")
