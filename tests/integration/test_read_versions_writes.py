@@ -312,3 +312,53 @@ def test_queryset_delete_by_key_follows_read_versions_like_get(project: Project)
     v2.Widget.objects.filter(widget_id="w00004").delete()
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00004")
+
+
+def test_a_stale_delete_during_the_rollout_raises_stale_write_and_deletes_no_copy(project: Project) -> None:
+    """The delete of every read_versions copy is one transaction: a stale instance is refused as a
+    lone DeleteItem would be (StaleWrite), and neither copy is deleted."""
+    from dynorm.exceptions import StaleWrite
+
+    _after_copy_rollout(project, 5)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    a = v2.Widget.objects.get(widget_id="w00002")
+    v2.Widget.objects.get(widget_id="w00002").update(maker="newer")  # a's version is stale now
+    with dynorm.capture() as c, pytest.raises(StaleWrite):
+        a.delete()
+    assert [r.operation for r in c.requests] == ["TransactWriteItems"]
+    assert len(c.requests[0].params["TransactItems"]) == 2  # the v2 item and its v1 copy
+    assert sorted(_where(project, "w00002")) == ["v1", "v2"]
+    assert v2.Widget.objects.get(widget_id="w00002").maker == "newer"
+
+
+def test_a_delete_without_older_read_versions_is_one_delete_item(project: Project) -> None:
+    """Without older read_versions nothing changes: one DeleteItem."""
+    _after_copy_rollout(project, 3)
+    v2 = project.write_models(**V2)
+    w = v2.Widget.objects.get(widget_id="w00001")
+    with dynorm.capture() as c:
+        w.delete()
+    assert [r.operation for r in c.requests] == ["DeleteItem"]
+    assert sorted(_where(project, "w00001")) == ["v1"]  # the v1 copy is DeleteVersion's to remove
+
+
+def test_queryset_delete_by_key_of_a_missing_item_writes_nothing(project: Project) -> None:
+    """filter(<full key>).delete() of an item under no read version: 0, and only the GetItems of get()."""
+    v2 = _v1_only(project)
+    with dynorm.capture() as c:
+        assert v2.Widget.objects.filter(widget_id="nope").delete() == 0
+    assert [r.operation for r in c.requests] == ["GetItem", "GetItem"]
+
+
+def test_queryset_delete_of_many_removes_their_older_copies_too(project: Project) -> None:
+    """A filtered (non-key) delete during the rollout removes each item's read_versions copies, so
+    get() does not find any of them again."""
+    _after_copy_rollout(project, 6)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    maker = _raw_item(project, "v2", "w00001")["maker"]["S"]
+    n = v2.Widget.objects.scan().filter(maker=maker).delete()
+    assert n >= 1
+    for i in widgets(project.table):
+        assert i["maker"]["S"] != maker, i
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00001")
