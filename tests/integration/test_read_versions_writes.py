@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
 import random
+import sys
 import threading
 from typing import Any
 
 import pytest
 
 import dynorm
-from dynorm import F, backend
+from dynorm import F, backend, tables
 from dynorm.migrations.executor import MigrateOptions
 from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
 
@@ -362,3 +364,62 @@ def test_queryset_delete_of_many_removes_their_older_copies_too(project: Project
         assert i["maker"]["S"] != maker, i
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00001")
+
+
+# -- from the issue-13 adversarial pass: a queryset delete removes the older-version copies -------
+_MULTIKEY_TABLES = '''
+from dynorm import Table
+
+class MigShop(Table):
+    class Meta:
+        table_name = "migshop"
+        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
+'''
+
+_MULTIKEY_MODELS_RV = '''
+from dynorm import Entity, Index, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+    size = fields.Integer(default=0)
+    counter = fields.Integer(default=0)
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        read_versions = {rv!r}
+        pk = "{{version}}#W#{{widget_id}}"
+        sk = "METADATA"
+        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
+'''
+
+
+def _stage_multikey_rv(project: Project, version: str, rv: list[str] | None) -> Any:
+    (project.dir / "tables.py").write_text(_MULTIKEY_TABLES)
+    (project.dir / "models.py").write_text(_MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
+    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
+        if name in sys.modules:
+            importlib.reload(sys.modules[name])
+        else:
+            importlib.import_module(name)
+    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
+    for t in stale:
+        tables._TABLES.remove(t)
+    return sys.modules[f"{project.pkg}.models"]
+
+
+def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(project: Project) -> None:
+    """v2 app in the expand window (read_versions=["v2", "v1"], items still at v1): the
+    multi-attribute GSI returns the v1 items; qs.delete() reports 2 deleted, but it deletes the
+    v2 keys (which do not exist) and both items stay in the table."""
+    m = _stage_multikey_rv(project, "v1", None)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    m.Widget.objects.bulk_create([m.Widget(widget_id=f"w{i}", maker="m", size=i) for i in range(3)])
+    m = _stage_multikey_rv(project, "v2", ["v2", "v1"])
+    n = m.Widget.objects.filter(maker="m", size__lt=2).delete()
+    left = sorted(i["PK"]["S"] for i in widgets(project.table))
+    assert (n, left) == (2, ["v1#W#w2"])  # before: (2, ['v1#W#w0', 'v1#W#w1', 'v1#W#w2'])
