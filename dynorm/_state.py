@@ -20,6 +20,9 @@ class ModelState:
         adding: True until the instance was read from the table or written to it.
         partial: read with ``only()``/``values()``: saving it whole would drop the fields not read.
         fallback: the older key version it was read under (``Meta.read_versions``), else ``None``.
+        fallback_revision: with ``fallback``, ``{revision attribute: token}`` of the item read there
+            (``{}``: it had no token; ``None``: not known, a projected read); a write moves that
+            item only while it is still this revision (:mod:`dynorm.fallback`).
         related: ``fields.Reference`` targets resolved by ``prefetch()``/``related()`` (name -> instance).
         deferred: the fields an ``only()`` read left out and the loader that reads them on first
             access (``(names, loader)``), else ``None``.
@@ -28,5 +31,6 @@ class ModelState:
     adding: bool = True
     partial: bool = False
     fallback: str | None = None
+    fallback_revision: dict[str, Any] | None = None
     related: dict[str, Any] = field(default_factory=dict)
     deferred: tuple[frozenset[str], Any] | None = None

@@ -22,7 +22,7 @@ from .exceptions import (
     ValidationError,
 )
 from .fields import unreadable_item
-from .writes import prepare_put, primary_key_of
+from .writes import older_keys, prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -236,8 +236,15 @@ def bulk_delete_steps(model: type[Entity], targets: Iterable[Entity | Mapping[st
     keys = [primary_key_of(model, t) for t in targets]
     _check_duplicates(model, keys)
     entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]
-    yield from _write(model, [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)],
-                      policy or RetryPolicy(), "bulk_delete")
+    requests = [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)]
+    # with Meta.read_versions, the item's keys at the older versions too: get() must not find it there
+    seen = [k for _, k, _ in requests]
+    for ek, t in zip(entity_keys, targets):
+        for _, k in older_keys(model, t):
+            if k not in seen:  # two copies of one item read (a Scan during a copy rollout): once
+                seen.append(k)
+                requests.append((ek, k, {"DeleteRequest": {"Key": k}}))
+    yield from _write(model, requests, policy or RetryPolicy(), "bulk_delete")
     return len(keys)
 
 

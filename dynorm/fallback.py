@@ -10,7 +10,9 @@ version read, ``condition=``...). The move changes no value, so it is harmless e
 write after it fails; and since the old item is gone, no later read (nor ``DeleteVersion``)
 sees the old value, and an index field changed by the write is listed once.
 
-Races: the old item changed since the GetItem -> read it again and retry; the old item is
+Races: the old item was written since the instance read it (another revision token than the
+one read, ``obj._state.fallback_revision``) -> :class:`~dynorm.exceptions.StaleWrite`, nothing
+is moved or deleted; the old item changed since the GetItem -> read it again and retry; the old item is
 gone (a migration moved it, or it was deleted) -> nothing to move, the write goes to the
 current keys; an item under the current keys with another token (written there since) -> it
 is the current one: the old leftover is deleted (conditional on being unchanged) and the
@@ -50,7 +52,8 @@ def move_to_current_steps(obj: Entity) -> backend.Steps:
     current item exists already).
 
     Raises:
-        StaleWrite: the old item kept changing for 8 attempts; nothing was written.
+        StaleWrite: the old item was written since ``obj`` was read, or kept changing for 8
+            attempts; nothing was written.
         InvalidKeyValue: a stored value cannot be put in the current keys.
         ServiceError: DynamoDB refused a request.
     """
@@ -66,6 +69,14 @@ def move_to_current_steps(obj: Entity) -> backend.Steps:
                                        "ConsistentRead": True})).get("Item")
         if raw is None:
             break  # moved by a migration, or deleted: the write goes to the current keys
+        read = state.fallback_revision
+        rev = meta.table._meta.revision_attribute
+        if read is not None and read.get(rev) != raw.get(rev):
+            # written since this instance read it (an application still on that version): moving it
+            # (or deleting it as a leftover) would carry or drop a write this instance never saw
+            raise StaleWrite(f"{meta.entity} {obj.key}: the item read under key version {state.fallback!r} was "
+                             f"written since (revision {raw.get(rev, {}).get('S')!r}, read as "
+                             f"{read.get(rev, {}).get('S')!r}); nothing was written. Read it again and retry.")
         put, delete = prepare_move_to_current(model, raw)
         try:
             yield backend.Send("TransactWriteItems", {"TransactItems": [{"Put": put}, {"Delete": delete}],
@@ -99,3 +110,4 @@ def move_to_current_steps(obj: Entity) -> backend.Steps:
         else:
             values[name] = text
     state.fallback = None
+    state.fallback_revision = None

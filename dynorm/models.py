@@ -26,7 +26,8 @@ from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send, send_create_steps, send_steps
 from .tables import Table
-from .writes import prepare_delete, prepare_put, prepare_update, stored_key
+from .transaction import send_delete_steps
+from .writes import prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
 
 __all__ = ["Entity"]
 
@@ -338,7 +339,9 @@ class Entity(Model, metaclass=EntityMeta):
     def _delete_steps(self, condition: Q | None) -> backend.Steps:
         if self._state.fallback:  # read under an older key version: move it to the current one first
             yield from move_to_current_steps(self)
-        yield from send_steps(prepare_delete(type(self), self, condition=condition))
+        # with Meta.read_versions, its keys at the older versions go in the same transaction
+        yield from send_delete_steps(prepare_delete(type(self), self, condition=condition),
+                                     prepare_delete_older(type(self), self))
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).

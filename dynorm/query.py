@@ -512,6 +512,8 @@ class QuerySet(Generic[T]):
                 tail.more = item is not None
             obj = decode(item) if item and p.admits(item) else None
             objs = [obj] if obj is not None and start == 0 and (stop is None or stop > 0) else []
+            if tail is not None:
+                tail.last = item
             if prefetch:
                 yield from self._prefetch_steps(objs)
             yield backend.Emit(objs)
@@ -786,6 +788,7 @@ class QuerySet(Generic[T]):
             return []
         leaves = [lf for q in self._state.where for lf in q.flatten_and()[0]]
         values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
+        rev = meta.table._meta.revision_attribute
         for version in older:
             key = meta.primary_key(values, version)
             stored = _Tail()
@@ -793,6 +796,9 @@ class QuerySet(Generic[T]):
                                                                            key=key), tail=stored), [])
             if found:
                 found[0]._state.fallback = version
+                if p.projection is None:  # {}: read without a token; None (projected read): not known
+                    raw = stored.last or {}
+                    found[0]._state.fallback_revision = {rev: raw[rev]} if rev in raw else {}
                 return found
             if stored.more:
                 return []  # the item under this version fails the checks: it shadows older ones
@@ -1487,6 +1493,10 @@ class QuerySet(Generic[T]):
         Reads the matches' primary keys first (the queryset's Query/Scan with a
         ProjectionExpression), then deletes them as :meth:`bulk_delete` does: unconditionally
         (no optimistic-locking check; use ``obj.delete()`` for that), UnprocessedItems retried.
+        With ``Meta.read_versions``, each item's keys at the older versions are deleted too; a
+        queryset naming one item by its full primary key finds it as :meth:`get` does (a
+        consistent GetItem per version tried) and deletes it at every version in one
+        TransactWriteItems.
 
         Args:
             **policy: ``max_attempts``, ``base_delay``, ``max_delay`` for unprocessed items.
@@ -1500,8 +1510,15 @@ class QuerySet(Generic[T]):
         """
         key_fields = self._delete_keys_query()
         # the instances, not their key fields: each is deleted under the key it was read at (an
-        # item read through Meta.read_versions lives under an older key version)
-        objs = list(self.only(*key_fields).iterator())
+        # item read through Meta.read_versions lives under an older key version), and at every
+        # other read version too (bulk_delete), so get()'s fallback does not find it again
+        if self._by_key_with_older_versions():
+            try:
+                objs = [self.consistent().get()]  # by key: the same fallback as get()
+            except self.model.DoesNotExist:
+                return 0
+        else:
+            objs = list(self.only(*key_fields).iterator())
         if not objs:
             return 0
         return self.bulk_delete(objs, **policy)
@@ -1511,7 +1528,13 @@ class QuerySet(Generic[T]):
     async def adelete(self, **policy: Any) -> int:
         """:meth:`delete` for asyncio: the same Query/Scan of the keys, then the same BatchWriteItem requests."""
         key_fields = self._delete_keys_query()
-        objs = [obj async for obj in self.only(*key_fields).aiterator()]  # each under the key it was read at
+        if self._by_key_with_older_versions():
+            try:
+                objs = [await self.consistent().aget()]  # by key: the same fallback as aget()
+            except self.model.DoesNotExist:
+                return 0
+        else:
+            objs = [obj async for obj in self.only(*key_fields).aiterator()]  # each under the key it was read at
         if not objs:
             return 0
         return await self.abulk_delete(objs, **policy)
@@ -1525,6 +1548,12 @@ class QuerySet(Generic[T]):
             raise InvalidQuery("delete() on an item collection: delete per entity "
                                "(Entity.objects.filter(...).delete()).")
         return tuple(self.model._meta.key_fields)
+
+    def _by_key_with_older_versions(self) -> bool:
+        """True when this queryset names one item by its whole primary key and ``Meta.read_versions``
+        lists older key versions: :meth:`delete` then finds the item as :meth:`get` does."""
+        meta = self.model._meta
+        return bool([v for v in meta.read_versions if v != meta.key_version]) and self._plan().operation == "GetItem"
 
     def bulk_update(self, objs: Iterable[T], fields: Iterable[str], **options: Any) -> int:
         """Write ``fields`` of many instances: one UpdateItem per object, 100 per TransactWriteItems.

@@ -16,12 +16,24 @@ from . import backend
 from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
 from .expressions import Q
 from .fallback import move_to_current, move_to_current_steps
-from .writes import WriteOp, is_instance, prepare_check, prepare_delete, prepare_put, prepare_update
+from .registry import default_manager
+from .sender import send_steps
+from .writes import (
+    WriteOp,
+    is_instance,
+    older_keys,
+    prepare_check,
+    prepare_delete,
+    prepare_delete_older,
+    prepare_put,
+    prepare_update,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "bulk_update_steps", "MAX_ACTIONS"]
+__all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "bulk_update_steps", "send_delete",
+           "send_delete_steps", "MAX_ACTIONS"]
 
 #: DynamoDB's limit of actions in one TransactWriteItems.
 MAX_ACTIONS = 100
@@ -95,16 +107,30 @@ class Transaction:
         model, t = _target(target, key)
         if is_instance(t):
             move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
+        else:
+            _resolve_older(model, t)
         self._add(prepare_update(model, instance=t if is_instance(t) else None,
                                  key=None if is_instance(t) else t, changes=changes, condition=condition))
 
     def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None) -> None:
-        """Add a Delete (conditional on the version of an instance read)."""
+        """Add a Delete (conditional on the version of an instance read).
+
+        With ``Meta.read_versions``, the item's keys at the older key versions are deleted in the
+        same transaction (unconditionally), so ``get()``'s fallback does not find it there again;
+        by key with a ``condition``, an item found only at an older version (as ``get()`` finds it)
+        is first moved to the current keys (:mod:`dynorm.fallback`), where the condition applies.
+        """
         model, t = _target(target, key)
         if not isinstance(t, Mapping):
             move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
-        self._add(prepare_delete(model, t, condition=condition))
+        elif condition is not None:
+            _resolve_older(model, t)
+        op = prepare_delete(model, t, condition=condition)
+        older = prepare_delete_older(model, t)
+        self._add(op)
+        for extra in older:
+            self._add(extra)
 
     def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
               condition: Q) -> None:
@@ -154,6 +180,51 @@ class Transaction:
         self.committed = True
         for op in self.actions:
             op.applied()
+
+
+def _resolve_older(model: type[Entity], key: Mapping[str, Any]) -> None:
+    """A write by key follows ``get()``'s ``Meta.read_versions`` fallback: when the item is not under
+    the current keys but under an older version's, it is moved to the current keys first
+    (:func:`dynorm.fallback.move_to_current`; the move changes no value).
+
+    Requests (only with older read_versions): GetItem (consistent) per version tried, and the move.
+    """
+    if not older_keys(model, key):
+        return
+    try:
+        obj = default_manager(model).consistent().get(**key)
+    except model.DoesNotExist:
+        return  # nowhere: the write fails (or deletes nothing) at the current keys, as without read_versions
+    move_to_current(obj)
+
+
+def send_delete(op: WriteOp, older: list[WriteOp]) -> None:
+    """Send a planned Delete together with the Deletes of the item's older-version keys
+    (:func:`dynorm.writes.prepare_delete_older`) in one TransactWriteItems; alone (DeleteItem,
+    :func:`dynorm.sender.send`) when there are none.
+
+    Raises:
+        StaleWrite, ConditionFailed: as the Delete alone would (nothing was deleted).
+        TransactionCanceled: cancelled for another reason (a conflict); nothing was deleted.
+    """
+    backend.drive(send_delete_steps(op, older))
+
+
+def send_delete_steps(op: WriteOp, older: list[WriteOp]) -> backend.Steps:
+    """The steps of :func:`send_delete` (run by the sync or the asyncio driver)."""
+    if not older:
+        yield from send_steps(op)
+        return
+    tx = Transaction()
+    for action in (op, *older):
+        tx._add(action)
+    try:
+        yield from tx._commit_steps()
+    except TransactionCanceled as exc:
+        error = exc.reasons[0].get("error") if exc.reasons else None
+        if isinstance(error, Exception):
+            raise error from exc
+        raise
 
 
 @contextmanager

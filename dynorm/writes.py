@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
-           "prepare_move_to_current",
+           "prepare_move_to_current", "older_keys", "prepare_delete_older",
            "check_index_attributes"]
 
 
@@ -212,6 +212,7 @@ class WriteOp:
         if self.kind != "Delete":
             state.adding = False
             state.fallback = None
+            state.fallback_revision = None
         return obj
 
 
@@ -696,6 +697,44 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
     _finish(params, b, conditions, meta.entity)
     return WriteOp("Delete", model, params, key, f"delete {meta.entity} {_entity_keydesc(model, target)}",
                    instance=instance, verb="delete", expected_version=version)
+
+
+def older_keys(model: type[Entity], target: Entity | Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(version, key)`` of the item's keys at each older key version ``Meta.read_versions`` lists,
+    in that order (DynamoDB JSON; keys equal to the current one or to an earlier entry left out).
+
+    Raises:
+        InvalidKeyValue: a key field is missing or cannot be put in a key.
+    """
+    meta = model._meta
+    older = [v for v in meta.read_versions if v != meta.key_version]
+    if not older:
+        return []
+    values: Mapping[str, Any] = target.attribute_values if is_instance(target) else target  # type: ignore[union-attr, assignment]
+    seen = [primary_key_of(model, target)]
+    out = []
+    for version in older:
+        key = meta.primary_key(values, version)
+        if key not in seen:
+            seen.append(key)
+            out.append((version, key))
+    return out
+
+
+def prepare_delete_older(model: type[Entity], target: Entity | Mapping[str, Any]) -> list[WriteOp]:
+    """Plan unconditional Deletes of the item's keys at the older key versions ``Meta.read_versions``
+    lists (:func:`older_keys`), sent with the item's own Delete in one TransactWriteItems: a copy
+    left there (a copy-mode rekey, an application still on that version) would otherwise be found
+    by ``get()``'s fallback and the deleted item would come back. Empty without older versions.
+
+    Raises:
+        InvalidKeyValue: a key field is missing or cannot be put in a key.
+    """
+    meta = model._meta
+    desc = _entity_keydesc(model, target)
+    return [WriteOp("Delete", model, {"TableName": meta.table.table_name(), "Key": key}, key,
+                    f"delete {meta.entity} {desc} at key version {version}", verb="delete")
+            for version, key in older_keys(model, target)]
 
 
 def _entity_keydesc(model: type[Entity], target: Entity | Mapping[str, Any]) -> str:

@@ -156,7 +156,8 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     """Estimate a RekeyEntity (``kind`` ``"move"``/``"copy"``) or DeleteVersion (``"delete"``) on a table.
 
     Args:
-        kind: ``"move"``, ``"copy"`` or ``"delete"``.
+        kind: ``"move"``, ``"copy"``, ``"delete"`` or ``"delete+copy"`` (a DeleteVersion with
+            ``copy_missing``: each old item may be copied, transactional Put, before it is deleted).
         items, table_bytes: DescribeTable's ``ItemCount`` and ``TableSizeBytes``.
         segments: parallel Scan segments (each ends with one extra, possibly empty, page).
         page_size: Scan ``Limit``; group: items per write request.
@@ -174,6 +175,9 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         BatchGetItem per 100 items (1 RCU per started 4 KB of each copy).
     """
     avg = table_bytes / items if items else 0.0
+    copy_missing = kind == "delete+copy"
+    if copy_missing:
+        kind = "delete"
     if kind == "delete":
         read_requests, rcu = scan_bound(items, table_bytes, segments, page_size, consistent)
     else:
@@ -182,8 +186,8 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         read_requests, rcu = scan_bound(2 * items, 2 * table_bytes + items * growth, segments, page_size,
                                         consistent)
     catch_up_rcu = 0.0
-    if kind == "move":
-        pages, catch_up_rcu = scan_bound(items, table_bytes + items * growth, segments, None, consistent)
+    if kind == "move":  # the catch-up Scan always reads consistently
+        pages, catch_up_rcu = scan_bound(items, table_bytes + items * growth, segments, None, True)
         read_requests += pages
         rcu += catch_up_rcu
     elif kind == "delete":
@@ -198,13 +202,15 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     old_units = units_bound(items, table_bytes)
     new_units = units_bound(items, table_bytes + items * growth)
     if kind == "delete":
-        wcu = old_units * (1 + gsis)
+        wcu = old_units * (1 + gsis) + (new_units * (2 + gsis) if copy_missing else 0)
     elif kind == "copy":
         wcu = new_units * (2 + gsis)
     else:
         wcu = old_units * (2 + gsis) + new_units * (2 + gsis)
-    return OperationCost(items, avg, read_requests, math.ceil(items / group) if items else 0, rcu, float(wcu),
-                         catch_up_rcu)
+    writes = math.ceil(items / group) if items else 0
+    if copy_missing:  # plus one TransactWriteItems per page's copies (per group of COPY_GROUP items)
+        writes += math.ceil(items / 100) + read_requests
+    return OperationCost(items, avg, read_requests, writes, rcu, float(wcu), catch_up_rcu)
 
 
 class TokenBucket:
@@ -277,6 +283,10 @@ class Pacer:
         max_rcu, max_wcu: the budgets of the whole migration, in capacity units per second.
         workers: how many ``--worker`` processes share them (each takes an equal part).
         stop: set on SIGINT/SIGTERM; waits end early.
+
+    Attributes:
+        lease: when set, called before every write request; False (the run's lock may have
+            expired, :meth:`dynorm.migrations.ledger.Ledger.holds`) stops the run like a stop.
     """
 
     def __init__(self, max_rcu: float | None = None, max_wcu: float | None = None, workers: int = 1,
@@ -284,6 +294,7 @@ class Pacer:
         self.reads = TokenBucket(max_rcu / workers, sleep=sleep) if max_rcu else None
         self.writes = TokenBucket(max_wcu / workers, sleep=sleep) if max_wcu else None
         self.stop = stop
+        self.lease: Callable[[], bool] | None = None
         self.write_units = 0.0  #: estimated WCU of the writes sent
         self.read_units = 0.0   #: RCU reported by DynamoDB for the reads
         self._lock = threading.Lock()
@@ -332,8 +343,11 @@ class Pacer:
         return out
 
     def before_write(self, units: float) -> bool:
-        """Take ``units`` of the write budget (waiting as needed); False when stopped."""
+        """Take ``units`` of the write budget (waiting as needed); False when stopped, or when the
+        run's lock is no longer known to be held (:attr:`lease`)."""
         with self._lock:
             self.write_units += units
-        return self.writes.take(units, self.stop) if self.writes is not None else not self.stopped()
+        if not (self.writes.take(units, self.stop) if self.writes is not None else not self.stopped()):
+            return False
+        return self.lease is None or self.lease()
 

@@ -406,6 +406,8 @@ class Executor:
             copies = self.copies_of(op, position)
             if copies is not None:  # the copies read by the check may be larger than the old items
                 growth = _key_growth(copies.op.old.keys, copies.op.new.keys)
+                if op.copy_missing:  # every old item may lack its copy: copy-mode Puts first
+                    kind = "delete+copy"
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
                                        options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
                                        growth)
@@ -452,6 +454,7 @@ class Executor:
             worker = "all" if options.worker[1] == 1 else f"w{options.worker[0]}of{options.worker[1]}"
             ledger.on_lost = self._stop.set  # a lock that cannot be renewed stops every segment
             ledger.acquire(worker, ttl=options.lock_ttl)
+            self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
                 for m in backwards:
                     # from here on the migration is no longer applied: its forward records are void
@@ -675,7 +678,7 @@ class Executor:
         def segment(seg: int) -> None:
             op_name, params = worker.read_params(seg, total, page_size=None)
             for items, _ in worker.pages(op_name, params, None):
-                missing = worker.missing(items)
+                missing = worker.missing([raw for raw in items if worker.at_version(raw)])
                 if missing and op.copy_missing:
                     result = copies.process([raw for raw, _ in missing])
                     missing = [(key, reason) for key, reason in result.failed]
@@ -693,7 +696,8 @@ class Executor:
             to = copies.op.to_version
             raise MigrationError(
                 f"{name}: {op.describe()} refused; nothing was deleted: {found['n']} item(s) at key version "
-                f"{op.version} have no copy at the current key version {to} (first: {'; '.join(orphans)}). They "
+                f"{op.version} have no copy at the current key version {to}, or a copy of another revision (first: "
+                f"{'; '.join(orphans)}). They "
                 f"were written at {op.version} after the rekey passed them (an application still writing "
                 f"{op.version}), or never copied. Fix: stop every application instance that writes key version "
                 f"{op.version} (deploy the {to} models, with Meta.read_versions during the rollout), then add "
@@ -709,7 +713,9 @@ class Executor:
         Items an application still on the old key version created (or re-created) after the scan
         passed their position would otherwise stay there once the migration is recorded applied.
         Each pass reads the old version with the operation's filter in 1 MB pages (the whole
-        table's RCU, few items returned) and moves what it finds; up to :data:`CATCH_UP_PASSES`.
+        table's RCU, few items returned), strongly consistent whatever ``--consistent-read`` says
+        (an item an eventually consistent read missed would be stranded once the migration is
+        recorded applied), and moves what it finds; up to :data:`CATCH_UP_PASSES`.
 
         Returns:
             ``(status, errors, status line)``: status ``"done"`` (a pass found none), ``"partial"`` (items
@@ -723,6 +729,8 @@ class Executor:
 
             def segment(seg: int, failed: list[tuple[dict[str, Any], str]] = failed) -> None:
                 op_name, params = worker.read_params(seg, total, page_size=None)
+                # "none left" is concluded from this read: it must see every write acknowledged before it
+                params["ConsistentRead"] = True
                 for items, _ in worker.pages(op_name, params, None):
                     result = worker.process(items)
                     if result.failed:

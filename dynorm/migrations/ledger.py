@@ -15,6 +15,12 @@ The heartbeat renews the lock every ``ttl / 3``; a failed renewal is retried eve
 when the lock cannot be renewed by ``ttl / 6`` before it expires, :attr:`Ledger.lost` is set and the
 ``on_lost`` callback runs (the executor stops every segment at its next checkpoint), so another run
 can never take an expired lock while this one still writes (the in-flight request aside).
+
+A renewal that hangs (a slow network: botocore's read timeout is far longer than a short lease)
+never fails, so the heartbeat alone cannot notice: :attr:`Ledger.lease_end` is the expiry set by
+the last renewal known to have succeeded, and :meth:`Ledger.holds` (checked by the executor's
+pacer before every write request) is False once it is less than ``ttl / 6`` away; the run then
+loses the lock as above, whatever the heartbeat is waiting for.
 """
 
 from __future__ import annotations
@@ -57,6 +63,10 @@ class Ledger:
         self._heartbeat: threading.Thread | None = None
         self._stop = threading.Event()
         self._lock_sk: str | None = None
+        #: the wall-clock time (``time.time()``) the lock is known to be held until: the expiry
+        #: written by the acquisition or by the last renewal that succeeded
+        self.lease_end = 0.0
+        self._margin = 0.0
         #: set when the heartbeat could not renew the lock in time (the run must stop)
         self.lost = threading.Event()
         self.on_lost: Any = None
@@ -284,6 +294,7 @@ class Ledger:
             raise
         self._stop.clear()
         self.lost.clear()
+        self.lease_end, self._margin = now + ttl, ttl / 6
         self._heartbeat = threading.Thread(target=self._beat, args=(sk, ttl, now + ttl), daemon=True)
         self._heartbeat.start()
 
@@ -307,7 +318,19 @@ class Ledger:
                 wait = ttl / 20  # retry soon: the lock must be renewed before it expires
                 continue
             expires = new_expiry
+            self.lease_end = new_expiry  # computed before the request: never later than the real expiry
             wait = ttl / 3
+
+    def holds(self) -> bool:
+        """Whether this run may still write: its lock is held for at least ``ttl / 6`` more seconds
+        (by the last renewal that succeeded). When not, the lock is given up as lost (:attr:`lost`,
+        ``on_lost``): a hung renewal cannot let another run take the lock while this one writes."""
+        if self._lock_sk is None or self.lost.is_set():
+            return not self.lost.is_set()
+        if time.time() < self.lease_end - self._margin:
+            return True
+        self._lose()
+        return False
 
     def _lose(self) -> None:
         self.lost.set()

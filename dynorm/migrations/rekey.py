@@ -411,6 +411,8 @@ class VersionDeleter(_Base):
         self.op = op
         self.sleep = sleep
         self.copies = copies
+        self._old_primary = copies.op.old.templates(table.delimiter, table.key_encoding)["primary"] \
+            if copies is not None else {}
 
     def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
         """The Scan (or Query) finding the items of that version (``page_size`` as :meth:`Rekeyer.read_params`)."""
@@ -430,7 +432,7 @@ class VersionDeleter(_Base):
             return []
         copies = self.copies
         out: list[tuple[dict[str, Any], str]] = []
-        wanted: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        wanted: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = []
         for raw in items:
             try:
                 new = copies.new_item(raw)
@@ -438,26 +440,20 @@ class VersionDeleter(_Base):
                 out.append((raw, f"no key at version {copies.op.to_version}: {exc}"))
                 continue
             if new is not None:
-                wanted.append((raw, self._key_of(new)))
-        found: set[str] = set()
-        names = {"#pk": self.table.pk_attribute}
-        projection = "#pk"
-        if self.table.sk_attribute:
-            names["#sk"] = self.table.sk_attribute
-            projection += ", #sk"
+                wanted.append((raw, new, self._key_of(new)))
+        found: dict[str, dict[str, Any]] = {}
         policy = RetryPolicy()
         for start in range(0, len(wanted), READ_CHUNK):
-            keys = list({_key_text(k): k for _, k in wanted[start:start + READ_CHUNK]}.values())
-            request: dict[str, Any] = {self.physical: {"Keys": keys, "ConsistentRead": True,
-                                                       "ProjectionExpression": projection,
-                                                       "ExpressionAttributeNames": names}}
+            # whole items (a projection would not lower the RCU): the copy must be this revision
+            keys = list({_key_text(k): k for _, _, k in wanted[start:start + READ_CHUNK]}.values())
+            request: dict[str, Any] = {self.physical: {"Keys": keys, "ConsistentRead": True}}
             for attempt in range(1, policy.max_attempts + 1):
                 if not self.pacer.before_read():
                     return []  # stopped: the caller ends the page before deleting anything
                 resp = backend.call("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"})
                 self.pacer.after_read(sum(float(c.get("CapacityUnits", 0.0))
                                           for c in resp.get("ConsumedCapacity") or []))
-                found.update(_key_text(i) for i in resp.get("Responses", {}).get(self.physical, []))
+                found.update((_key_text(self._key_of(i)), i) for i in resp.get("Responses", {}).get(self.physical, []))
                 request = resp.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -468,9 +464,48 @@ class VersionDeleter(_Base):
                 raise BatchIncomplete(f"BatchGetItem: {len(left)} key(s) still unprocessed after {policy.max_attempts} "
                                       "attempts (throttling?) while checking for current-version copies.", left)
         to = copies.op.to_version
-        out += [(raw, f"no copy at key version {to} ({_key_text(key)})") for raw, key in wanted
-                if _key_text(key) not in found]
+        rev = self.table.revision_attribute
+        for raw, new, key in wanted:
+            there = found.get(_key_text(key))
+            if there is None:
+                out.append((raw, f"no copy at key version {to} ({_key_text(key)})"))
+            elif not copies._same_item(raw, new, there):
+                # an application wrote the old item (or its copy) after the copy was made: deleting the
+                # old item could drop an acknowledged write no copy has, so it is kept
+                out.append((raw, f"its copy at key version {to} ({_key_text(key)}) is another revision "
+                                 f"({there.get(rev, {}).get('S')!r}; this item has {raw.get(rev, {}).get('S')!r}): "
+                                 f"one of them was written after the copy"))
         return out
+
+    def at_version(self, raw: dict[str, Any]) -> bool:
+        """Whether ``raw`` is stored exactly under its keys at the deleted version (not merely under the
+        partition-key prefix the Scan filters on, which may also match current-version items when
+        ``{version}`` does not start the partition key). Always True without ``copies``."""
+        copies = self.copies
+        if copies is None:
+            return True
+        old = copies.op.old
+        try:
+            values = _plain_for_keys(old, _codec.item_from_av({a: raw[a] for a, _ in old.fields.values() if a in raw}))
+            for attr, tmpl in self._old_primary.items():
+                text = tmpl.try_fill(values, self.op.version, entity=self.op.entity_type)
+                if text is None or raw.get(attr) != {"S": text}:
+                    return False
+        except (InvalidKeyValue, TypeError, ValueError):
+            return False
+        try:
+            new = copies.new_item(raw)
+        except (InvalidKeyValue, TypeError, ValueError):
+            return True  # no current key: it cannot be a current item (missing() reports it)
+        return new is not None and self._key_of(new) != self._key_of(raw)
+
+    def select(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The items of ``items`` stored at the deleted version (:meth:`at_version`); the others are
+        counted as skipped and never deleted."""
+        mine = [raw for raw in items if self.at_version(raw)]
+        if len(mine) != len(items):
+            self.counts.add(skipped=len(items) - len(mine))
+        return mine
 
     def process(self, items: list[dict[str, Any]]) -> PageResult:
         """Delete one page of items that have a current copy; see :class:`PageResult`.
@@ -482,6 +517,7 @@ class VersionDeleter(_Base):
         """
         result = PageResult()
         self.counts.add(scanned=len(items))
+        items = self.select(items)
         orphans = self.missing(items)
         if orphans and self.copies is not None and self.op.copy_missing:
             copied = self.copies.process([raw for raw, _ in orphans])  # copy-mode transactions
@@ -522,6 +558,8 @@ class VersionDeleter(_Base):
         if raw is None:
             return "ok", "gone"
         self.counts.add(scanned=1)
+        if not self.select([raw]):
+            return "ok", "not at the deleted version"
         orphan = self.missing([raw])
         if orphan and self.copies is not None and self.op.copy_missing:
             status, reason = self.copies._one(raw)
@@ -531,7 +569,15 @@ class VersionDeleter(_Base):
             return "failed", orphan[0][1]
         if not self.pacer.before_write(write_units(item_size(raw)) * (1 + len(self.table.gsis))):
             return "stopped", ""
-        backend.call("DeleteItem", {"TableName": self.physical, "Key": key})
+        cond, names, values = unchanged_condition(self.table.revision_attribute, raw, None)
+        params: dict[str, Any] = {"TableName": self.physical, "Key": key, "ConditionExpression": cond,
+                                  "ExpressionAttributeNames": names}
+        if values:
+            params["ExpressionAttributeValues"] = values
+        try:  # only the revision checked above: a write since then keeps the item
+            backend.call("DeleteItem", params)
+        except ConditionFailed:
+            return "failed", "it changed while it was checked; run migrate again"
         self.counts.add(rewritten=1)
         return "ok", "deleted"
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
 import random
+import sys
 import threading
 from typing import Any
 
 import pytest
 
 import dynorm
-from dynorm import F, backend
+from dynorm import F, backend, tables
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import V2, Project, load_v1, widgets
+from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
 
 V2_READING_V1 = {**V2, "read_versions": ["v2", "v1"]}
 
@@ -229,3 +231,228 @@ def test_a_transaction_moves_a_fallback_item_when_the_action_is_added_and_the_mo
     with dynorm.transaction() as tx:  # the instance now points at v2: a retry is a plain write
         tx.update(other, counter=4)
     assert W.objects.get(widget_id="w00009").counter == 4 and set(_where(project, "w00009")) == {"v2"}
+
+
+# -- adv10b: fallback writes, deletes and writes by key during a copy rollout ----------------------
+def _raw_item(project: Project, version: str, wid: str) -> dict[str, Any] | None:
+    for i in widgets(project.table):
+        if i["PK"]["S"] == f"{version}#W#{wid}":
+            return i
+    return None
+
+
+def _v1_app_write(project: Project, wid: str, versioned: bool) -> None:
+    """What `Widget.objects.filter(widget_id=wid).update(maker=...)` of an app on v1 sends (its revision
+    token, version + 1), without reloading the test's v2 models module."""
+    import uuid
+
+    expr, values = "SET maker = :m, #r = :r", {":m": {"S": "updated-by-v1-app"}, ":r": {"S": uuid.uuid4().hex}}
+    if versioned:
+        expr += " ADD version :one"
+        values[":one"] = {"N": "1"}
+    backend.call("UpdateItem", {"TableName": project.table.table_name(),
+                                "Key": {"PK": {"S": f"v1#W#{wid}"}, "SK": {"S": "METADATA"}},
+                                "UpdateExpression": expr, "ConditionExpression": "attribute_exists(PK)",
+                                "ExpressionAttributeNames": {"#r": "_dynorm_rev"},
+                                "ExpressionAttributeValues": values})
+
+
+def _after_copy_rollout(project: Project, n: int) -> None:
+    load_v1(project, n)
+    project.write_models(**V2)
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
+
+
+def _v1_only(project: Project) -> Any:
+    """Items at v1 only (the rekey not run yet); the v2 models read through read_versions=[v2, v1]."""
+    load_v1(project, 10)
+    project.write_models(**V2)
+    project.makemigrations()
+    return project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+
+
+@pytest.mark.parametrize("vf", ["versioned", "unversioned"])
+def test_a_fallback_write_deletes_a_newer_v1_item_as_a_leftover(project: Project, vf: str) -> None:
+    """v2 app (read_versions=[v2, v1]) reads X at v1; the copy-mode backfill then copies X to v2; an app still
+    on v1 updates X at v1 (acknowledged). The v2 app's write on X then finds a v2 item with another revision
+    token, treats it as "the current one", deletes the v1 item as a leftover and writes to v2: the v1 app's
+    acknowledged update is gone, although the v1 item was the newer one."""
+    extra = {} if vf == "versioned" else {"version_field": UNVERSIONED}
+    load_v1(project, 10, **extra)
+    project.write_models(**{**V2, **extra})
+    project.makemigrations()
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"], **extra})
+    obj = v2.Widget.objects.get(widget_id="w00003")  # found at v1
+    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
+    # an app still on v1 updates X at v1 as dynorm does (new value, new revision token, version + 1)
+    _v1_app_write(project, "w00003", versioned=vf == "versioned")
+    err = None
+    try:
+        obj.update(size=7)
+    except Exception as exc:  # noqa: BLE001 - refusing (StaleWrite) would be fine: nothing lost
+        err = exc
+    items = [(i["PK"]["S"], i["maker"]["S"], i.get("size")) for i in widgets(project.table)
+             if i["widget_id"]["S"] == "w00003"]
+    assert "updated-by-v1-app" in [m for _, m, _ in items], (items, err)
+
+
+def test_delete_on_a_v2_instance_during_copy_rollout_is_not_resurrected(project: Project) -> None:
+    """v2 app with read_versions=[v2, v1] after a copy: get() finds the v2 copy, delete() acknowledges;
+    the v1 item is still there, so get() falls back and returns the deleted item."""
+    _after_copy_rollout(project, 10)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    w = v2.Widget.objects.get(widget_id="w00005")
+    w.delete()  # acknowledged
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00005")
+
+
+def test_queryset_delete_during_copy_rollout_is_not_resurrected(project: Project) -> None:
+    """As the instance delete(): `filter(<full key>).delete()` with read_versions=[v2, v1] after the copy
+    removes only v2; get() falls back to the v1 item and the deleted item is back."""
+    _after_copy_rollout(project, 10)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    v2.Widget.objects.filter(widget_id="w00006").delete()
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00006")
+
+
+def test_tx_delete_by_key_of_an_item_read_through_read_versions(project: Project) -> None:
+    """`tx.delete(Model, key)` (no instance) does not follow read_versions: the transaction commits (the
+    unconditional Delete at the v2 key deletes nothing) and `get()` still returns the item."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00001").maker == "m1"
+    with dynorm.transaction() as tx:
+        tx.delete(v2.Widget, {"widget_id": "w00001"})  # acknowledged
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00001")
+    assert _raw_item(project, "v1", "w00001") is None
+
+
+def test_tx_update_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """Issue 3 made `objects.filter(<full key>).update()` follow the fallback of get(); `tx.update(Model, key)`
+    still raises DoesNotExist for an item get() finds."""
+    v2 = _v1_only(project)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 0
+    with dynorm.transaction() as tx:
+        tx.update(v2.Widget, {"widget_id": "w00002"}, counter=dynorm.F("counter") + 5)
+    assert v2.Widget.objects.get(widget_id="w00002").counter == 5
+
+
+def test_queryset_delete_by_key_follows_read_versions_like_get(project: Project) -> None:
+    """`objects.filter(<full key>).delete()` returns 0 and the item get() finds stays."""
+    v2 = _v1_only(project)
+    v2.Widget.objects.get(widget_id="w00004")
+    v2.Widget.objects.filter(widget_id="w00004").delete()
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00004")
+
+
+def test_a_stale_delete_during_the_rollout_raises_stale_write_and_deletes_no_copy(project: Project) -> None:
+    """The delete of every read_versions copy is one transaction: a stale instance is refused as a
+    lone DeleteItem would be (StaleWrite), and neither copy is deleted."""
+    from dynorm.exceptions import StaleWrite
+
+    _after_copy_rollout(project, 5)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    a = v2.Widget.objects.get(widget_id="w00002")
+    v2.Widget.objects.get(widget_id="w00002").update(maker="newer")  # a's version is stale now
+    with dynorm.capture() as c, pytest.raises(StaleWrite):
+        a.delete()
+    assert [r.operation for r in c.requests] == ["TransactWriteItems"]
+    assert len(c.requests[0].params["TransactItems"]) == 2  # the v2 item and its v1 copy
+    assert sorted(_where(project, "w00002")) == ["v1", "v2"]
+    assert v2.Widget.objects.get(widget_id="w00002").maker == "newer"
+
+
+def test_a_delete_without_older_read_versions_is_one_delete_item(project: Project) -> None:
+    """Without older read_versions nothing changes: one DeleteItem."""
+    _after_copy_rollout(project, 3)
+    v2 = project.write_models(**V2)
+    w = v2.Widget.objects.get(widget_id="w00001")
+    with dynorm.capture() as c:
+        w.delete()
+    assert [r.operation for r in c.requests] == ["DeleteItem"]
+    assert sorted(_where(project, "w00001")) == ["v1"]  # the v1 copy is DeleteVersion's to remove
+
+
+def test_queryset_delete_by_key_of_a_missing_item_writes_nothing(project: Project) -> None:
+    """filter(<full key>).delete() of an item under no read version: 0, and only the GetItems of get()."""
+    v2 = _v1_only(project)
+    with dynorm.capture() as c:
+        assert v2.Widget.objects.filter(widget_id="nope").delete() == 0
+    assert [r.operation for r in c.requests] == ["GetItem", "GetItem"]
+
+
+def test_queryset_delete_of_many_removes_their_older_copies_too(project: Project) -> None:
+    """A filtered (non-key) delete during the rollout removes each item's read_versions copies, so
+    get() does not find any of them again."""
+    _after_copy_rollout(project, 6)
+    v2 = project.write_models(**{**V2, "read_versions": ["v2", "v1"]})
+    maker = _raw_item(project, "v2", "w00001")["maker"]["S"]
+    n = v2.Widget.objects.scan().filter(maker=maker).delete()
+    assert n >= 1
+    for i in widgets(project.table):
+        assert i["maker"]["S"] != maker, i
+    with pytest.raises(v2.Widget.DoesNotExist):
+        v2.Widget.objects.get(widget_id="w00001")
+
+
+# -- from the issue-13 adversarial pass: a queryset delete removes the older-version copies -------
+_MULTIKEY_TABLES = '''
+from dynorm import Table
+
+class MigShop(Table):
+    class Meta:
+        table_name = "migshop"
+        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
+'''
+
+_MULTIKEY_MODELS_RV = '''
+from dynorm import Entity, Index, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+    size = fields.Integer(default=0)
+    counter = fields.Integer(default=0)
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        read_versions = {rv!r}
+        pk = "{{version}}#W#{{widget_id}}"
+        sk = "METADATA"
+        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
+'''
+
+
+def _stage_multikey_rv(project: Project, version: str, rv: list[str] | None) -> Any:
+    (project.dir / "tables.py").write_text(_MULTIKEY_TABLES)
+    (project.dir / "models.py").write_text(_MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
+    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
+        if name in sys.modules:
+            importlib.reload(sys.modules[name])
+        else:
+            importlib.import_module(name)
+    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
+    for t in stale:
+        tables._TABLES.remove(t)
+    return sys.modules[f"{project.pkg}.models"]
+
+
+def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(project: Project) -> None:
+    """v2 app in the expand window (read_versions=["v2", "v1"], items still at v1): the
+    multi-attribute GSI returns the v1 items; qs.delete() reports 2 deleted, but it deletes the
+    v2 keys (which do not exist) and both items stay in the table."""
+    m = _stage_multikey_rv(project, "v1", None)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    m.Widget.objects.bulk_create([m.Widget(widget_id=f"w{i}", maker="m", size=i) for i in range(3)])
+    m = _stage_multikey_rv(project, "v2", ["v2", "v1"])
+    n = m.Widget.objects.filter(maker="m", size__lt=2).delete()
+    left = sorted(i["PK"]["S"] for i in widgets(project.table))
+    assert (n, left) == (2, ["v1#W#w2"])  # before: (2, ['v1#W#w0', 'v1#W#w1', 'v1#W#w2'])
