@@ -74,3 +74,70 @@ def test_a_dask_task_of_a_dead_driver_stops_before_its_lock_expires(project: Pro
     assert started and started[0] < taken  # the task was writing before
     after = [t for t in started if t > taken]
     assert after == [], f"{len(after)} transaction(s) sent by the dead driver's task after another run took the lock"
+
+
+_SK_VERSION_SRC = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        pk = {pk!r}
+        sk = {sk!r}
+'''
+
+
+def _write(project: Project, src: str) -> Any:
+    (project.dir / "models.py").write_text(src)
+    name = f"{project.pkg}.models"
+    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+
+
+@pytest.mark.parametrize("pk,sk", [("W#{widget_id}", "{version}#METADATA"), ("W#{widget_id}#{version}", "METADATA")])
+def test_verify_is_not_ok_when_items_are_left_at_the_old_version_outside_the_pk_prefix(
+        project: Project, pk: str, sk: str) -> None:
+    """docs: "In move mode no item may be left at the old version" / exit 1 on a mismatch. When the key
+    version is not in the partition key's constant prefix (in the SK, or after a variable), --verify
+    counts every item twice, adds a note and answers ok (exit 0) even with items left at v1."""
+    models = _write(project, _SK_VERSION_SRC.format(pkg=project.pkg, version="v1", pk=pk, sk=sk))
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i}", maker="x") for i in range(20)])
+    _write(project, _SK_VERSION_SRC.format(pkg=project.pkg, version="v2", pk=pk, sk=sk))
+    name = project.makemigrations().name
+    project.executor().migrate(MigrateOptions())
+    # an application instance still at v1 creates 3 items at the old keys after the move
+    for i in range(3):
+        key = {"PK": {"S": pk.format(widget_id=f"late{i}", version="v1")}, "SK": {"S": sk.format(version="v1")}}
+        backend.call("PutItem", {"TableName": project.table.table_name(), "Item": {
+            **key, "entityType": {"S": "WIDGET"}, "widget_id": {"S": f"late{i}"}, "maker": {"S": "x"}}})
+    left = [i for i in widgets(project.table) if "v1" in i["PK"]["S"] + i["SK"]["S"]]
+    assert len(left) == 3
+    ok, rows = verify(project.executor(), name)
+    assert not ok, rows
+
+
+def test_a_scheduler_address_that_is_not_a_dask_scheduler_is_a_configuration_error(project: Project) -> None:
+    """--scheduler pointing at another server (here DynamoDB Local's own port, an HTTP server) fails as
+    "Error: unexpected MemoryError:" (msgpack reading an HTTP answer as a frame length). Expected: the
+    same clear ConfigurationError as an unreachable scheduler, naming the address."""
+    from dynorm import conf
+    from dynorm.exceptions import ConfigurationError
+    from dynorm.migrations.dask_executor import DaskExecutor
+    from dynorm.migrations.loader import load_migrations
+
+    load_v1(project, 10)
+    project.write_models(**V2)
+    project.makemigrations()
+    endpoint = conf.get_settings().endpoint  # http://127.0.0.1:<port>
+    address = "tcp://" + endpoint.split("://", 1)[1]
+    executor = DaskExecutor(load_migrations(project.migrations), scheduler=address, connect_timeout=10)
+    with pytest.raises(ConfigurationError, match="scheduler"):
+        executor.migrate(MigrateOptions())
+    assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
