@@ -141,3 +141,50 @@ def test_a_scheduler_address_that_is_not_a_dask_scheduler_is_a_configuration_err
     with pytest.raises(ConfigurationError, match="scheduler"):
         executor.migrate(MigrateOptions())
     assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+
+
+def _count_v2(project: Project) -> int:
+    n, params = 0, {"TableName": project.table.table_name(), "Select": "COUNT", "ConsistentRead": True,
+                    "FilterExpression": "begins_with(PK, :p)", "ExpressionAttributeValues": {":p": {"S": "v2#W#"}}}
+    while True:
+        resp = backend.call("Scan", params)
+        n += resp["Count"]
+        if "LastEvaluatedKey" not in resp:
+            return n
+        params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def test_max_wcu_holds_when_the_schedulers_workers_join_after_the_start(project: Project) -> None:
+    """`--scheduler` of a cluster that is still starting (no worker registered yet, as with a fresh
+    FargateCluster), fixed size 3: the driver counts max(1, 0) = 1 worker, so each of the 3 workers that
+    then join paces at the whole budget. Measured with the CLI: --max-wcu 600 moved 1,500 items
+    (~9,000 WCU) in ~8 s (~1,100 WCU/s, 1-s peaks ~1,700). Here: 600 items (~3,600 WCU) at --max-wcu 120
+    must take >= 28 s."""
+    from dynorm.migrations.dask_executor import DaskExecutor
+    from dynorm.migrations.loader import load_migrations
+
+    n, budget = 600, 120.0
+    load_v1(project, n)
+    project.write_models(**V2)
+    project.makemigrations()
+    with distributed.LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0", silence_logs=40) as cluster:
+        executor = DaskExecutor(load_migrations(project.migrations), scheduler=cluster.scheduler_address,
+                                segments_per_worker=4)
+        result: dict[str, Any] = {}
+        run = threading.Thread(target=lambda: result.update(report=executor.migrate(MigrateOptions(max_wcu=budget))))
+        run.start()
+        time.sleep(2.0)
+        cluster.scale(3)  # the cluster's fixed size; its workers register after the run started
+        samples = []
+        deadline = time.monotonic() + 240
+        while run.is_alive() and time.monotonic() < deadline:
+            samples.append((time.monotonic(), _count_v2(project)))
+            time.sleep(0.5)
+        run.join(timeout=60)
+    samples.append((time.monotonic(), _count_v2(project)))
+    assert result["report"].applied == ["0002_widget_v2"] and samples[-1][1] == n
+    first = next(t for t, c in samples if c > 0)
+    last = next(t for t, c in samples if c == n)
+    # n items x 6 WCU at `budget` per second, one second of burst
+    assert last - first >= (n * 6 - budget) / budget - 1.0, f"moved {n} items in {last - first:.1f} s"
