@@ -252,3 +252,49 @@ def test_the_report_counts_every_item_moved_once_when_a_worker_is_killed(project
     after = widgets(project.table)
     assert len(after) == n and all(i["PK"]["S"].startswith("v2#") for i in after)  # 0 lost, 0 duplicated
     assert report.totals()["rewritten"] == n, report.totals()
+
+
+def test_two_runs_on_one_worker_process_do_not_swap_endpoints(project: Project) -> None:
+    """A task reconfigures its *process-wide* settings (`conf.configure(endpoint=...)`) when they differ
+    from its driver's. Two drivers sharing one cluster (the code keeps one progress topic per run for
+    that) whose workers have 2+ threads: run B's task switches the endpoint under run A's running task,
+    whose next pages, writes and checkpoints go to B's database (e.g. staging vs prod, or two regions
+    with the same table name). Simulated here: two tasks in one process, as two threads of a worker."""
+    from dynorm import conf
+    from dynorm.local import LocalDynamoDB
+
+    n = 300
+    load_v1(project, n)
+    project.write_models(**V2)
+    project.makemigrations()
+    executor = project.executor()
+    executor.migrate(MigrateOptions(target="0001"))
+    op = executor.migrations[1].operations[0]
+    table = executor.final_state.tables[op.table]
+    physical = project.table.table_name()
+    items_a = [i for i in widgets(project.table)]
+
+    def job(ledger: Any) -> SegmentJob:
+        return SegmentJob("0002_widget_v2", 0, op, table, physical, MigrateOptions(max_wcu=240), False, 1, ledger)
+
+    setup_a = task_setup(job(executor.ledger()), 1, "unused")
+    first = conf.get_settings().endpoint
+    with LocalDynamoDB() as other:
+        try:
+            conf.configure(endpoint=other.endpoint)  # driver B: same app, same table name, another database
+            project.table.create_table(wait=True)
+            for item in items_a[:50]:
+                backend.call("PutItem", {"TableName": physical, "Item": item})
+            setup_b = task_setup(job(project.executor().ledger()), 1, "unused")
+            conf.configure(endpoint=first)
+            out: dict[str, Any] = {}
+            a = threading.Thread(target=lambda: out.update(a=_segment_task("run-a", "0002#0", setup_a, 0)))
+            a.start()
+            time.sleep(2.0)  # A is mid-segment (paced) when B's task starts in the same process
+            out["b"] = _segment_task("run-b", "0002#0", setup_b, 0)
+            a.join(timeout=120)
+        finally:
+            conf.configure(endpoint=first)
+    left_a = [i for i in widgets(project.table) if i["PK"]["S"].startswith("v1#")]
+    assert out["a"]["failed"] == 0 and not out["a"]["stopped"]
+    assert left_a == [], f"run A reported done, {len(left_a)} of its {n} items are still at v1 in its own database"
