@@ -100,6 +100,27 @@ def _plain_for_keys(state: EntityState, plain: dict[str, Any]) -> dict[str, Any]
     return values
 
 
+def keyed_at(state: EntityState, table: TableState, raw: dict[str, Any], version: str, entity: str) -> bool:
+    """Whether item ``raw``'s primary key is the one ``state``'s templates give at key ``version``.
+
+    Tells an item's key version from its key wherever the version sits (partition-key prefix,
+    after a variable, in the sort key): the key is rendered from the item's own field values and
+    compared with the stored one. An item lacking a value its key needs is at no version.
+
+    Args:
+        state: the entity's key templates (a RekeyEntity's ``old`` or ``new``); table: its table;
+        raw: the item in DynamoDB JSON (its key attributes and the fields the templates use);
+        version: the key version to test; entity: the entity type (for error messages).
+    """
+    values = _plain_for_keys(state, _codec.item_from_av({a: raw[a] for a, _ in state.fields.values() if a in raw}))
+    templates = state.templates(table.delimiter, table.key_encoding)["primary"]
+    for attr, template in templates.items():
+        rendered = template.try_fill(values, version, entity=entity)
+        if rendered is None or raw.get(attr, {}).get("S") != rendered:
+            return False
+    return True
+
+
 class _Base:
     def __init__(self, table: TableState, physical: str, counts: Counts, dry_run: bool,
                  pacer: Pacer | None = None, consistent: bool = True) -> None:
