@@ -214,7 +214,7 @@ def _segment_body(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
     ticker = threading.Thread(target=contextvars.copy_context().run, args=(tick,), daemon=True)
     ticker.start()
     try:
-        run_segment(worker, ledger, job["name"], job["index"], seg, job["total"])
+        run_segment(worker, ledger, job["name"], job["index"], seg, job["total"], tally=True)
     finally:
         done.set()
         ticker.join()
@@ -378,6 +378,10 @@ class DaskExecutor(Executor):
         setup = task_setup(job, job.options.worker[1] * max(1, slots), topic)
         self._counts = worker.counts
         self._attempts = {}
+        # a rekey's transactions count their items in the ledger (exact even when a worker dies
+        # between a transaction and its next progress event): the report takes "rewritten" from there
+        tallied = job.ledger is not None and not job.options.dry_run and isinstance(job.op, RekeyEntity)
+        before = job.ledger.tally(job.name, job.index) if tallied and job.ledger is not None else 0
         client.subscribe_topic(topic, self._on_event)
         stop = self._stop
         futures: list[Any] = []
@@ -409,6 +413,11 @@ class DaskExecutor(Executor):
                     for text in result["errors"]:
                         if len(worker.counts.errors) < 20:
                             worker.counts.errors.append(text)
+            if tallied and job.ledger is not None:
+                with self._attempts_lock:
+                    self._counts = None  # no more progress events into the counts
+                exact = job.ledger.tally(job.name, job.index) - before
+                worker.counts.add(rewritten=exact - worker.counts.rewritten)
             if failed is not None:
                 exc = failed.exception()
                 if isinstance(exc, DynormError):

@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from .. import backend
 from ..exceptions import ConditionFailed, DynormError
@@ -123,6 +123,27 @@ class Ledger:
         if lek:
             item["lek"] = {"S": json.dumps(lek, sort_keys=True)}
         backend.call("PutItem", {"TableName": self.name, "Item": item})
+
+    def tally_action(self, migration: str, op_index: int, segment: int | str) -> Callable[[int], dict[str, Any]]:
+        """The action a rewrite transaction carries to add its item count to a segment's tally.
+
+        Returns:
+            ``f(n)``: a TransactWriteItems ``Update`` adding ``n`` to ``rewritten`` of the item
+            ``tally#<migration>#<op>#<segment>``; committed with the items, so the tally is exact
+            even when the process dies right after a transaction.
+        """
+        key = self._key(f"tally#{migration}#{op_index}#{segment}")
+
+        def action(n: int) -> dict[str, Any]:
+            return {"Update": {"TableName": self.name, "Key": key, "UpdateExpression": "ADD #n :n",
+                               "ExpressionAttributeNames": {"#n": "rewritten"},
+                               "ExpressionAttributeValues": {":n": {"N": str(n)}}}}
+        return action
+
+    def tally(self, migration: str, op_index: int) -> int:
+        """Items rewritten by every transaction that carried :meth:`tally_action` for one operation (Query)."""
+        return sum(int(i.get("rewritten", {}).get("N", "0"))
+                   for i in self._query_prefix(f"tally#{migration}#{op_index}#"))
 
     def checkpoints(self, migration: str, op_index: int) -> list[dict[str, Any]]:
         """Every checkpoint saved for one operation (Query)."""

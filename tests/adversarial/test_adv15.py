@@ -5,15 +5,13 @@ Each test fails on the code it was written against and passes once the bug is fi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
 from dynorm import backend
-from dynorm.migrations.executor import MigrateOptions
 from tests.faults import Hook
-from tests.migproject import V2, Project, load_v1, widgets
+from tests.migproject import V2, Project, load_v1
 
 distributed = pytest.importorskip("distributed")
 
@@ -45,45 +43,3 @@ def test_get_with_read_versions_finds_an_item_moved_by_the_migration_between_its
     with Hook("after-call.dynamodb.GetItem", move_after_first_get):
         widget = models.Widget.objects.get(widget_id="w00001")
     assert widget.widget_id == "w00001"
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "open: the items a killed attempt moved after its last progress event are counted by nobody. Ledger "
-    "checkpoints (one per page) leave a larger window than the 0.5 s events; an exact count needs the count "
-    "committed with the move (a per-segment counter Update inside each TransactWriteItems, MOVE_GROUP 49)"))
-def test_the_report_counts_every_item_moved_once_when_a_worker_is_killed(project: Project) -> None:
-    """A worker SIGKILLed mid-segment: the items it moved after its last progress event (sent every
-    0.5 s) are moved (gone from v1, so the retry does not count them again) but never counted. The
-    report and the ledger's applied record then say fewer items were rewritten than were moved."""
-    import os
-    import signal
-
-    from dynorm.migrations.dask_executor import DaskExecutor
-    from dynorm.migrations.loader import load_migrations
-
-    n = 3000
-    load_v1(project, n)
-    project.write_models(**V2)
-    project.makemigrations()
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, \
-            distributed.Client(cluster, timeout=60) as client:
-        client.wait_for_workers(2, timeout=120)
-        pids = client.run(os.getpid)
-        killed: dict[str, Any] = {}
-
-        def reporter(label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
-            if killed or final or counts["rewritten"] < n // 5:
-                return
-            busy = [addr for addr, keys in client.processing().items() if keys and addr in pids]
-            if busy:
-                time.sleep(0.3)  # between two progress events of that worker's task
-                killed["pid"] = pids[busy[0]]
-                os.kill(killed["pid"], signal.SIGKILL)
-
-        report = DaskExecutor(load_migrations(project.migrations), reporter=reporter, client=client).migrate(
-            MigrateOptions(segments=8))
-    assert killed and report.applied == ["0002_widget_v2"]
-    after = widgets(project.table)
-    assert len(after) == n and all(i["PK"]["S"].startswith("v2#") for i in after)  # 0 lost, 0 duplicated
-    assert report.totals()["rewritten"] == n, report.totals()

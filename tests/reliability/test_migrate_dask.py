@@ -237,10 +237,12 @@ def test_a_retried_segment_task_after_a_death_between_commit_and_checkpoint_is_i
     with Hook("after-call.dynamodb.TransactWriteItems", die_after_third), pytest.raises(_WorkerDied):
         _segment_task("run-a", "0002#0", setup, 0)
     mid = widgets(project.table)
-    assert len(mid) == 600 and sum(i["PK"]["S"].startswith("v2#") for i in mid) == 150  # 3 x 50 committed
+    # 3 x 49 committed (49 items and the segment's tally per transaction)
+    assert len(mid) == 600 and sum(i["PK"]["S"].startswith("v2#") for i in mid) == 147
     assert not [i for i in scan_all(project.table) if i["SK"]["S"].startswith("checkpoint#0002")]  # none saved
     again = _segment_task("run-b", "0002#0", setup, 0)  # the scheduler's retry, on another worker
-    assert again["rewritten"] == 450 and again["failed"] == 0 and not again["errors"]
+    assert again["rewritten"] == 453 and again["failed"] == 0 and not again["errors"]
+    assert executor.ledger().tally("0002_widget_v2", 0) == 600  # each item counted once, with its move
     after = widgets(project.table)
     assert len(after) == 600 and len({i["PK"]["S"] for i in after}) == 600
     assert all(i["PK"]["S"].startswith("v2#") for i in after)
@@ -539,6 +541,44 @@ def test_a_malformed_scheduler_address_is_refused_without_connecting(address: st
         scheduler_address(address)
     assert scheduler_address("10.0.0.5:8786") == "tcp://10.0.0.5:8786"
     assert scheduler_address("tls://[::1]:8786") == "tls://[::1]:8786"
+
+
+def test_the_report_counts_every_item_moved_once_when_a_worker_is_killed(project: Project) -> None:
+    """A worker SIGKILLed mid-segment: the items it moved after its last progress event (sent every
+    0.5 s) are moved (gone from v1, so the retry does not count them again) but never counted. The
+    report and the ledger's applied record then say fewer items were rewritten than were moved."""
+    import os
+    import signal
+
+    from dynorm.migrations.dask_executor import DaskExecutor
+    from dynorm.migrations.loader import load_migrations
+
+    n = 3000
+    load_v1(project, n)
+    project.write_models(**V2)
+    project.makemigrations()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0", silence_logs=40) as cluster, \
+            distributed.Client(cluster, timeout=60) as client:
+        client.wait_for_workers(2, timeout=120)
+        pids = client.run(os.getpid)
+        killed: dict[str, Any] = {}
+
+        def reporter(label: str, counts: dict[str, int], seconds: float, final: bool) -> None:
+            if killed or final or counts["rewritten"] < n // 5:
+                return
+            busy = [addr for addr, keys in client.processing().items() if keys and addr in pids]
+            if busy:
+                time.sleep(0.3)  # between two progress events of that worker's task
+                killed["pid"] = pids[busy[0]]
+                os.kill(killed["pid"], signal.SIGKILL)
+
+        report = DaskExecutor(load_migrations(project.migrations), reporter=reporter, client=client).migrate(
+            MigrateOptions(segments=8))
+    assert killed and report.applied == ["0002_widget_v2"]
+    after = widgets(project.table)
+    assert len(after) == n and all(i["PK"]["S"].startswith("v2#") for i in after)  # 0 lost, 0 duplicated
+    assert report.totals()["rewritten"] == n, report.totals()
 
 
 def _count_v2(project: Project) -> int:
