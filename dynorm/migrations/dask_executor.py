@@ -11,16 +11,19 @@ segment's ledger checkpoint.
   from the old version, and a move is one TransactWriteItems whose Delete is conditional on the
   old item's revision token, so the move happens at most once: nothing is lost and nothing is
   duplicated. ``tests/reliability/test_migrate_dask.py`` SIGKILLs a worker mid-run and checks this.
-* **Rate limit.** ``--max-wcu`` / ``--max-rcu`` are split evenly across the worker processes the
-  cluster has at the start, in the same way as ``--worker i/N`` splits them across processes. Each
-  process keeps one :class:`~dynorm.migrations.cost.Pacer` at ``budget / workers`` per second,
-  shared by its task threads. Together the workers stay under the budget and need no extra
-  request per write. A dead worker's share goes unused until its nanny restarts it. Workers that
-  join after the start each take a share too, so keep the cluster size fixed during a paced run.
-  docs/migrations.md compares this with a bucket shared through the scheduler.
+* **Rate limit.** In a paced run (``--max-wcu`` / ``--max-rcu``) the driver keeps at most K
+  tasks running, each with its own :class:`~dynorm.migrations.cost.Pacer` at ``budget / K``. K is
+  fixed by the driver when the operation starts (the workers registered then, at least one), so
+  workers that register later cannot push the run over the budget. docs/migrations.md compares
+  this with a bucket shared through the scheduler.
 * **Progress.** Every task sends its counters to the driver every 0.5 s (``Worker.log_event``).
-  The driver adds up the latest figures of each attempt, and the work of an attempt whose worker
-  died stays counted.
+  The driver adds up the latest figures of each attempt. The number of items moved is then taken
+  from the ledger: each move transaction adds its item count to its segment's tally
+  (:meth:`~dynorm.migrations.ledger.Ledger.tally_action`), so an attempt killed right after a
+  transaction is counted exactly once.
+* **Isolation.** A task's connection settings apply to its own threads
+  (:func:`dynorm.conf.overridden`), and it stops before each write once the driver's lock is
+  within TTL/6 of expiring (the threads engine's margin).
 * **Stop (Ctrl-C / SIGTERM / lost lock).** The driver cancels the queued tasks and sets a stop
   flag in every worker process (``Client.run``). The running segments end at their next
   checkpoint, and :class:`~dynorm.migrations.executor.MigrationInterrupted` is raised as usual. The
