@@ -2,8 +2,9 @@
 
 Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migration>#<op>#<segment>``
 (LastEvaluatedKey of the scan so far, counts, done), ``failed#<migration>#<op>#<key hash>`` (the
-raw key of an item that could not be rewritten, and why; retried by the next run) and
-``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
+raw key of an item that could not be rewritten, and why; retried by the next run),
+``tally#<migration>#<op>#<segment>`` (items moved by the transactions of a Dask task, counted in
+each transaction) and ``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
 checkpoints and failures under ``<migration>~reverse``.
 
 One lock per table for every kind of run: a plain (or backwards) run's ``lock#all`` excludes every
@@ -222,7 +223,7 @@ class Ledger:
 
         Called when a run starts the other direction: its records no longer describe the table.
         """
-        for prefix in (f"checkpoint#{label}#", f"failed#{label}#"):
+        for prefix in (f"checkpoint#{label}#", f"failed#{label}#", f"tally#{label}#"):
             for item in self._query_prefix(prefix):
                 sk = item[str(self.table.sk_attribute)]["S"]
                 backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
@@ -235,7 +236,7 @@ class Ledger:
         """Remove a migration's applied record, checkpoints and failures (after it was reversed)."""
         sks = [f"applied#{migration}"]
         for name in (migration, f"{migration}~reverse"):
-            for prefix in (f"checkpoint#{name}#", f"failed#{name}#"):
+            for prefix in (f"checkpoint#{name}#", f"failed#{name}#", f"tally#{name}#"):
                 sks += [i[str(self.table.sk_attribute)]["S"] for i in self._query_prefix(prefix)]
         for sk in sks:
             backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
