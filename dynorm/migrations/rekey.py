@@ -37,6 +37,7 @@ __all__ = ["Counts", "PageResult", "Rekeyer", "VersionDeleter", "PAGE_SIZE"]
 PAGE_SIZE = 200
 #: one extra action that counts the items a transaction rewrote (Rekeyer.process's ``tally``)
 Tally = Callable[[int], dict[str, Any]]
+TALLY_WCU = 2  # the tally's Update: a transactional write of an item under 1 KB
 MOVE_GROUP = 50     # 2 actions per item: 100 actions, DynamoDB's limit
 COPY_GROUP = 100
 #: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
@@ -293,7 +294,7 @@ class Rekeyer(_Base):
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
         size = (MOVE_GROUP if self.mode == "move" else COPY_GROUP) - (1 if tally else 0)
         for group in self.pacer.groups(planned, size, lambda entry: entry[2]):
-            if not self.pacer.before_write(sum(u for _, _, u in group)):
+            if not self.pacer.before_write(sum(u for _, _, u in group) + (TALLY_WCU if tally and paced else 0)):
                 result.complete = False
                 return result
             try:
@@ -369,7 +370,8 @@ class Rekeyer(_Base):
                 self.counts.add(skipped=1)
                 return "ok", "skipped"
             acts = self.actions(raw, new)
-            if not self.pacer.before_write(self.units(raw, new) if self.pacer.writes is not None else 0):
+            paced = self.pacer.writes is not None
+            if not self.pacer.before_write(self.units(raw, new) + (TALLY_WCU if tally else 0) if paced else 0):
                 return "stopped", ""
             try:
                 self._transact(acts + ([tally(1)] if tally else []))
