@@ -57,8 +57,8 @@ class RetryPolicy:
 
 
 _client_lock = threading.Lock()
-_client: Any = None
-_client_settings: conf.Settings | None = None
+_clients: dict[tuple[Any, ...], Any] = {}  # one client per connection (_connection)
+_last: tuple[conf.Settings, Any] | None = None  # the settings last asked for and their client
 _session: Any = None
 _UNRESOLVED: Any = object()
 _resolved: Any = _UNRESOLVED  # botocore's chain is walked once per process (IMDS may take seconds)
@@ -124,16 +124,18 @@ def client() -> Any:
     A settings change that does not touch the connection (``cursor_secret``, ``table_prefix``,
     ``models``, ...) keeps this client and its hooks; a new endpoint, region, retry or timeout
     setting builds a new client, which gets the hooks registered with :func:`register_hook`.
+    One client is kept per connection, so threads using :func:`dynorm.conf.overridden` settings
+    each get the client of their own endpoint.
     """
-    global _client, _client_settings
+    global _last
     settings = conf.get_settings()
-    if _client is not None and _client_settings is settings:
-        return _client
+    last = _last  # one read: another thread may replace it meanwhile
+    if last is not None and last[0] is settings:
+        return last[1]
+    key = _connection(settings)
     with _client_lock:
-        if _client is not None and _client_settings is not None \
-                and _connection(_client_settings) == _connection(settings):
-            _client_settings = settings
-        if _client is None or _client_settings is not settings:
+        built = _clients.get(key)
+        if built is None:
             from botocore.config import Config
 
             session = _botocore_session()
@@ -146,12 +148,13 @@ def client() -> Any:
             config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
                             connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                             max_pool_connections=32, parameter_validation=False)
-            _client = session.create_client("dynamodb", region_name=settings.region,
-                                            endpoint_url=settings.endpoint, config=config, **kwargs)
+            built = session.create_client("dynamodb", region_name=settings.region,
+                                          endpoint_url=settings.endpoint, config=config, **kwargs)
             for event, handler in _hooks:
-                _client.meta.events.register(event, handler)
-            _client_settings = settings
-        return _client
+                built.meta.events.register(event, handler)
+            _clients[key] = built
+        _last = (settings, built)
+        return built
 
 
 _hooks: list[tuple[str, Any]] = []
@@ -168,7 +171,9 @@ def register_hook(event: str, handler: Any) -> None:
     """
     with _client_lock:
         _hooks.append((event, handler))
-    client().meta.events.register(event, handler)
+        for built in _clients.values():
+            built.meta.events.register(event, handler)
+    client()  # the current settings' client, built now (with every hook) if it did not exist
     for clients in list(_aclients.values()):  # the asyncio clients already built
         for entry in clients.clients():
             entry.client.meta.events.register(event, handler)
@@ -178,7 +183,8 @@ def unregister_hook(event: str, handler: Any) -> None:
     """Remove a hook added with :func:`register_hook` (from the current client and later ones)."""
     with _client_lock:
         _hooks[:] = [(e, h) for e, h in _hooks if (e, h) != (event, handler)]
-    client().meta.events.unregister(event, handler)
+        for built in _clients.values():
+            built.meta.events.unregister(event, handler)
     for clients in list(_aclients.values()):
         for entry in clients.clients():
             entry.client.meta.events.unregister(event, handler)
@@ -1075,12 +1081,12 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
 
 
 def reset_client() -> None:
-    """Drop the cached client and resolved credentials (both are rebuilt on next use).
+    """Drop the cached clients and resolved credentials (both are rebuilt on next use).
 
     The asyncio clients are retired: each loop builds a new one on next use and closes the old
     one when the loop closes (or with :func:`aclose`).
     """
-    global _client, _client_settings, _resolved, _session, _aio_session
+    global _last, _resolved, _session, _aio_session
     with _client_lock:
         for clients in list(_aclients.values()):
             old, clients.current = clients.current, None
@@ -1088,7 +1094,7 @@ def reset_client() -> None:
                 old.retired = True
                 clients.retired.append(old)
         _aio_session = None
-        _client = None
-        _client_settings = None
+        _clients.clear()
+        _last = None
         _resolved = _UNRESOLVED
         _session = None

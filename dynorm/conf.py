@@ -11,15 +11,17 @@ in order of precedence:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import os
 import threading
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "use_file"]
+__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file"]
 
 _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
@@ -82,6 +84,8 @@ _settings: Settings | None = None
 _overrides: dict[str, Any] = {}
 _config_file: str | None = None
 _listeners: list[Callable[[Settings], None]] = []
+# settings of the current thread/context only (see overridden()); None: the process's settings
+_context: contextvars.ContextVar[Settings | None] = contextvars.ContextVar("dynorm_settings", default=None)
 
 
 def _config_path() -> Path | None:
@@ -198,6 +202,9 @@ def get_settings() -> Settings:
         ConfigurationError: the config file or an override is invalid.
     """
     global _settings
+    local = _context.get()
+    if local is not None:
+        return local
     current = _settings
     if current is not None:
         return current
@@ -242,6 +249,34 @@ def configure(**settings: Any) -> Settings:
             _overrides.update(previous)
             _settings = None
             raise
+
+
+@contextlib.contextmanager
+def overridden(**settings: Any) -> Iterator[Settings]:
+    """Use these settings in the current thread (context) only, for the ``with`` block.
+
+    Unlike :func:`configure`, nothing changes for the rest of the process: another thread keeps
+    its own settings, so two Dask tasks of two migrate runs in one worker process each talk to
+    their own endpoint. Threads started inside the block do not inherit it (run them with
+    ``contextvars.copy_context().run``).
+
+    Args:
+        settings: :class:`Settings` fields, as for :func:`configure`.
+
+    Yields:
+        the :class:`Settings` in force inside the block.
+
+    Raises:
+        ConfigurationError: an unknown setting or a value of the wrong type.
+    """
+    base = get_settings()
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(Settings)}
+    values.update(settings)
+    token = _context.set(_build(values))
+    try:
+        yield _context.get() or base
+    finally:
+        _context.reset(token)
 
 
 def use_file(path: str | os.PathLike[str] | None) -> None:

@@ -11,16 +11,19 @@ segment's ledger checkpoint.
   from the old version, and a move is one TransactWriteItems whose Delete is conditional on the
   old item's revision token, so the move happens at most once: nothing is lost and nothing is
   duplicated. ``tests/reliability/test_migrate_dask.py`` SIGKILLs a worker mid-run and checks this.
-* **Rate limit.** ``--max-wcu`` / ``--max-rcu`` are split evenly across the worker processes the
-  cluster has at the start, in the same way as ``--worker i/N`` splits them across processes. Each
-  process keeps one :class:`~dynorm.migrations.cost.Pacer` at ``budget / workers`` per second,
-  shared by its task threads. Together the workers stay under the budget and need no extra
-  request per write. A dead worker's share goes unused until its nanny restarts it. Workers that
-  join after the start each take a share too, so keep the cluster size fixed during a paced run.
-  docs/migrations.md compares this with a bucket shared through the scheduler.
+* **Rate limit.** In a paced run (``--max-wcu`` / ``--max-rcu``) the driver keeps at most K
+  tasks running, each with its own :class:`~dynorm.migrations.cost.Pacer` at ``budget / K``. K is
+  fixed by the driver when the operation starts (the workers registered then, at least one), so
+  workers that register later cannot push the run over the budget. docs/migrations.md compares
+  this with a bucket shared through the scheduler.
 * **Progress.** Every task sends its counters to the driver every 0.5 s (``Worker.log_event``).
-  The driver adds up the latest figures of each attempt, and the work of an attempt whose worker
-  died stays counted.
+  The driver adds up the latest figures of each attempt. The number of items moved is then taken
+  from the ledger: each move transaction adds its item count to its segment's tally
+  (:meth:`~dynorm.migrations.ledger.Ledger.tally_action`), so an attempt killed right after a
+  transaction is counted exactly once.
+* **Isolation.** A task's connection settings apply to its own threads
+  (:func:`dynorm.conf.overridden`), and it stops before each write once the driver's lock is
+  within TTL/6 of expiring (the threads engine's margin).
 * **Stop (Ctrl-C / SIGTERM / lost lock).** The driver cancels the queued tasks and sets a stop
   flag in every worker process (``Client.run``). The running segments end at their next
   checkpoint, and :class:`~dynorm.migrations.executor.MigrationInterrupted` is raised as usual. The
@@ -31,6 +34,7 @@ Needs the ``dask`` extra (``pip install 'dynorm[dask]'``). ``import dynorm`` doe
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 import time
@@ -64,45 +68,76 @@ def _require_distributed() -> Any:
 
 
 # -- on the workers ------------------------------------------------------------------------
-# One entry per migrate run in each worker process: the process's share of the rate limit,
-# and the stop flag the driver sets with Client.run.
-_RUNS: dict[str, tuple[Pacer, threading.Event]] = {}
+class _LeaseStop(threading.Event):
+    """A run's stop flag in one worker process: set by the driver, or reached by the lock's lease.
+
+    ``is_set()`` is also True once the time passes :attr:`deadline` (the driver's lock expiry as
+    last read, minus TTL/6), so a write waiting on the budget or about to be sent stops there:
+    the same margin the threads engine's heartbeat keeps (:attr:`Ledger.lost`). A dead driver's
+    task therefore stops before another run can take the expired lock.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deadline = float("inf")  # no lock to watch (a dry run): only the driver stops it
+
+    def extend(self, deadline: float) -> None:
+        """Move the deadline to ``deadline`` (epoch seconds) if that is later."""
+        if self.deadline == float("inf") or deadline > self.deadline:
+            self.deadline = deadline
+
+    def expired(self) -> bool:
+        """True when the lease deadline has passed."""
+        return time.time() >= self.deadline
+
+    def is_set(self) -> bool:
+        return super().is_set() or self.expired()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        left = self.deadline - time.time()
+        if timeout is None or left < timeout:
+            if left <= 0:
+                return True
+            if super().wait(left):
+                return True
+            return self.is_set()
+        return super().wait(timeout) or self.expired()
+
+
+# One entry per migrate run in each worker process: the stop flag the driver sets with Client.run.
+_RUNS: dict[str, _LeaseStop] = {}
 _RUNS_LOCK = threading.Lock()
 
 
-def _run_state(run: str, max_rcu: float | None, max_wcu: float | None, workers: int) -> tuple[Pacer, threading.Event]:
+def _run_state(run: str) -> _LeaseStop:
     with _RUNS_LOCK:
         if run not in _RUNS:
-            stop = threading.Event()
-            _RUNS[run] = (Pacer(max_rcu, max_wcu, workers, stop), stop)
+            _RUNS[run] = _LeaseStop()
         return _RUNS[run]
 
 
 def _stop_run(run: str) -> None:
     """Set the stop flag of ``run`` in this process (sent to every worker by ``Client.run``)."""
+    _run_state(run).set()  # tasks that start later in this process see the flag already set
+
+
+def _forget_run(run: str) -> None:
+    """Drop this process's state of ``run``."""
     with _RUNS_LOCK:
-        if run not in _RUNS:  # tasks that start later in this process see the flag already set
-            stop = threading.Event()
-            _RUNS[run] = (Pacer(stop=stop), stop)
-        _RUNS[run][1].set()
+        _RUNS.pop(run, None)
 
 
-def _forget_run(run: str) -> tuple[float, float]:
-    """Drop this process's state of ``run``; return the (RCU, WCU) its pacer counted."""
-    with _RUNS_LOCK:
-        entry = _RUNS.pop(run, None)
-    return (entry[0].read_units, entry[0].write_units) if entry else (0.0, 0.0)
+def _lock_expiry(ledger: Ledger, owner: str) -> float | None:
+    """When the driver's lock expires (epoch seconds; 0 when not held by ``owner``); ``None`` on a read error.
 
-
-def _lock_alive(ledger: Ledger, owner: str) -> bool:
-    """Whether the driver's lock is still held (one Query of the lock items; a read error counts as held)."""
+    DynamoDB: one Query of the lock items.
+    """
     try:
         items = ledger._query_prefix("lock#")
     except DynormError:
-        return True  # throttled or a network blip: the next check decides
-    now = time.time()
-    return any(i.get("owner", {}).get("S") == owner and float(i.get("expires_at", {}).get("N", "0")) > now
-               for i in items)
+        return None  # throttled or a network blip: the next check decides
+    return max((float(i.get("expires_at", {}).get("N", "0")) for i in items if i.get("owner", {}).get("S") == owner),
+               default=0.0)
 
 
 def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int) -> dict[str, Any]:
@@ -110,19 +145,24 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
 
     ``setup`` carries what the driver planned: connection settings, ``sys.path`` entries the
     operation's module needs, and the operation with its table and ledger (see :class:`DaskExecutor`).
+    The connection settings apply to this task's threads only (:func:`dynorm.conf.overridden`):
+    tasks of two runs in one worker process each talk to their own database.
     """
-    import cloudpickle
-    import distributed
-
     for path in reversed(setup["sys_path"]):
         if path not in sys.path:
             sys.path.insert(0, path)
-    current = conf.get_settings()
-    wanted = setup["settings"]
-    if any(getattr(current, k) != v for k, v in wanted.items()):
-        conf.configure(**wanted)
+    with conf.overridden(**setup["settings"]):
+        return contextvars.copy_context().run(_segment_body, run, attempt_prefix, setup, seg)
+
+
+def _segment_body(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int) -> dict[str, Any]:
+    import cloudpickle
+    import distributed
+
     job = cloudpickle.loads(setup["job"])
-    pacer, stop = _run_state(run, setup["max_rcu"], setup["max_wcu"], setup["workers"])
+    stop = _run_state(run)
+    # this task's share of the budget: the driver runs at most `slots` tasks at once
+    pacer = Pacer(setup["max_rcu"], setup["max_wcu"], setup["slots"], stop)
     counts = Counts()
     if isinstance(job["op"], RekeyEntity):
         worker: Any = Rekeyer(job["op"], job["table"], job["physical"], job["mode"], counts, job["dry_run"], pacer,
@@ -132,8 +172,26 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
                                 consistent=job["consistent"])
     ledger = Ledger(job["ledger_table"], job["ledger_name"]) if job["ledger_name"] else None
     owner = setup.get("lock_owner")
-    if ledger is not None and owner and not _lock_alive(ledger, owner):
-        stop.set()  # the driver is gone (or lost its lock): another run may hold the table now
+    ttl = float(setup.get("lock_ttl", 60.0))
+    watch = ledger is not None and bool(owner)
+
+    def check() -> bool:
+        """Read the lock; move the lease deadline (expiry - ttl/6). False on a read error."""
+        assert ledger is not None and owner
+        expiry = _lock_expiry(ledger, owner)
+        if expiry is None:
+            return False
+        stop.extend(expiry - ttl / 6)
+        if expiry <= time.time():
+            stop.set()  # the driver is gone (or lost its lock): another run may hold the table now
+        return True
+
+    if watch:
+        stop.extend(0.0)  # nothing is written before the lock was seen held
+        for _ in range(5):
+            if check():
+                break
+            time.sleep(0.5)
     attempt = f"{attempt_prefix}:{seg}:{uuid.uuid4().hex[:8]}"
     try:
         reporter: Any = distributed.get_worker()
@@ -147,31 +205,33 @@ def _segment_task(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
 
     def tick() -> None:
         checked = time.monotonic()
-        every = max(1.0, float(setup.get("lock_ttl", 60.0)) / 6)
+        every = max(1.0, ttl / 6)
         while not done.wait(0.5):
             if reporter is not None:
                 reporter.log_event(setup["topic"], snapshot())
-            if ledger is not None and owner and time.monotonic() - checked >= every:
+            # every ttl/6, and every 0.5 s once the lease deadline is near (a failed read is retried)
+            if watch and (time.monotonic() - checked >= every or stop.deadline - time.time() < every):
                 checked = time.monotonic()
-                if not _lock_alive(ledger, owner):
-                    stop.set()
+                check()
 
-    ticker = threading.Thread(target=tick, daemon=True)
+    ticker = threading.Thread(target=contextvars.copy_context().run, args=(tick,), daemon=True)
     ticker.start()
     try:
-        run_segment(worker, ledger, job["name"], job["index"], seg, job["total"])
+        run_segment(worker, ledger, job["name"], job["index"], seg, job["total"], tally=True)
     finally:
         done.set()
         ticker.join()
-    return {**snapshot(), "errors": list(counts.errors), "stopped": stop.is_set()}
+    return {**snapshot(), "errors": list(counts.errors), "stopped": stop.is_set(),
+            "read_units": pacer.read_units, "write_units": pacer.write_units}
 
 
 # -- on the driver -------------------------------------------------------------------------
-def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
+def task_setup(job: SegmentJob, slots: int, topic: str) -> dict[str, Any]:
     """What every segment task of ``job`` receives: connection settings, ``sys.path``, the pickled job.
 
     Args:
-        job: the scan operation; workers: processes sharing the rate limit; topic: the progress topic.
+        job: the scan operation; slots: how many tasks share the rate limit at once (the driver
+            never runs more; times ``--worker`` N); topic: the progress topic.
     """
     import cloudpickle
 
@@ -181,7 +241,7 @@ def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
         "topic": topic,
         "settings": {k: getattr(settings, k) for k in _CONNECTION},
         "sys_path": [p for p in sys.path if p],
-        "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu, "workers": workers,
+        "max_rcu": job.options.max_rcu, "max_wcu": job.options.max_wcu, "slots": slots,
         # a task stops when this lock is no longer held: a driver that died cannot leave writers behind
         "lock_owner": ledger.owner if ledger is not None and ledger._lock_sk else None,
         "lock_ttl": job.options.lock_ttl,
@@ -192,6 +252,30 @@ def task_setup(job: SegmentJob, workers: int, topic: str) -> dict[str, Any]:
                                   "ledger_table": ledger.table if ledger else None,
                                   "ledger_name": ledger.name if ledger else None}),
     }
+
+
+def scheduler_address(address: str) -> str:
+    """Check a ``--scheduler`` address and return it as Dask takes it (``tcp://host:port``).
+
+    Accepts ``tcp://host:port``, ``tls://host:port`` and ``host:port`` (TCP); a host is a name, an
+    IPv4 address or a bracketed IPv6 address; the port is 1-65535.
+
+    Raises:
+        ConfigurationError: anything else, naming the address (no connection is attempted).
+    """
+    import re
+
+    text = (address or "").strip()
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    match = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):([0-9]{1,5})", rest)
+    port = int(match.group(2)) if match else 0
+    if scheme not in ("tcp", "tls") or match is None or not 1 <= port <= 65535:
+        raise ConfigurationError(
+            f"--scheduler {address!r} is not a Dask scheduler address: expected tcp://HOST:PORT or "
+            "tls://HOST:PORT (e.g. tcp://10.0.0.5:8786); nothing was written.")
+    return f"{scheme}://{rest}"
 
 
 class DaskExecutor(Executor):
@@ -249,13 +333,14 @@ class DaskExecutor(Executor):
                 self.client = stack.enter_context(distributed.Client(cluster, timeout=60))
                 self.client.wait_for_workers(self.n_workers, timeout=120)
             else:
+                address = scheduler_address(self.scheduler)
                 try:
-                    self.client = stack.enter_context(distributed.Client(self.scheduler,
-                                                                         timeout=self.connect_timeout))
-                except (OSError, TimeoutError) as exc:
+                    self.client = stack.enter_context(distributed.Client(address, timeout=self.connect_timeout))
+                except Exception as exc:  # noqa: BLE001 - whatever answered is not a scheduler we can use
                     raise ConfigurationError(
                         f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s "
-                        f"({exc}); nothing was written. Check --scheduler and that the scheduler is running.") from exc
+                        f"({type(exc).__name__}: {exc}); nothing was written. Check --scheduler and that the "
+                        "scheduler is running.") from exc
             try:
                 return self._migrate(options)
             finally:
@@ -288,19 +373,32 @@ class DaskExecutor(Executor):
         client = self.client
         run = uuid.uuid4().hex
         topic = f"{TOPIC}-{run}"  # one per run: two drivers may share a cluster
-        # the budget is this driver's share (--worker i/N) split across the cluster's processes
-        setup = task_setup(job, job.options.worker[1] * self.workers(), topic)
+        paced = bool(job.options.max_wcu or job.options.max_rcu)
+        # A paced run keeps at most `slots` tasks running, each at budget / slots: the budget holds
+        # however many workers join later. The count is fixed here, by the driver (the workers
+        # registered now, at least one); unpaced, every segment is submitted at once.
+        slots = max(1, min(len(mine), self.workers())) if paced else max(1, len(mine))
+        setup = task_setup(job, job.options.worker[1] * max(1, slots), topic)
         self._counts = worker.counts
         self._attempts = {}
+        # a rekey's transactions count their items in the ledger (exact even when a worker dies
+        # between a transaction and its next progress event): the report takes "rewritten" from there
+        tallied = job.ledger is not None and not job.options.dry_run and isinstance(job.op, RekeyEntity)
+        before = job.ledger.tally(job.name, job.index) if tallied and job.ledger is not None else 0
         client.subscribe_topic(topic, self._on_event)
         stop = self._stop
         futures: list[Any] = []
+        pending = list(mine)
         try:
-            futures = [client.submit(_segment_task, run, f"{job.name}#{job.index}", setup, seg,
-                                     key=f"dynorm-segment-{run}-{seg}", pure=False) for seg in mine]
             failed: Any = None
             while True:  # short slices, so the main thread stays free to run signal handlers
-                if all(f.done() for f in futures):
+                running = sum(1 for f in futures if not f.done())
+                while pending and running < slots and not stop.is_set():
+                    seg = pending.pop(0)
+                    futures.append(client.submit(_segment_task, run, f"{job.name}#{job.index}", setup, seg,
+                                                 key=f"dynorm-segment-{run}-{seg}", pure=False))
+                    running += 1
+                if not pending and all(f.done() for f in futures):
                     break
                 failed = next((f for f in futures if f.status == "error"), None)
                 if failed is not None or stop.is_set():
@@ -313,9 +411,16 @@ class DaskExecutor(Executor):
                 if f.status == "finished":
                     result = f.result()
                     self._add(result)
+                    self._pacer.read_units += result.get("read_units", 0.0)
+                    self._pacer.write_units += result.get("write_units", 0.0)
                     for text in result["errors"]:
                         if len(worker.counts.errors) < 20:
                             worker.counts.errors.append(text)
+            if tallied and job.ledger is not None:
+                with self._attempts_lock:
+                    self._counts = None  # no more progress events into the counts
+                exact = job.ledger.tally(job.name, job.index) - before
+                worker.counts.add(rewritten=exact - worker.counts.rewritten)
             if failed is not None:
                 exc = failed.exception()
                 if isinstance(exc, DynormError):
@@ -326,12 +431,9 @@ class DaskExecutor(Executor):
         finally:
             client.unsubscribe_topic(topic)
             try:
-                units = client.run(_forget_run, run)
-            except Exception:  # noqa: BLE001 - workers gone: their counts went with them
-                units = {}
-            for rcu, wcu in units.values():
-                self._pacer.read_units += rcu
-                self._pacer.write_units += wcu
+                client.run(_forget_run, run)
+            except Exception:  # noqa: BLE001 - the workers are gone (a terminal's SIGINT): nothing to forget
+                pass
             client.cancel(futures)
             self._counts = None
 

@@ -239,7 +239,8 @@ class SegmentJob:
     ledger: Ledger | None
 
 
-def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int, total: int) -> None:
+def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int, total: int,
+                tally: bool = False) -> None:
     """Run one scan segment from its checkpoint: read a page, rewrite it, record failures, checkpoint.
 
     The one segment runner of every engine (threads here, Dask tasks in
@@ -250,6 +251,8 @@ def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int,
         worker: a :class:`~dynorm.migrations.rekey.Rekeyer` or :class:`~dynorm.migrations.rekey.VersionDeleter`.
         ledger: where checkpoints and failed items go (``None``: a dry run).
         name, i: the ledger label and the operation's index; seg, total: this segment of ``total``.
+        tally: a Rekeyer's transactions also add their item counts to the segment's tally in the
+            ledger (:meth:`Ledger.tally_action`): the Dask engine reports from it.
 
     DynamoDB: GetItem (checkpoint), Scan/Query pages, the worker's writes, PutItem per page (checkpoint).
     """
@@ -261,8 +264,10 @@ def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int,
                 return
             start = cp["lek"]
     op_name, params = worker.read_params(seg, total)
+    counter = ledger.tally_action(name, i, seg) if tally and ledger is not None and isinstance(worker, Rekeyer) \
+        else None
     for items, lek in worker.pages(op_name, params, start):
-        result = worker.process(items)
+        result = worker.process(items, tally=counter) if counter is not None else worker.process(items)
         if ledger is not None and result.failed:
             ledger.record_failures(name, i, result.failed)  # before the checkpoint moves past them
         if not result.complete:

@@ -2,8 +2,9 @@
 
 Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migration>#<op>#<segment>``
 (LastEvaluatedKey of the scan so far, counts, done), ``failed#<migration>#<op>#<key hash>`` (the
-raw key of an item that could not be rewritten, and why; retried by the next run) and
-``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
+raw key of an item that could not be rewritten, and why; retried by the next run),
+``tally#<migration>#<op>#<segment>`` (items moved by the transactions of a Dask task, counted in
+each transaction) and ``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
 checkpoints and failures under ``<migration>~reverse``.
 
 One lock per table for every kind of run: a plain (or backwards) run's ``lock#all`` excludes every
@@ -32,7 +33,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from .. import backend
 from ..exceptions import ConditionFailed, DynormError
@@ -134,6 +135,27 @@ class Ledger:
             item["lek"] = {"S": json.dumps(lek, sort_keys=True)}
         backend.call("PutItem", {"TableName": self.name, "Item": item})
 
+    def tally_action(self, migration: str, op_index: int, segment: int | str) -> Callable[[int], dict[str, Any]]:
+        """The action a rewrite transaction carries to add its item count to a segment's tally.
+
+        Returns:
+            ``f(n)``: a TransactWriteItems ``Update`` adding ``n`` to ``rewritten`` of the item
+            ``tally#<migration>#<op>#<segment>``; committed with the items, so the tally is exact
+            even when the process dies right after a transaction.
+        """
+        key = self._key(f"tally#{migration}#{op_index}#{segment}")
+
+        def action(n: int) -> dict[str, Any]:
+            return {"Update": {"TableName": self.name, "Key": key, "UpdateExpression": "ADD #n :n",
+                               "ExpressionAttributeNames": {"#n": "rewritten"},
+                               "ExpressionAttributeValues": {":n": {"N": str(n)}}}}
+        return action
+
+    def tally(self, migration: str, op_index: int) -> int:
+        """Items rewritten by every transaction that carried :meth:`tally_action` for one operation (Query)."""
+        return sum(int(i.get("rewritten", {}).get("N", "0"))
+                   for i in self._query_prefix(f"tally#{migration}#{op_index}#"))
+
     def checkpoints(self, migration: str, op_index: int) -> list[dict[str, Any]]:
         """Every checkpoint saved for one operation (Query)."""
         resp = backend.call("Query", {
@@ -211,7 +233,7 @@ class Ledger:
 
         Called when a run starts the other direction: its records no longer describe the table.
         """
-        for prefix in (f"checkpoint#{label}#", f"failed#{label}#"):
+        for prefix in (f"checkpoint#{label}#", f"failed#{label}#", f"tally#{label}#"):
             for item in self._query_prefix(prefix):
                 sk = item[str(self.table.sk_attribute)]["S"]
                 backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
@@ -224,7 +246,7 @@ class Ledger:
         """Remove a migration's applied record, checkpoints and failures (after it was reversed)."""
         sks = [f"applied#{migration}"]
         for name in (migration, f"{migration}~reverse"):
-            for prefix in (f"checkpoint#{name}#", f"failed#{name}#"):
+            for prefix in (f"checkpoint#{name}#", f"failed#{name}#", f"tally#{name}#"):
                 sks += [i[str(self.table.sk_attribute)]["S"] for i in self._query_prefix(prefix)]
         for sk in sks:
             backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})

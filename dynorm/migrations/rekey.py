@@ -36,6 +36,9 @@ from .state import NUMERIC_KINDS, EntityState, TableState
 __all__ = ["Counts", "PageResult", "Rekeyer", "VersionDeleter", "PAGE_SIZE"]
 
 PAGE_SIZE = 200
+#: one extra action that counts the items a transaction rewrote (Rekeyer.process's ``tally``)
+Tally = Callable[[int], dict[str, Any]]
+TALLY_WCU = 2  # the tally's Update: a transactional write of an item under 1 KB
 MOVE_GROUP = 50     # 2 actions per item: 100 actions, DynamoDB's limit
 COPY_GROUP = 100
 #: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
@@ -99,6 +102,27 @@ def _plain_for_keys(state: EntityState, plain: dict[str, Any]) -> dict[str, Any]
             v = int(v)
         values[fname] = v
     return values
+
+
+def keyed_at(state: EntityState, table: TableState, raw: dict[str, Any], version: str, entity: str) -> bool:
+    """Whether item ``raw``'s primary key is the one ``state``'s templates give at key ``version``.
+
+    Tells an item's key version from its key wherever the version sits (partition-key prefix,
+    after a variable, in the sort key): the key is rendered from the item's own field values and
+    compared with the stored one. An item lacking a value its key needs is at no version.
+
+    Args:
+        state: the entity's key templates (a RekeyEntity's ``old`` or ``new``); table: its table;
+        raw: the item in DynamoDB JSON (its key attributes and the fields the templates use);
+        version: the key version to test; entity: the entity type (for error messages).
+    """
+    values = _plain_for_keys(state, _codec.item_from_av({a: raw[a] for a, _ in state.fields.values() if a in raw}))
+    templates = state.templates(table.delimiter, table.key_encoding)["primary"]
+    for attr, template in templates.items():
+        rendered = template.try_fill(values, version, entity=entity)
+        if rendered is None or raw.get(attr, {}).get("S") != rendered:
+            return False
+    return True
 
 
 class _Base:
@@ -247,8 +271,14 @@ class Rekeyer(_Base):
         return move_units(item_size(raw), item_size(new), old_gsis, new_gsis, self._key_of(new) == self._key_of(raw))
 
     # -- execution ---------------------------------------------------------------------
-    def process(self, items: list[dict[str, Any]]) -> PageResult:
+    def process(self, items: list[dict[str, Any]], tally: Tally | None = None) -> PageResult:
         """Rewrite one page of old items (grouped transactions, then one by one on cancellation).
+
+        Args:
+            items: the page, in DynamoDB JSON; tally: when given, ``tally(n)`` is one more action
+                each transaction carries (a counter of the items it rewrote, e.g.
+                :meth:`~dynorm.migrations.ledger.Ledger.tally_action`), so the count commits with
+                the items, whoever dies afterwards.
 
         Returns:
             :class:`PageResult`: the failed items, and whether a stop ended the page early.
@@ -270,17 +300,17 @@ class Rekeyer(_Base):
                 self.counts.add(rewritten=1)
                 continue
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
-        size = MOVE_GROUP if self.mode == "move" else COPY_GROUP
+        size = (MOVE_GROUP if self.mode == "move" else COPY_GROUP) - (1 if tally else 0)
         for group in self.pacer.groups(planned, size, lambda entry: entry[2]):
-            if not self.pacer.before_write(sum(u for _, _, u in group)):
+            if not self.pacer.before_write(sum(u for _, _, u in group) + (TALLY_WCU if tally and paced else 0)):
                 result.complete = False
                 return result
             try:
-                self._transact([a for _, acts, _ in group for a in acts])
+                self._transact([a for _, acts, _ in group for a in acts] + ([tally(len(group))] if tally else []))
                 self.counts.add(rewritten=len(group))
             except TransactionCanceled:
                 for raw, _, _ in group:
-                    status, reason = self._one(raw)
+                    status, reason = self._one(raw, tally=tally)
                     if status == "stopped":
                         result.complete = False
                         return result
@@ -334,8 +364,11 @@ class Rekeyer(_Base):
         # every transaction cost ~17% of migrate throughput on DynamoDB Local (measured).
         backend.call("TransactWriteItems", {"TransactItems": actions, "ClientRequestToken": str(uuid.uuid4())})
 
-    def _one(self, raw: dict[str, Any], attempts: int = 8) -> tuple[str, str]:
-        """Rewrite one item, re-reading it when it changed; ``(status, reason)`` as :meth:`retry`."""
+    def _one(self, raw: dict[str, Any], attempts: int = 8, tally: Tally | None = None) -> tuple[str, str]:
+        """Rewrite one item, re-reading it when it changed; ``(status, reason)`` as :meth:`retry`.
+
+        ``tally``: as for :meth:`process` (its action goes last, after the item's own).
+        """
         for attempt in range(attempts):
             try:
                 new = self.new_item(raw)
@@ -345,10 +378,11 @@ class Rekeyer(_Base):
                 self.counts.add(skipped=1)
                 return "ok", "skipped"
             acts = self.actions(raw, new)
-            if not self.pacer.before_write(self.units(raw, new) if self.pacer.writes is not None else 0):
+            paced = self.pacer.writes is not None
+            if not self.pacer.before_write(self.units(raw, new) + (TALLY_WCU if tally else 0) if paced else 0):
                 return "stopped", ""
             try:
-                self._transact(acts)
+                self._transact(acts + ([tally(1)] if tally else []))
                 self.counts.add(rewritten=1)
                 return "ok", "rewritten"
             except TransactionCanceled as exc:

@@ -4,11 +4,14 @@ After a move, no item of the entity should be left at the old version. After a c
 item should have a copy, so the new version must hold at least as many items as the old one.
 The counts come from a parallel Scan with ``Select=COUNT`` that uses the same filter as the rekey
 (entity type and old or new partition-key prefix), or one Query when the partition key is
-constant. No item is transferred to the client.
+constant. No item is transferred to the client, except when the key version is outside the
+partition key's constant prefix (in the sort key, or after a variable): then both versions share
+one read, which returns the key attributes, and each item's version is told from its key.
 """
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +19,7 @@ from typing import Any
 from .. import backend, conf
 from .executor import Executor
 from .operations import MigrationError, RekeyEntity
-from .rekey import Counts, Rekeyer
+from .rekey import Counts, Rekeyer, keyed_at
 
 __all__ = ["VerifyRow", "verify"]
 
@@ -29,7 +32,8 @@ class VerifyRow:
         migration, table, entity_type, from_version, to_version: the operation.
         old, new: items of the entity at the old and at the new key version.
         ok: the counts match the mode: move: ``old == 0``; copy: ``new >= old``.
-        note: why the counts cannot tell the versions apart (both read the same key prefix), else "".
+        note: how the counts were taken when not by ``Select=COUNT`` (the version is outside the
+            partition-key prefix, so the keys were read and each item's version told from its key), else "".
     """
 
     migration: str
@@ -47,6 +51,31 @@ def _count(operation: str, params: dict[str, Any]) -> int:
     params = {k: v for k, v in params.items() if k != "Limit"}
     params["Select"] = "COUNT"
     return sum(int(resp.get("Count", 0)) for resp in backend.paginate(operation, params))
+
+
+def _call(job: Any) -> Any:
+    return job()
+
+
+def _classify(op: RekeyEntity, table: Any, attrs: list[str], operation: str,
+              params: dict[str, Any]) -> tuple[int, int]:
+    """Read the key attributes of every item the read finds; return (at the old version, at the new one)."""
+    params = {k: v for k, v in params.items() if k not in ("Limit", "ReturnConsumedCapacity")}
+    names = dict(params.get("ExpressionAttributeNames", {}))
+    projected = []
+    for n, attr in enumerate(attrs):
+        names[f"#v{n}"] = attr
+        projected.append(f"#v{n}")
+    params.update(ProjectionExpression=", ".join(projected), ExpressionAttributeNames=names)
+    old = new = 0
+    for resp in backend.paginate(operation, params):
+        for raw in resp.get("Items", []):
+            # new first: an item whose primary key the operation does not change is already there
+            if keyed_at(op.new, table, raw, op.to_version, op.entity_type):
+                new += 1
+            elif keyed_at(op.old, table, raw, op.from_version, op.entity_type):
+                old += 1
+    return old, new
 
 
 def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
@@ -68,7 +97,9 @@ def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
         MigrationError: no migration ``name``, or a bad ``mode``/``segments``.
 
     DynamoDB: Query on the ledger (applied migrations), then per RekeyEntity and version
-    ``segments`` parallel Scans with ``Select=COUNT`` (one Query for a constant partition key).
+    ``segments`` parallel Scans with ``Select=COUNT`` (one Query for a constant partition key); when
+    the version is outside the partition-key prefix, ``segments`` parallel Scans projecting the key
+    attributes instead.
     """
     if mode not in ("move", "copy"):
         raise MigrationError(f"--mode must be move or copy, not {mode!r}.")
@@ -98,11 +129,17 @@ def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
                 counts.append(sum(pool.map(lambda job: _count(*job), jobs)))
             old, new = counts
             note = ""
-            if reads[0] == reads[1]:  # same version and partition-key prefix: one set of items
-                note = "old and new keys share the partition-key prefix: counts cannot tell them apart"
-                ok = True
-            else:
-                ok = old == 0 if mode == "move" else new >= old
+            if reads[0] == reads[1]:
+                # the same partition-key prefix (the version is in the sort key, or after a variable):
+                # read the keys and tell each item's version from its key
+                note = "version outside the partition-key prefix: items read and classified by key"
+                old, new = 0, 0
+                attrs = sorted({*op.old.keys["primary"], *op.new.keys["primary"],
+                                *(a for a, _ in op.old.fields.values()), *(a for a, _ in op.new.fields.values())})
+                classify = [functools.partial(_classify, op, table, attrs, *job) for job in reads[0]]
+                for o, n in pool.map(_call, classify):
+                    old, new = old + o, new + n
+            ok = old == 0 if mode == "move" else new >= old
             rows.append(VerifyRow(migration.name, prefix + op.table, op.entity_type, op.from_version, op.to_version,
                                   old, new, ok, note))
     return applied and all(r.ok for r in rows), rows

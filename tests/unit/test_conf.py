@@ -55,3 +55,36 @@ def test_a_dns_name_starting_with_127_is_not_loopback(host: str) -> None:
 @pytest.mark.parametrize("endpoint", ["http://127.0.0.2:8000", "http://[::1]:8000", "http://localhost"])
 def test_loopback_addresses_are_local(endpoint: str) -> None:
     assert conf.Settings(endpoint=endpoint).is_local
+
+
+def test_overridden_settings_apply_to_one_thread_and_its_client_only() -> None:
+    """Two Dask tasks of two runs in one worker process: each thread talks to its own endpoint."""
+    import threading
+
+    from dynorm import backend
+
+    base = conf.get_settings()
+    seen: dict[str, tuple[str | None, str | None]] = {}
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def task(name: str, endpoint: str) -> None:
+        with conf.overridden(endpoint=endpoint):
+            inside.set()
+            leave.wait(5)
+            seen[name] = (conf.get_settings().endpoint, backend.client().meta.endpoint_url)
+
+    a = threading.Thread(target=task, args=("a", "http://127.0.0.1:1"))
+    a.start()
+    inside.wait(5)
+    b = threading.Thread(target=task, args=("b", "http://127.0.0.1:2"))
+    b.start()
+    assert conf.get_settings() is base  # the rest of the process is untouched
+    leave.set()
+    a.join()
+    b.join()
+    assert seen == {"a": ("http://127.0.0.1:1",) * 2, "b": ("http://127.0.0.1:2",) * 2}
+    assert conf.get_settings() is base
+    with pytest.raises(ConfigurationError, match="endpoint"):
+        with conf.overridden(endpoint="127.0.0.1:1"):
+            pass
