@@ -189,13 +189,18 @@ def _resolve_older(model: type[Entity], key: Mapping[str, Any]) -> None:
 
     Requests (only with older read_versions): GetItem (consistent) per version tried, and the move.
     """
+    backend.drive(_resolve_older_steps(model, key))
+
+
+def _resolve_older_steps(model: type[Entity], key: Mapping[str, Any]) -> backend.Steps:
+    """The steps of :func:`_resolve_older` (run by the sync or the asyncio driver)."""
     if not older_keys(model, key):
         return
     try:
-        obj = default_manager(model).consistent().get(**key)
+        obj = yield from default_manager(model).consistent()._get_steps((), dict(key))
     except model.DoesNotExist:
         return  # nowhere: the write fails (or deletes nothing) at the current keys, as without read_versions
-    move_to_current(obj)
+    yield from move_to_current_steps(obj)
 
 
 def send_delete(op: WriteOp, older: list[WriteOp]) -> None:
@@ -332,6 +337,7 @@ class _AsyncTransaction(Transaction):
     def __init__(self, client_request_token: str | None = None) -> None:
         super().__init__(client_request_token)
         self._moves: list[tuple[int, Any, Callable[[], WriteOp]]] = []
+        self._by_key: list[tuple[type[Entity], Mapping[str, Any]]] = []  # resolved at acommit
 
     def _add_moved(self, obj: Entity, plan: Callable[[], WriteOp]) -> None:
         op = plan()  # bad input fails now, before any request
@@ -350,7 +356,12 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None, **changes: Any) -> None:
         """Add an Update (see :meth:`Transaction.update`)."""
         model, t = _target(target, key)
-        if not (is_instance(t) and t._state.fallback):
+        if not is_instance(t):  # by key: get()'s read_versions fallback runs at acommit, not here
+            self._add(prepare_update(model, key=t, changes=changes, condition=condition))
+            if older_keys(model, t):
+                self._by_key.append((model, t))
+            return None
+        if not t._state.fallback:
             return super().update(target, key, condition=condition, **changes)
         self._add_moved(t, lambda: prepare_update(model, instance=t, changes=changes, condition=condition))
         return None
@@ -359,12 +370,23 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if isinstance(t, Mapping) and condition is not None and older_keys(model, t):
+            # by key with a condition: get()'s read_versions fallback runs at acommit, not here
+            self._add(prepare_delete(model, t, condition=condition))
+            for extra in prepare_delete_older(model, t):
+                self._add(extra)
+            self._by_key.append((model, t))
+            return None
         if not (is_instance(t) and t._state.fallback):
             return super().delete(target, key, condition=condition)
         self._add_moved(t, lambda: prepare_delete(model, t, condition=condition))
         return None
 
     def _commit_steps(self) -> backend.Steps:
+        if not self.committed and self._by_key:
+            for model, key in self._by_key:
+                yield from _resolve_older_steps(model, key)  # consistent GetItems (+ the move), awaited
+            self._by_key = []
         if not self.committed and self._moves:
             for i, obj, plan in self._moves:
                 yield from move_to_current_steps(obj)  # GetItem + TransactWriteItems (no-op once moved)

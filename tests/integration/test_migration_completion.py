@@ -3,6 +3,7 @@ current-version copies, DeleteVersion's pacing, ``--lock-ttl`` and the ``--plan`
 
 from __future__ import annotations
 
+import itertools
 import json
 import textwrap
 import time
@@ -67,9 +68,10 @@ def test_a_move_whose_old_writers_never_stop_stays_partial_and_says_what_to_do(p
     project.makemigrations()
     v1_models = project.write_models(**V1)
     created: list[str] = []
+    numbers = itertools.count()  # the hook runs in every segment's thread: one id each
 
     def old_app_keeps_creating(**kwargs: Any) -> None:
-        wid = f"new{len(created):03d}"
+        wid = f"new{next(numbers):03d}"
         v1_models.Widget.objects.create(widget_id=wid, maker="m1")
         created.append(wid)
 
