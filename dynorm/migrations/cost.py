@@ -217,15 +217,17 @@ class TokenBucket:
     """A token bucket that may go into debt: ``rate`` units per second, ``rate`` units of burst.
 
     Thread-safe; waits are interruptible by a stop event. Args: rate: units per second
-    (> 0); clock, sleep: injectable for tests (default ``time.monotonic`` / ``Event.wait``).
+    (> 0); clock, sleep: injectable for tests (default ``time.monotonic`` / ``Event.wait``);
+    full: start with one second of burst (``False``: start empty, for buckets created one after
+    another under one budget, such as Dask tasks, whose bursts would otherwise add up).
     """
 
     def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, full: bool = True) -> None:
         if rate <= 0:
             raise ValueError(f"a rate limit must be > 0, not {rate}")
         self.rate = float(rate)
-        self.tokens = float(rate)
+        self.tokens = float(rate) if full else 0.0
         self.clock = clock
         self.sleep = sleep
         self.stamp = clock()
@@ -283,6 +285,7 @@ class Pacer:
         max_rcu, max_wcu: the budgets of the whole migration, in capacity units per second.
         workers: how many ``--worker`` processes share them (each takes an equal part).
         stop: set on SIGINT/SIGTERM; waits end early.
+        burst: start with one second of burst (``False``: start empty; Dask tasks, see :class:`TokenBucket`).
 
     Attributes:
         lease: when set, called before every write request; False (the run's lock may have
@@ -290,9 +293,10 @@ class Pacer:
     """
 
     def __init__(self, max_rcu: float | None = None, max_wcu: float | None = None, workers: int = 1,
-                 stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None) -> None:
-        self.reads = TokenBucket(max_rcu / workers, sleep=sleep) if max_rcu else None
-        self.writes = TokenBucket(max_wcu / workers, sleep=sleep) if max_wcu else None
+                 stop: threading.Event | None = None, sleep: Callable[[float], None] | None = None,
+                 burst: bool = True) -> None:
+        self.reads = TokenBucket(max_rcu / workers, sleep=sleep, full=burst) if max_rcu else None
+        self.writes = TokenBucket(max_wcu / workers, sleep=sleep, full=burst) if max_wcu else None
         self.stop = stop
         self.lease: Callable[[], bool] | None = None
         self.write_units = 0.0  #: estimated WCU of the writes sent

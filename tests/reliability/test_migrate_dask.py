@@ -436,9 +436,10 @@ def test_a_dask_task_of_a_dead_driver_stops_before_its_lock_expires(project: Pro
     ledger._stop.set()  # the driver is SIGKILLed: no more heartbeats, the lock is not released
     ledger._heartbeat.join()
     started: list[float] = []
-    # the driver dies at an arbitrary moment: here its lock expires ~0.5 s after the task's first check
-    # (the task checks every ttl/6 = 5 s, at 0.5 s granularity)
-    time.sleep(max(0.0, expires_at - 1.0 - ttl / 6 - time.time()))
+    # the driver dies at an arbitrary moment: here the task starts 3 s before its stop deadline (the
+    # lock's expiry minus ttl/6), time for its first writes: a paced task's bucket starts empty, so
+    # its first transaction waits up to a second (60 WCU/s)
+    time.sleep(max(0.0, expires_at - 3.0 - ttl / 6 - time.time()))
     with Hook("before-call.dynamodb.TransactWriteItems", lambda **kw: started.append(time.time())):
         out: dict[str, Any] = {}
 
