@@ -70,6 +70,20 @@ class Project:
         module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
         return module
 
+    def stage(self, tables_src: str, models_src: str) -> Any:
+        """Write ``tables.py`` and ``models.py`` (sources already formatted), (re)import both and
+        forget the table classes the previous ``tables.py`` registered; return the models module."""
+        (self.dir / "tables.py").write_text(tables_src)
+        (self.dir / "models.py").write_text(models_src)
+        for name in (f"{self.pkg}.tables", f"{self.pkg}.models"):
+            if name in sys.modules:
+                importlib.reload(sys.modules[name])
+            else:
+                importlib.import_module(name)
+        for t in [t for t in tables._TABLES if t.__module__ == f"{self.pkg}.tables" and t is not self.table]:
+            tables._TABLES.remove(t)
+        return sys.modules[f"{self.pkg}.models"]
+
     @property
     def table(self) -> Any:
         return importlib.import_module(f"{self.pkg}.tables").MigShop

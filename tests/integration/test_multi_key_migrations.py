@@ -7,12 +7,9 @@ writing its key attributes: DropIndexes, again no item rewritten.
 
 from __future__ import annotations
 
-import importlib
-import sys
 from typing import Any
 
 import dynorm
-from dynorm import tables
 from dynorm.migrations.executor import MigrateOptions
 from tests.migproject import Project, widgets
 
@@ -48,17 +45,7 @@ MULTI = {"pk": {"maker": "S"}, "sk": {"size": "N"}}
 
 
 def _stage(project: Project, gsis: dict[str, Any], indexes: str) -> Any:
-    (project.dir / "tables.py").write_text(TABLES.format(gsis=gsis))
-    (project.dir / "models.py").write_text(MODELS.format(pkg=project.pkg, indexes=indexes))
-    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
-        if name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
-    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
-    for t in stale:
-        tables._TABLES.remove(t)
-    return sys.modules[f"{project.pkg}.models"]
+    return project.stage(TABLES.format(gsis=gsis), MODELS.format(pkg=project.pkg, indexes=indexes))
 
 
 def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Project) -> None:

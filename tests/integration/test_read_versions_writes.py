@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import random
-import sys
 import threading
 from typing import Any
 
 import pytest
 
 import dynorm
-from dynorm import F, backend, tables
+from dynorm import F, backend
 from dynorm.migrations.executor import MigrateOptions
 from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
 
@@ -432,17 +430,7 @@ class Widget(Entity):
 
 
 def _stage_multikey_rv(project: Project, version: str, rv: list[str] | None) -> Any:
-    (project.dir / "tables.py").write_text(_MULTIKEY_TABLES)
-    (project.dir / "models.py").write_text(_MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
-    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
-        if name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
-    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
-    for t in stale:
-        tables._TABLES.remove(t)
-    return sys.modules[f"{project.pkg}.models"]
+    return project.stage(_MULTIKEY_TABLES, _MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
 
 
 def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(project: Project) -> None:

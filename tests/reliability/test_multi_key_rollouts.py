@@ -14,14 +14,12 @@ explain(count=True).
 from __future__ import annotations
 
 import asyncio
-import importlib
-import sys
 from typing import Any
 
 import pytest
 
 import dynorm
-from dynorm import Entity, Index, ModelError, Table, fields, tables
+from dynorm import Entity, Index, ModelError, Table, fields
 from dynorm.migrations.executor import MigrateOptions
 from dynorm.migrations.operations import MigrationError
 from tests.integration.test_multi_key_migrations import MULTI, NEW, OLD
@@ -124,17 +122,7 @@ class Widget(Entity):
 
 
 def _stage(project: Project, version: str) -> Any:
-    (project.dir / "tables.py").write_text(TABLES)
-    (project.dir / "models.py").write_text(MODELS.format(pkg=project.pkg, version=version))
-    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
-        if name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
-    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
-    for t in stale:
-        tables._TABLES.remove(t)
-    return sys.modules[f"{project.pkg}.models"]
+    return project.stage(TABLES, MODELS.format(pkg=project.pkg, version=version))
 
 
 def test_copy_mode_rekey_does_not_duplicate_results_on_a_multi_attribute_gsi(project: Project) -> None:
@@ -210,17 +198,7 @@ class Widget(Entity):
 
 
 def _stage_rv(project: Project, version: str, rv: list[str] | None) -> Any:
-    (project.dir / "tables.py").write_text(TABLES)
-    (project.dir / "models.py").write_text(MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
-    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
-        if name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
-    stale = [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]
-    for t in stale:
-        tables._TABLES.remove(t)
-    return sys.modules[f"{project.pkg}.models"]
+    return project.stage(TABLES, MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
 
 
 def test_save_of_an_item_read_at_an_older_version_through_a_multi_attribute_gsi(project: Project) -> None:
@@ -280,16 +258,8 @@ class Widget(Entity):
 
 
 def _stage_t(project: Project, gsis: dict[str, Any], sizefield: str, indexes: str) -> Any:
-    (project.dir / "tables.py").write_text(TABLES_T.format(gsis=gsis))
-    (project.dir / "models.py").write_text(MODELS_T.format(pkg=project.pkg, sizefield=sizefield, indexes=indexes))
-    for name in (f"{project.pkg}.tables", f"{project.pkg}.models"):
-        if name in sys.modules:
-            importlib.reload(sys.modules[name])
-        else:
-            importlib.import_module(name)
-    for t in [t for t in tables._TABLES if t.__module__ == f"{project.pkg}.tables" and t is not project.table]:
-        tables._TABLES.remove(t)
-    return sys.modules[f"{project.pkg}.models"]
+    return project.stage(TABLES_T.format(gsis=gsis),
+                         MODELS_T.format(pkg=project.pkg, sizefield=sizefield, indexes=indexes))
 
 
 def test_moving_a_pattern_onto_a_numeric_sort_attribute_the_items_hold_as_text(project: Project) -> None:
