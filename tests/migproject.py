@@ -51,6 +51,38 @@ V2 = {"version": "v2", "gsi_sk": "S#{size:04d}#W#{widget_id}", "read_versions": 
 UNVERSIONED = "    note = fields.String(null=True)"
 
 
+#: a table with the multi-attribute GSI ByMaker (maker S, size N)
+MULTIKEY_TABLES = '''
+from dynorm import Table
+
+class MigShop(Table):
+    class Meta:
+        table_name = "migshop"
+        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
+'''
+
+#: a Widget on ByMaker with key_version {version} and read_versions {rv}
+MULTIKEY_MODELS_RV = '''
+from dynorm import Entity, Index, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+    size = fields.Integer(default=0)
+    counter = fields.Integer(default=0)
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        read_versions = {rv!r}
+        pk = "{{version}}#W#{{widget_id}}"
+        sk = "METADATA"
+        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
+'''
+
+
 class Project:
     """A throwaway project on disk: <pkg>/tables.py, <pkg>/models.py, <pkg>/migrations/."""
 

@@ -11,7 +11,7 @@ import pytest
 import dynorm
 from dynorm import F, backend
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
+from tests.migproject import MULTIKEY_MODELS_RV, MULTIKEY_TABLES, UNVERSIONED, V2, Project, load_v1, widgets
 
 V2_READING_V1 = {**V2, "read_versions": ["v2", "v1"]}
 
@@ -399,38 +399,8 @@ def test_queryset_delete_of_many_removes_their_older_copies_too(project: Project
 
 
 # -- from the issue-13 adversarial pass: a queryset delete removes the older-version copies -------
-_MULTIKEY_TABLES = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
-'''
-
-_MULTIKEY_MODELS_RV = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-    counter = fields.Integer(default=0)
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        read_versions = {rv!r}
-        pk = "{{version}}#W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
-'''
-
-
 def _stage_multikey_rv(project: Project, version: str, rv: list[str] | None) -> Any:
-    return project.stage(_MULTIKEY_TABLES, _MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
+    return project.stage(MULTIKEY_TABLES, MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
 
 
 def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(project: Project) -> None:

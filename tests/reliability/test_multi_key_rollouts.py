@@ -24,7 +24,7 @@ from dynorm.migrations.executor import MigrateOptions
 from dynorm.migrations.operations import MigrationError
 from tests.integration.test_multi_key_migrations import MULTI, NEW, OLD
 from tests.integration.test_multi_key_migrations import _stage as _stage_moves
-from tests.migproject import Project, widgets
+from tests.migproject import MULTIKEY_MODELS_RV, MULTIKEY_TABLES, Project, widgets
 
 
 class Adv13(Table):
@@ -93,14 +93,6 @@ def test_a_multi_attribute_gsi_typing_a_template_key_attribute_as_n_is_refused()
                 gsis = {"GSI1": ("GSI1PK", "GSI1SK"), "IdxA": {"pk": {"GSI1PK": "N"}}}
 
 
-TABLES = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
-'''
 
 MODELS = '''
 from dynorm import Entity, Index, fields
@@ -122,7 +114,7 @@ class Widget(Entity):
 
 
 def _stage(project: Project, version: str) -> Any:
-    return project.stage(TABLES, MODELS.format(pkg=project.pkg, version=version))
+    return project.stage(MULTIKEY_TABLES, MODELS.format(pkg=project.pkg, version=version))
 
 
 def test_copy_mode_rekey_does_not_duplicate_results_on_a_multi_attribute_gsi(project: Project) -> None:
@@ -176,29 +168,10 @@ def test_get_or_create_with_index_fields_survives_index_lag() -> None:
     assert len(raw) == 1
 
 
-MODELS_RV = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-    counter = fields.Integer(default=0)
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        read_versions = {rv!r}
-        pk = "{{version}}#W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
-'''
 
 
 def _stage_rv(project: Project, version: str, rv: list[str] | None) -> Any:
-    return project.stage(TABLES, MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
+    return project.stage(MULTIKEY_TABLES, MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=rv))
 
 
 def test_save_of_an_item_read_at_an_older_version_through_a_multi_attribute_gsi(project: Project) -> None:
