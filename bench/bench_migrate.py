@@ -7,6 +7,12 @@ For N items of an entity at key version v1 (with a GSI), measures items/s of:
   50 items per transaction, 4 threads), without checkpoints or a ledger;
 * a hand-written Scan + BatchWriteItem copy (no conditions, no delete).
 
+The items are loaded as a dynorm table holds them: each with the revision token every dynorm write
+sets, so move mode's "unchanged" condition is the token (and the version), as the hand-written
+move's is the version. The ratio to the hand-written move is the median of ``--pairs`` interleaved
+runs. Items no dynorm write has touched (no token; move mode then compares every attribute, which
+also catches raw writers that leave the version alone) are measured in the same pairs.
+
 Peak RSS of the migrate process is its ``VmHWM`` (sampled from ``/proc``) for each run, and for a second,
 larger table (``--big``) to show that memory does not grow with the table.
 
@@ -15,7 +21,7 @@ the scans reported), and with ``--baseline DIR`` (a checkout of an earlier dynor
 ``git archive``) the same ``migrate --segments 4`` run by that code, for a before/after figure.
 On a shared machine figures move by 2x from run to run: compare ratios within one run.
 
-    python bench/bench_migrate.py [--items 20000] [--big 100000] [--baseline DIR]
+    python bench/bench_migrate.py [--items 20000] [--big 100000] [--pairs 3] [--baseline DIR]
 
 Results: ``bench/results/bench_migrate.json``.
 """
@@ -26,6 +32,7 @@ import argparse
 import importlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,6 +50,7 @@ from dynorm import backend  # noqa: E402
 from dynorm.migrations.api import make_migrations  # noqa: E402
 from dynorm.migrations.executor import Executor, MigrateOptions  # noqa: E402
 from dynorm.migrations.loader import load_migrations  # noqa: E402
+from dynorm.writes import new_token  # noqa: E402
 
 MODELS = '''
 from dynorm import Entity, Index, Table, fields
@@ -83,12 +91,19 @@ def setup_project(root: Path) -> Any:
     return models
 
 
-def reset_and_load(models: Any, n: int) -> None:
+def reset_and_load(models: Any, n: int, tokens: bool = True) -> None:
+    """Drop and recreate the table, then write ``n`` v1 items with BatchWriteItem.
+
+    With ``tokens`` each item carries the revision token (``_dynorm_rev``) that every dynorm write
+    sets, as on a table dynorm has been writing; without, the items look written by another writer
+    (or before dynorm), and move mode compares every attribute instead of the token.
+    """
     table = models.BenchShop
     if table.exists():
         table.delete_table()
     Executor(load_migrations("benchproj.migrations")).migrate(MigrateOptions(target="0001_initial"))
     name = table.table_name()
+    rev = table._meta.revision_attribute
     payload = "x" * 200
     items = []
     for i in range(n):
@@ -97,6 +112,8 @@ def reset_and_load(models: Any, n: int) -> None:
             "PK": {"S": f"v1#I#{iid}"}, "SK": {"S": "METADATA"}, "GSI1PK": {"S": f"v1#G#{i % 50}"},
             "GSI1SK": {"S": f"I#{iid}"}, "entityType": {"S": "ITEM"}, "item_id": {"S": iid},
             "group": {"S": str(i % 50)}, "payload": {"S": payload}, "n": {"N": str(i)}, "version": {"N": "1"}}}})
+        if tokens:
+            items[-1]["PutRequest"]["Item"][rev] = {"S": new_token()}
 
     def write(chunk: list[dict[str, Any]]) -> None:
         pending = chunk
@@ -217,6 +234,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--items", type=int, default=20000)
     ap.add_argument("--big", type=int, default=100000, help="items for the memory run (0 to skip)")
+    ap.add_argument("--pairs", type=int, default=3, help="interleaved migrate / hand-move pairs for the ratio")
     ap.add_argument("--baseline", type=Path, default=None, help="an earlier dynorm checkout to compare with")
     args = ap.parse_args()
     prefix = "benchmig-"
@@ -249,21 +267,50 @@ def main() -> int:
         assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
         results["runs"]["baseline_migrate_segments_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
         print(f"  baseline ({args.baseline}) migrate --segments 4: {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
-    reset_and_load(models, n)
-    elapsed = hand_transact_move(models)
-    assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
-    results["runs"]["hand_scan_transact_move_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
-    print(f"  hand-written scan + TransactWriteItems move (4 threads): {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
+    # The gate: migrate --segments 4 against the hand-written transactional move, in interleaved
+    # pairs (the machine's load moves between runs; a pair shares it), median ratio.
+    pairs: dict[str, list[float]] = {"migrate": [], "hand": [], "no_tokens": []}
+    for _ in range(args.pairs):
+        reset_and_load(models, n)
+        elapsed, _ = run_migrate(root, 4, endpoint, prefix)
+        assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+        pairs["migrate"].append(n / elapsed)
+        reset_and_load(models, n)
+        elapsed = hand_transact_move(models)
+        assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+        pairs["hand"].append(n / elapsed)
+        reset_and_load(models, n, tokens=False)
+        elapsed, _ = run_migrate(root, 4, endpoint, prefix)
+        assert count_at(models, "v2#") == n and count_at(models, "v1#") == 0
+        pairs["no_tokens"].append(n / elapsed)
+    hand = statistics.median(pairs["hand"])
+    results["runs"]["hand_scan_transact_move_4"] = {"items_per_s": hand, "all": pairs["hand"]}
+    results["runs"]["migrate_4_paired"] = {"items_per_s": statistics.median(pairs["migrate"]),
+                                           "all": pairs["migrate"]}
+    results["runs"]["migrate_4_no_tokens"] = {"items_per_s": statistics.median(pairs["no_tokens"]),
+                                              "all": pairs["no_tokens"]}
+    print(f"  hand-written scan + TransactWriteItems move (4 threads): {hand:7.0f} items/s "
+          f"(median of {args.pairs})")
+    print(f"  migrate --segments 4, paired with it:                  "
+          f"{results['runs']['migrate_4_paired']['items_per_s']:7.0f} items/s")
+    print(f"  migrate --segments 4, items no dynorm write touched (every attribute compared): "
+          f"{results['runs']['migrate_4_no_tokens']['items_per_s']:7.0f} items/s")
     reset_and_load(models, n)
     elapsed = hand_batch_copy(models)
     assert count_at(models, "v2#") == n
     results["runs"]["hand_scan_batch_copy_4"] = {"items_per_s": n / elapsed, "seconds": elapsed}
     print(f"  hand-written scan + BatchWriteItem copy (4 threads):   {n / elapsed:7.0f} items/s ({elapsed:.1f} s)")
-    d4 = results["runs"]["migrate_segments_4"]["items_per_s"]
-    results["ratio_migrate4_vs_hand_move"] = d4 / results["runs"]["hand_scan_transact_move_4"]["items_per_s"]
+    ratios = [m / h for m, h in zip(pairs["migrate"], pairs["hand"])]
+    bare = [m / h for m, h in zip(pairs["no_tokens"], pairs["hand"])]
+    results["ratio_migrate4_vs_hand_move"] = statistics.median(ratios)
+    results["ratio_migrate4_vs_hand_move_all"] = ratios
+    results["ratio_no_tokens_vs_hand_move"] = statistics.median(bare)
+    d4 = results["runs"]["migrate_4_paired"]["items_per_s"]
     results["ratio_migrate4_vs_hand_copy"] = d4 / results["runs"]["hand_scan_batch_copy_4"]["items_per_s"]
-    print(f"  ratio migrate(4) / hand move: {results['ratio_migrate4_vs_hand_move']:.2f}; "
-          f"/ hand copy: {results['ratio_migrate4_vs_hand_copy']:.2f}")
+    print(f"  ratio migrate(4) / hand move: median {results['ratio_migrate4_vs_hand_move']:.2f} "
+          f"(pairs: {', '.join(f'{r:.2f}' for r in ratios)}); items without a token: "
+          f"{results['ratio_no_tokens_vs_hand_move']:.2f}; migrate(4) / hand copy: "
+          f"{results['ratio_migrate4_vs_hand_copy']:.2f}")
     if args.big:
         reset_and_load(models, args.big)
         elapsed, rss = run_migrate(root, 4, endpoint, prefix)
