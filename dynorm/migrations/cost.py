@@ -202,7 +202,7 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
     old_units = units_bound(items, table_bytes)
     new_units = units_bound(items, table_bytes + items * growth)
     if kind == "delete":
-        wcu = old_units * (1 + gsis) + (new_units * (2 + gsis) if copy_missing else 0)
+        wcu = old_units * (2 + gsis) + (new_units * (2 + gsis) if copy_missing else 0)  # transactional Deletes
     elif kind == "copy":
         wcu = new_units * (2 + gsis)
     else:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import backend, conf
-from ..batch import WRITE_CHUNK
 from ..exceptions import DynormError, ServiceError, TableDoesNotExist
 from ..schema import create_params, gsi_update_params, wait_active
 from .cost import OperationCost, Pacer, estimate_scan_operation
@@ -39,7 +38,7 @@ from .operations import (
     RunPython,
     SyncIndexes,
 )
-from .rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
+from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
@@ -405,7 +404,7 @@ class Executor:
             group = MOVE_GROUP if kind == "move" else COPY_GROUP
             growth = _key_growth(op.old.keys, op.new.keys)
         else:
-            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), WRITE_CHUNK
+            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), DELETE_GROUP
             position = next((n for n, m in enumerate(self.migrations) if any(o is op for o in m.operations)),
                             len(self.migrations) - 1)
             copies = self.copies_of(op, position)

@@ -185,22 +185,62 @@ def test_delete_version_batches_stay_within_the_write_budget(project: Project) -
     project.makemigrations()
     project.executor().migrate(MigrateOptions(mode="copy"))
     (project.dir / "migrations" / "0003_drop_v1.py").write_text(textwrap.dedent(DROP_V1.format(extra="")))
-    sent: list[tuple[float, float, int]] = []
+    sent: list[tuple[float, int]] = []
 
-    def consumed(parsed: Any, **kwargs: Any) -> None:
-        units = sum(float(c.get("CapacityUnits", 0.0)) for c in parsed.get("ConsumedCapacity") or [])
-        sent.append((time.monotonic(), units, 0))
+    def deletes(request: Any, **kwargs: Any) -> None:
+        actions = json.loads(request.body)["TransactItems"]
+        if all("Delete" in a for a in actions):  # the delete pass (the lock and ledger are not transactions)
+            sent.append((time.monotonic(), len(actions)))
 
     budget = 30.0
-    with Hook("after-call.dynamodb.BatchWriteItem", consumed):
-        report = project.executor().migrate(MigrateOptions(segments=2, max_wcu=budget))
+    per_item = 2 + 1  # a transactional Delete of an item under 1 KB: 2 WCU, plus its one GSI entry
+    with Hook("before-send.dynamodb.TransactWriteItems", deletes):
+        with dynorm.capture() as c:
+            report = project.executor().migrate(MigrateOptions(segments=2, max_wcu=budget))
     assert report.applied == ["0003_drop_v1"] and _at(project, "v1") == []
-    assert sent and sum(u for _, u, _ in sent) >= 100  # DynamoDB reported every delete's units
-    # no request costs more than one second of the budget (25 deletes of 2 WCU would be 50) ...
-    assert max(u for _, u, _ in sent) <= budget, sent
+    assert "BatchWriteItem" not in c.operations  # every delete is conditional (TransactWriteItems)
+    assert sum(n for _, n in sent) == 100
+    # no request costs more than one second of the budget (100 deletes would be 300 WCU) ...
+    assert max(n for _, n in sent) * per_item <= budget, sent
     # ... and no second sees more than the rate plus one second of burst
-    worst = max(sum(u for t, u, _ in sent if s <= t < s + 1.0) for s, _, _ in sent)
+    worst = max(sum(n * per_item for t, n in sent if s <= t < s + 1.0) for s, _ in sent)
     assert worst <= 2 * budget, (worst, sent)
+
+
+def test_delete_version_keeps_an_old_version_write_made_after_the_copy_was_checked(project: Project) -> None:
+    """An application still on v1 updates an item after DeleteVersion checked its v2 copy and before the
+    delete request: the delete was an unconditional BatchWriteItem, so the acknowledged write was lost for
+    good (its copy is the older revision). Now the Delete is conditional on the item as checked: the item is
+    kept, reported as failed, and the migration stays partial."""
+    from dynorm.writes import new_token
+
+    _after_copy_rollout(project, 30)
+    (project.dir / "migrations" / "0003_drop_v1.py").write_text(textwrap.dedent(DROP_V1.format(extra="")))
+    done = {"n": 0}
+
+    def old_app_writes(request: Any, **kwargs: Any) -> None:
+        body = json.loads(request.body)
+        if done["n"] == 0 and all("Delete" in a for a in body["TransactItems"]):
+            done["n"] = 1  # between the check of the copies and the delete request
+            # what a v1 application's update(maker=...) sends (a fresh revision token with the change)
+            backend.call("UpdateItem", {
+                "TableName": project.table.table_name(), "Key": {"PK": {"S": "v1#W#w00007"}, "SK": {"S": "METADATA"}},
+                "UpdateExpression": "SET maker = :m, #r = :r", "ExpressionAttributeNames": {"#r": "_dynorm_rev"},
+                "ExpressionAttributeValues": {":m": {"S": "written-after-the-check"}, ":r": {"S": new_token()}}})
+
+    with Hook("before-send.dynamodb.TransactWriteItems", old_app_writes):
+        report = project.executor().migrate(MigrateOptions(segments=1))
+    assert done["n"] == 1 and report.partial == {"0003_drop_v1": 1}, report
+    # the cancelled transaction's items are settled one by one: this one is read again, its copy is
+    # another revision now, so it is kept
+    assert "another revision" in report.failed_items[0], report.failed_items
+    kept = _raw_item(project, "v1", "w00007")
+    assert kept is not None and kept["maker"] == {"S": "written-after-the-check"}  # the write is not lost
+    assert _at(project, "v1") == ["w00007"]  # every other v1 item is deleted
+    # the next run checks the kept item's copy anew: another revision, so it is still kept and reported
+    report = project.executor().migrate(MigrateOptions(segments=1))
+    assert report.partial == {"0003_drop_v1": 1} and "another revision" in report.failed_items[0], report
+    assert _raw_item(project, "v1", "w00007") is not None
 
 
 # -- --lock-ttl --------------------------------------------------------------------------------------------------
