@@ -1576,15 +1576,19 @@ class QuerySet(Generic[T]):
 
 
 def _versioned_reads(model: Any, p: Plan) -> bool:
-    """True when ``p`` reads an index whose keys do not carry the key version of the primary key.
+    """True when ``p`` reads an index whose partition key does not carry the key version.
 
-    A multi-attribute GSI's keys are the fields' own attributes: the copies of one item under
-    two key versions (a copy-mode rekey, the expand step of a rollout) are both in it, and
-    items under a version this app does not read are in it too. Template GSIs carry the
-    version in their key text (``{version}#...``) and need none of this.
+    A multi-attribute GSI's keys are the fields' own attributes, and a template index whose
+    partition-key template leaves out ``{version}`` (``pk="M#{maker}"``) renders the same key
+    text at every version: the copies of one item under two key versions (a copy-mode rekey, the
+    expand step of a rollout) are both in one partition of it, and items under a version this
+    app does not read are there too. An index whose partition key starts with ``{version}#...``
+    (or carries it anywhere) holds each version in its own partition and needs none of this.
     """
     bound = p.bound
-    if bound is None or not bound.is_multi:
+    if bound is None or bound.index_name is None:
+        return False
+    if not bound.is_multi and VERSION in bound.pk.placeholders:
         return False
     # a collection reads every entity type of the table: any of them may hold such copies
     models = model._meta.table._entities.values() if p.entity_types is None else (model,)
