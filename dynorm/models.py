@@ -25,7 +25,7 @@ from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send, send_create_steps, send_steps
-from .tables import Table
+from .tables import Table, copied_from_attribute
 from .transaction import send_delete_steps
 from .writes import prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
 
@@ -89,6 +89,9 @@ class EntityMeta(MetaModel):
             if f.attr_name == table._meta.revision_attribute:
                 raise ModelError(f"{name}.{fname} is stored as {f.attr_name!r}, the revision attribute every "
                                  f"dynorm write sets (Table {table.__name__}); give it another attr_name.")
+            if f.attr_name == copied_from_attribute(table._meta.revision_attribute):
+                raise ModelError(f"{name}.{fname} is stored as {f.attr_name!r}, where a copy-mode migration "
+                                 f"records the revision it copied (Table {table.__name__}); give it another attr_name.")
             f.name = fname
         opts: Options = build_options(name, user_meta, fields)
         if opts.entity_type in table._entities:

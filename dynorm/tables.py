@@ -21,7 +21,7 @@ from .keys import check_delimiter
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES"]
+__all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES", "copied_from_attribute"]
 
 #: Attribute types a key attribute can have (DynamoDB: string, number, binary).
 KEY_TYPES = ("S", "N", "B")
@@ -94,6 +94,18 @@ _TABLE_META_KEYS = {
 #: "What every write guarantees"): it makes a retried request detectable, and it is the item's
 #: revision (a one-attribute "unchanged since read" condition). Reserved: no field may use it.
 REVISION_ATTRIBUTE = "_dynorm_rev"
+
+
+def copied_from_attribute(revision_attribute: str) -> str:
+    """The attribute a copy-mode rekey stores on each copy: the revision token of the item it was
+    copied from (``"_dynorm_rev_src"`` for the default revision attribute). Writes that update the
+    copy keep it, so ``DeleteVersion`` can tell an old item that is unchanged since it was copied
+    (its token equals the copy's ``_src``) from one written after. Reserved: no field may use it.
+
+    Args:
+        revision_attribute: ``Table.Meta.revision_attribute``.
+    """
+    return f"{revision_attribute}_src"
 
 
 @dataclass

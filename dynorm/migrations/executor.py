@@ -703,9 +703,12 @@ class Executor:
                 f"{op.version} have no copy at the current key version {to}, or a copy of another revision (first: "
                 f"{'; '.join(orphans)}). They "
                 f"were written at {op.version} after the rekey passed them (an application still writing "
-                f"{op.version}), or never copied. Fix: stop every application instance that writes key version "
-                f"{op.version} (deploy the {to} models, with Meta.read_versions during the rollout), then add "
-                "copy_missing=True to this DeleteVersion (it copies them to the current keys first) and run "
+                f"{op.version}), or never copied, or their copy was deleted by an application on {to} "
+                f"models WITHOUT Meta.read_versions listing {op.version} (such a delete leaves the old item). "
+                f"Fix: stop every application instance that writes key version {op.version} (deploy the {to} "
+                f"models, with Meta.read_versions listing {op.version} until this DeleteVersion has run), then add "
+                "copy_missing=True to this DeleteVersion (it copies them to the current keys first: check first "
+                "that none of them was deleted at the current version, or it comes back) and run "
                 "`dynorm migrate` again.")
         if ledger is not None:
             ledger.save_checkpoint(name, i, "verified", None, True, {"copied": copies.counts.rewritten})

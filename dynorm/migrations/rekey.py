@@ -33,7 +33,8 @@ from .. import _codec, backend
 from ..batch import READ_CHUNK, RetryPolicy
 from ..exceptions import BatchIncomplete, ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
 from ..keys import KeyTemplate
-from ..writes import unchanged_condition
+from ..tables import copied_from_attribute
+from ..writes import new_token, unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
 
@@ -47,6 +48,9 @@ TALLY_WCU = 2  # the tally's Update: a transactional write of an item under 1 KB
 MOVE_GROUP = 50     # 2 actions per item: 100 actions, DynamoDB's limit
 COPY_GROUP = 100
 DELETE_GROUP = 100
+#: DynamoDB's limit on an expression string (4 KB), less a margin: an item without a revision token
+#: whose every-attribute comparison is longer gets a token first (:meth:`_Base._stamp`)
+MAX_CONDITION_BYTES = 4000
 #: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
 CONFLICT_BACKOFF = backend.RetryPolicy(base_delay=0.01, max_delay=float("inf"))
 
@@ -148,6 +152,36 @@ class _Base:
 
     def _get(self, key: dict[str, Any]) -> dict[str, Any] | None:
         return backend.call("GetItem", {"TableName": self.physical, "Key": key, "ConsistentRead": True}).get("Item")
+
+    def _too_big(self, raw: dict[str, Any]) -> bool:
+        """Whether ``raw`` has no revision token and too many attributes to compare in one condition."""
+        if self.table.revision_attribute in raw:
+            return False
+        cond, _, _ = unchanged_condition(self.table.revision_attribute, raw, None)
+        return len(cond.encode()) > MAX_CONDITION_BYTES
+
+    def _stamp(self, raw: dict[str, Any]) -> dict[str, Any] | None:
+        """Give an item :meth:`_too_big` a revision token, then read it again (``None``: gone).
+
+        An item without a token is compared attribute by attribute, and DynamoDB refuses a
+        condition over 4 KB (about 220 attributes). One UpdateItem sets a fresh token, only
+        if the item exists and still has none (a dynorm write since gave it one: kept); the
+        consistent GetItem that follows reads whatever was written before the token, so the item
+        is rewritten as it is now and its Delete is conditional on the token from then on. A raw
+        writer that changes such an item afterwards without setting a token is not detected, as
+        for every item with a token (docs/migrations.md).
+        """
+        rev = self.table.revision_attribute
+        self.pacer.before_write(write_units(item_size(raw)))
+        try:
+            backend.call("UpdateItem", {
+                "TableName": self.physical, "Key": self._key_of(raw), "UpdateExpression": "SET #r = :t",
+                "ConditionExpression": "attribute_not_exists(#r) AND attribute_exists(#k)",
+                "ExpressionAttributeNames": {"#r": rev, "#k": self.table.pk_attribute},
+                "ExpressionAttributeValues": {":t": {"S": new_token()}}})
+        except ConditionFailed:
+            pass  # gone, or a dynorm write gave it a token: read what is there
+        return self._get(self._key_of(raw))
 
     def _transact(self, actions: list[dict[str, Any]]) -> None:
         # No ReturnConsumedCapacity: a migration reports items, and computing capacity for
@@ -267,6 +301,9 @@ class Rekeyer(_Base):
         put = {"Put": {"TableName": self.physical, "Item": new, "ConditionExpression": "attribute_not_exists(#pk)",
                        "ExpressionAttributeNames": {"#pk": self.table.pk_attribute}}}
         if self.mode == "copy":
+            rev = self.table.revision_attribute
+            if rev in raw:  # the revision copied: DeleteVersion may delete the source while it is unchanged
+                put["Put"]["Item"] = {**new, copied_from_attribute(rev): raw[rev]}
             return [put]
         return [put, {"Delete": {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": cond,
                                  "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}}]
@@ -310,6 +347,14 @@ class Rekeyer(_Base):
             if self.dry_run:
                 self.counts.add(rewritten=1)
                 continue
+            if self._too_big(raw):  # given a token first, then rewritten alone (see _stamp)
+                status, reason = self._one(raw, tally=tally)
+                if status == "stopped":
+                    result.complete = False
+                    return result
+                if status == "failed":
+                    self._fail(result, raw, reason)
+                continue
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
         size = (MOVE_GROUP if self.mode == "move" else COPY_GROUP) - (1 if tally else 0)
         for group in self.pacer.groups(planned, size, lambda entry: entry[2]):
@@ -350,11 +395,15 @@ class Rekeyer(_Base):
         return fresh
 
     def _same_item(self, raw: dict[str, Any], new: dict[str, Any], there: dict[str, Any]) -> bool:
-        """Whether the item under the new key is this very item: the same revision token (a copy
-        keeps the token), or, for items without one, the same attributes as the rewrite."""
+        """Whether the item under the new key is this very item or a later revision of its copy: the
+        same revision token (a copy keeps the token), or a copy made from exactly this revision
+        (its ``copied_from_attribute`` holds this item's token; the application has written the
+        copy since, so the copy is the current item and this one is unchanged since it was copied);
+        for items without a token, the same attributes as the rewrite."""
         rev = self.table.revision_attribute
         if rev in raw or rev in there:
-            return raw.get(rev) == there.get(rev)
+            return raw.get(rev) == there.get(rev) or (
+                rev in raw and there.get(copied_from_attribute(rev)) == raw[rev])
         return there == new
 
     def _delete_old(self, raw: dict[str, Any]) -> bool:
@@ -376,6 +425,12 @@ class Rekeyer(_Base):
         ``tally``: as for :meth:`process` (its action goes last, after the item's own).
         """
         for attempt in range(attempts):
+            if self._too_big(raw):
+                fresh = self._stamp(raw)
+                if fresh is None:
+                    self.counts.add(skipped=1)
+                    return "ok", "gone"
+                raw = fresh
             try:
                 new = self.new_item(raw)
             except (InvalidKeyValue, TypeError, ValueError) as exc:
@@ -577,6 +632,14 @@ class VersionDeleter(_Base):
         if self.dry_run:
             self.counts.add(rewritten=len(items))
             return result
+        for raw in [r for r in items if self._too_big(r)]:  # given a token first, then deleted alone
+            status, reason = self._settle(raw, read=False)
+            if status == "stopped":
+                result.complete = False
+                return result
+            if status == "failed":
+                self._fail(result, raw, reason)
+        items = [r for r in items if not self._too_big(r)]
         paced = self.pacer.writes is not None
         planned = [(r, self.units(r) if paced else 0) for r in items]
         for group in self.pacer.groups(planned, DELETE_GROUP, lambda entry: entry[1]):
@@ -640,6 +703,15 @@ class VersionDeleter(_Base):
                 return status, reason
         elif orphan:
             return "failed", orphan[0][1]
+        if self._too_big(raw):  # no token and too many attributes for one condition: give it one
+            fresh = self._stamp(raw)
+            if fresh is None:
+                return "ok", "gone"
+            rev = self.table.revision_attribute
+            if {k: v for k, v in fresh.items() if k != rev} != raw:
+                return "failed", "it changed after its copy was checked (an application still writes this key " \
+                                 "version?); run migrate again"
+            raw = fresh
         if paced and not self.pacer.before_write(write_units(item_size(raw)) * (1 + len(self.table.gsis))):
             return "stopped", ""
         params = {"TableName": self.physical, **self._delete_action(raw)["Delete"]}
