@@ -20,8 +20,10 @@ which is harmless, as moved items are gone from the old version and copied ones 
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import decimal
+import hashlib
 import json
 import threading
 import time
@@ -31,7 +33,14 @@ from typing import Any, Callable, Iterator
 
 from .. import _codec, backend
 from ..batch import READ_CHUNK, RetryPolicy
-from ..exceptions import BatchIncomplete, ConditionFailed, DynormError, InvalidKeyValue, TransactionCanceled
+from ..exceptions import (
+    BatchIncomplete,
+    ConditionFailed,
+    DynormError,
+    InvalidKeyValue,
+    ServiceError,
+    TransactionCanceled,
+)
 from ..keys import KeyTemplate
 from ..tables import copied_from_attribute
 from ..writes import new_token, unchanged_condition
@@ -39,7 +48,7 @@ from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
 
 __all__ = ["Counts", "PageResult", "Rekeyer", "VersionDeleter", "PAGE_SIZE", "MOVE_GROUP", "COPY_GROUP",
-           "DELETE_GROUP"]
+           "DELETE_GROUP", "source_mark"]
 
 PAGE_SIZE = 200
 #: one extra action that counts the items a transaction rewrote (Rekeyer.process's ``tally``)
@@ -51,6 +60,43 @@ DELETE_GROUP = 100
 #: DynamoDB's limit on an expression string (4 KB), less a margin: an item without a revision token
 #: whose every-attribute comparison is longer gets a token first (:meth:`_Base._stamp`)
 MAX_CONDITION_BYTES = 4000
+#: DynamoDB's limit on the operators and functions of one expression: the every-attribute
+#: comparison of ``n`` attributes has ``2n + 1`` (``=`` and ``AND`` per attribute, one function)
+MAX_CONDITION_OPERATORS = 300
+#: DynamoDB's item size limit: a copy records its source revisions only while it fits
+MAX_ITEM_BYTES = 400 * 1024
+
+
+class _Unstampable(Exception):
+    """An item :meth:`_Base._too_big` that cannot be given a revision token (no room left in it)."""
+
+
+def source_mark(raw: dict[str, Any], revision_attribute: str) -> str:
+    """What identifies the revision of item ``raw`` for a copy: its revision token, or for an item
+    without one, ``"sha256:"`` and the digest of its attributes (DynamoDB JSON, canonical: keys sorted,
+    set members sorted, binary as base64), which equals the digest of the item read again unchanged."""
+    if revision_attribute in raw:
+        return str(raw[revision_attribute].get("S"))
+    return "sha256:" + hashlib.sha256(json.dumps(_canonical(raw), sort_keys=True, separators=(",", ":"),
+                                                 ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if k in ("SS", "NS") and isinstance(v, list):
+                out[k] = sorted(v)
+            elif k == "BS" and isinstance(v, list):
+                out[k] = sorted(base64.b64encode(bytes(b)).decode("ascii") for b in v)
+            elif k == "B":
+                out[k] = base64.b64encode(bytes(v)).decode("ascii")
+            else:
+                out[k] = _canonical(v)
+        return out
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
 #: back-off between attempts on a conflicting item: full jitter, 10 ms doubling (backend.RetryPolicy)
 CONFLICT_BACKOFF = backend.RetryPolicy(base_delay=0.01, max_delay=float("inf"))
 
@@ -157,6 +203,8 @@ class _Base:
         """Whether ``raw`` has no revision token and too many attributes to compare in one condition."""
         if self.table.revision_attribute in raw:
             return False
+        if 2 * len(raw) + 1 > MAX_CONDITION_OPERATORS:
+            return True
         cond, _, _ = unchanged_condition(self.table.revision_attribute, raw, None)
         return len(cond.encode()) > MAX_CONDITION_BYTES
 
@@ -164,7 +212,7 @@ class _Base:
         """Give an item :meth:`_too_big` a revision token, then read it again (``None``: gone).
 
         An item without a token is compared attribute by attribute, and DynamoDB refuses a
-        condition over 4 KB (about 220 attributes). One UpdateItem sets a fresh token, only
+        condition over 4 KB or 300 operators (150 attributes). One UpdateItem sets a fresh token, only
         if the item exists and still has none (a dynorm write since gave it one: kept); the
         consistent GetItem that follows reads whatever was written before the token, so the item
         is rewritten as it is now and its Delete is conditional on the token from then on. A raw
@@ -181,6 +229,14 @@ class _Base:
                 "ExpressionAttributeValues": {":t": {"S": new_token()}}})
         except ConditionFailed:
             pass  # gone, or a dynorm write gave it a token: read what is there
+        except ServiceError as exc:
+            if exc.code != "ValidationException":
+                raise
+            raise _Unstampable(
+                f"it has no revision token and {len(raw)} attributes, too many to compare in one condition "
+                f"(DynamoDB: 4 KB, 300 operators), and no room for a token ({exc}); make the item smaller "
+                "with a write that also sets a revision token (any dynorm write does), then run migrate again"
+            ) from exc
         return self._get(self._key_of(raw))
 
     def _transact(self, actions: list[dict[str, Any]]) -> None:
@@ -301,9 +357,14 @@ class Rekeyer(_Base):
         put = {"Put": {"TableName": self.physical, "Item": new, "ConditionExpression": "attribute_not_exists(#pk)",
                        "ExpressionAttributeNames": {"#pk": self.table.pk_attribute}}}
         if self.mode == "copy":
+            # the revisions copied (this one and those its own source copied): DeleteVersion may delete
+            # an old item while it is one of them; left out when the copy would not fit the size limit
             rev = self.table.revision_attribute
-            if rev in raw:  # the revision copied: DeleteVersion may delete the source while it is unchanged
-                put["Put"]["Item"] = {**new, copied_from_attribute(rev): raw[rev]}
+            src = copied_from_attribute(rev)
+            marks = sorted({source_mark(raw, rev), *(raw.get(src) or {}).get("SS", [])})
+            item = {**new, src: {"SS": marks}}
+            if item_size(item) <= MAX_ITEM_BYTES:
+                put["Put"]["Item"] = item
             return [put]
         return [put, {"Delete": {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": cond,
                                  "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}}]
@@ -397,14 +458,17 @@ class Rekeyer(_Base):
     def _same_item(self, raw: dict[str, Any], new: dict[str, Any], there: dict[str, Any]) -> bool:
         """Whether the item under the new key is this very item or a later revision of its copy: the
         same revision token (a copy keeps the token), or a copy made from exactly this revision
-        (its ``copied_from_attribute`` holds this item's token; the application has written the
-        copy since, so the copy is the current item and this one is unchanged since it was copied);
-        for items without a token, the same attributes as the rewrite."""
+        (its ``copied_from_attribute`` lists this item's :func:`source_mark`; the application has
+        written the copy since, so the copy is the current item and this one is unchanged since it
+        was copied); for items without a token, the same attributes as the rewrite."""
         rev = self.table.revision_attribute
+        src = copied_from_attribute(rev)
         if rev in raw or rev in there:
-            return raw.get(rev) == there.get(rev) or (
-                rev in raw and there.get(copied_from_attribute(rev)) == raw[rev])
-        return there == new
+            if raw.get(rev) == there.get(rev):
+                return True
+        elif {k: v for k, v in there.items() if k != src} == {k: v for k, v in new.items() if k != src}:
+            return True
+        return source_mark(raw, rev) in (there.get(src) or {}).get("SS", [])
 
     def _delete_old(self, raw: dict[str, Any]) -> bool:
         """Delete the old item when it is unchanged (move mode, its copy exists); False when it changed."""
@@ -426,7 +490,10 @@ class Rekeyer(_Base):
         """
         for attempt in range(attempts):
             if self._too_big(raw):
-                fresh = self._stamp(raw)
+                try:
+                    fresh = self._stamp(raw)
+                except _Unstampable as exc:
+                    return "failed", str(exc)
                 if fresh is None:
                     self.counts.add(skipped=1)
                     return "ok", "gone"
@@ -704,7 +771,10 @@ class VersionDeleter(_Base):
         elif orphan:
             return "failed", orphan[0][1]
         if self._too_big(raw):  # no token and too many attributes for one condition: give it one
-            fresh = self._stamp(raw)
+            try:
+                fresh = self._stamp(raw)
+            except _Unstampable as exc:
+                return "failed", str(exc)
             if fresh is None:
                 return "ok", "gone"
             rev = self.table.revision_attribute

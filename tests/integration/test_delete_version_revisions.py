@@ -52,7 +52,7 @@ def _at(project: Project, version: str) -> dict[str, dict[str, Any]]:
 def test_copies_record_the_revision_they_copied_and_current_writes_keep_it(project: Project) -> None:
     models = _rollout(project, 6)
     v1, v2 = _at(project, "v1"), _at(project, "v2")
-    assert all(v2[w][SRC] == v1[w]["_dynorm_rev"] for w in v1)  # each copy names its source revision
+    assert all(v2[w][SRC] == {"SS": [v1[w]["_dynorm_rev"]["S"]]} for w in v1)  # each copy names its source revision
     w = models.Widget.objects.get(widget_id="w00001")
     w.maker = "saved by v2"
     w.save()
@@ -60,7 +60,7 @@ def test_copies_record_the_revision_they_copied_and_current_writes_keep_it(proje
     after = _at(project, "v2")
     for wid in ("w00001", "w00002"):
         assert after[wid]["_dynorm_rev"] != v1[wid]["_dynorm_rev"]  # a new revision ...
-        assert after[wid][SRC] == v1[wid]["_dynorm_rev"]  # ... that still names what was copied
+        assert after[wid][SRC] == {"SS": [v1[wid]["_dynorm_rev"]["S"]]}  # ... that still names what was copied
 
 
 def test_delete_version_deletes_old_items_whose_copies_the_current_app_wrote_since(project: Project) -> None:
