@@ -20,14 +20,14 @@ from .exceptions import (
     ValidationError,
 )
 from .expressions import Q
-from .fallback import move_to_current_steps
+from .fallback import move_to_current_steps, resolve_older_steps
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send, send_create_steps, send_steps
 from .tables import Table
 from .transaction import send_delete_steps
-from .writes import prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
+from .writes import prepare_create_checks, prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
 
 __all__ = ["Entity"]
 
@@ -274,14 +274,16 @@ class Entity(Model, metaclass=EntityMeta):
         if self._state.fallback:  # read under an older key version: move it to the current one first
             yield from move_to_current_steps(self)
         op = prepare_put(self, create=create, update_fields=update_fields)
-        meta = self._meta
-        older = [v for v in meta.read_versions if v != meta.key_version]
-        if op.create and older:
-            # during a rollout an item may exist only under an older key: creating one under the
-            # current key would hide it from every read, so the create checks those keys too
-            values = self.attribute_values
-            yield from send_create_steps(op, [(v, meta.primary_key(values, v)) for v in older])
+        # during a rollout an item may exist only under an older key: creating one under the
+        # current key would hide it from every read, so a create checks those keys too
+        checks = prepare_create_checks(op)
+        if checks:
+            yield from send_create_steps(op, checks)
             return
+        if op.kind == "Update" and state.adding:
+            # a new unversioned instance is an upsert (UpdateItem): an item stored only under an
+            # older key is that item, so it is moved to the current keys first and updated there
+            yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
         yield from send_steps(op)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
