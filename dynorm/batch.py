@@ -115,8 +115,8 @@ def _write(model: type[Entity], requests: list[Triple], policy: RetryPolicy, ver
 
     Args:
         then: requests to send only once the request on that DynamoDB key went in (by key
-            identity): they join the next chunk (``bulk_create`` deletes an item's older-version
-            keys only after its Put is written, so a Put that fails changes nothing).
+            identity): they are queued after the requests not yet sent (``bulk_create`` deletes an
+            item's older-version keys only after its Put is written, so a Put that fails changes nothing).
         on_written: called with each triple that went in.
 
     Returns:
@@ -153,7 +153,7 @@ def _write(model: type[Entity], requests: list[Triple], policy: RetryPolicy, ver
             if on_written is not None:
                 on_written(triple)
             follow += (then or {}).get(_identity(triple[1]), [])
-        queue[pos:pos] = follow  # in the next chunk: a leftover older key lives no longer than needed
+        queue += follow  # after the Puts still to send: full chunks, ceil(all requests / 25) BatchWriteItems
         if stop is not None:
             break
     failed += queue[pos:]  # never sent (the batch stopped)
@@ -230,10 +230,10 @@ def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: Retry
 
     During a key-version rollout (``Meta.read_versions`` lists older versions) the replacement
     covers the item ``get()`` would read under an older key too: once an item's PutRequest went
-    in, a DeleteRequest for each of its older-version keys joins the next BatchWriteItem (so a
-    Put that fails deletes nothing). Requests: ``ceil(n * (1 + older versions) / 25)``
-    BatchWriteItem (plus retries of unprocessed requests); WCU: 1 per KB per Put, 1 per Delete
-    (an absent key costs 1 too).
+    in, a DeleteRequest for each of its older-version keys is queued after the requests not yet
+    sent (so a Put that fails deletes nothing, and every BatchWriteItem but the last is full).
+    Requests: ``ceil(n * (1 + older versions) / 25)`` BatchWriteItem (plus retries of unprocessed
+    requests); WCU: 1 per KB per Put, 1 per Delete (an absent key costs 1 too).
 
     Returns:
         the instances.

@@ -16,6 +16,7 @@ from pynamodb.models import MetaModel, Model
 from . import backend, exceptions, registry
 from ._state import ModelState
 from .exceptions import (
+    AlreadyExists,
     ModelError,
     ValidationError,
 )
@@ -27,7 +28,15 @@ from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send, send_create_steps, send_steps
 from .tables import Table
 from .transaction import send_delete_steps
-from .writes import prepare_create_checks, prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
+from .writes import (
+    prepare_create_checks,
+    prepare_delete,
+    prepare_delete_older,
+    prepare_older_checks,
+    prepare_put,
+    prepare_update,
+    stored_key,
+)
 
 __all__ = ["Entity"]
 
@@ -280,10 +289,19 @@ class Entity(Model, metaclass=EntityMeta):
         if checks:
             yield from send_create_steps(op, checks)
             return
-        if op.kind == "Update" and state.adding:
-            # a new unversioned instance is an upsert (UpdateItem): an item stored only under an
-            # older key is that item, so it is moved to the current keys first and updated there
+        older = prepare_older_checks(op) if op.kind == "Update" and state.adding else []
+        if older:
+            # a new unversioned instance is an upsert (UpdateItem): sent with a check that no item
+            # is stored under an older key (one TransactWriteItems). When one is, that item is the
+            # one this save changes: it is moved to the current keys (as get() would find it) and
+            # the save is planned again and sent there
+            try:
+                yield from send_create_steps(op, older)
+                return
+            except AlreadyExists:  # only an older-version check maps to it for an UpdateItem
+                pass
             yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
+            op = prepare_put(self, create=create, update_fields=update_fields)
         yield from send_steps(op)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]

@@ -103,7 +103,7 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
 
 
 def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
-    """Send a creating Put that must also find no item under older key versions.
+    """Send a creating Put (or a new instance's upsert) that must find no item under older key versions.
 
     During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
     key: reads find it there, so a new item under the current key would hide it (its data lost
@@ -113,12 +113,15 @@ def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     twice the Put's WCU (2 for a 1 KB item), plus 2 WCU per check.
 
     Args:
-        op: the planned Put that refuses to overwrite (``create()``, a new versioned instance).
-        checks: its ConditionChecks (:func:`dynorm.writes.prepare_create_checks`).
+        op: the planned Put that refuses to overwrite (``create()``, a new versioned instance), or
+            the UpdateItem of a new unversioned instance.
+        checks: its ConditionChecks (:func:`dynorm.writes.prepare_create_checks`,
+            :func:`~dynorm.writes.prepare_older_checks`).
 
     Raises:
         AlreadyExists: an item exists under the current key or under an older one (the message
-            names the version); nothing was written.
+            names the version); nothing was written. For an UpdateItem, only an older one.
+        DoesNotExist: (an UpdateItem of ``update_fields``) no item under the current key.
         TransactionCanceled: cancelled for another reason, after the retries of a conflict.
     """
     policy = backend.RetryPolicy()
@@ -130,9 +133,11 @@ def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
             break
         except TransactionCanceled as exc:
             codes = [r.get("code") for r in exc.reasons]
-            for action, code in zip((op, *checks), codes):
-                if code == "ConditionalCheckFailed":
-                    raise action.error(None, raw_item=exc.reasons[0].get("item") if action is op else None) from exc
+            failed = [a for a, code in zip((op, *checks), codes) if code == "ConditionalCheckFailed"]
+            if failed:
+                # an upsert's caller moves an older item and sends it again: that check speaks first
+                first = failed[-1] if op.kind == "Update" else failed[0]
+                raise first.error(None, raw_item=exc.reasons[0].get("item") if first is op else None) from exc
             if "TransactionConflict" not in codes or attempt == policy.max_attempts:
                 raise
             yield backend.Sleep(policy.delay(attempt))

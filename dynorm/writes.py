@@ -51,6 +51,7 @@ __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_upd
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
            "prepare_move_to_current", "older_keys", "prepare_delete_older", "prepare_create_checks",
+           "prepare_older_checks",
            "check_index_attributes"]
 
 
@@ -773,7 +774,21 @@ def prepare_create_checks(put: WriteOp) -> list[WriteOp]:
     Raises:
         InvalidKeyValue: a key field cannot be put in an older version's key.
     """
-    if not put.refuses_overwrite or put.instance is None:
+    if not put.refuses_overwrite:
+        return []
+    return prepare_older_checks(put)
+
+
+def prepare_older_checks(op: WriteOp) -> list[WriteOp]:
+    """Plan a ``ConditionCheck`` ``attribute_not_exists`` on each older-version key of ``op``'s
+    instance (:func:`older_keys`), whatever the op: :func:`prepare_create_checks` without its
+    gate (the upsert of a new unversioned instance is checked the same way, then moved).
+
+    Returns:
+        the checks (each ``older_version`` set), empty without an instance or older versions.
+    """
+    put = op
+    if put.instance is None:
         return []
     model = put.model
     pk_attr = model._meta.table._meta.pk_attribute
