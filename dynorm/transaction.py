@@ -81,7 +81,7 @@ class Transaction:
             raise ValidationError("this transaction was already committed; start a new one.")
         ops = (op, *checks)
         if len(self.actions) + len(ops) > MAX_ACTIONS:
-            extra = (f" plus {len(checks)} action(s) on its keys at older key versions (Meta.read_versions "
+            extra = (f" plus {len(checks)} {checks[0].kind}(s) of its keys at older key versions (Meta.read_versions "
                      f"{op.model._meta.read_versions!r} of {op.model.__name__})") if checks else ""
             raise ValidationError(
                 f"a transaction holds at most {MAX_ACTIONS} actions (DynamoDB's limit); {op.description}{extra} would "
@@ -215,8 +215,8 @@ class Transaction:
                      if op.older_version and e["code"] == "ConditionalCheckFailed"]
             if older:
                 # a create found the item under an older key version: say so as create() does
-                raise CreateCanceled(f"{older[0]['error']} (action {older[0]['action']} of the transaction; "
-                                     "nothing of it was written)", reasons) from exc
+                raise CreateCanceled(f"{older[0]['error']} (action {older[0]['action']} of the transaction, the "
+                                     "check of that key: the whole transaction was cancelled.)", reasons) from exc
             raise TransactionCanceled(message, reasons) from exc
         self.committed = True
         for op in self.actions:
