@@ -230,11 +230,7 @@ def _resolve_older(model: type[Entity], key: Mapping[str, Any]) -> None:
 
     Requests (only with older read_versions): GetItem (consistent) per version tried, and the move.
     """
-    backend.drive(_resolve_older_steps(model, key))
-
-
-#: kept for callers of the old name (see :func:`dynorm.fallback.resolve_older_steps`).
-_resolve_older_steps = resolve_older_steps
+    backend.drive(resolve_older_steps(model, key))
 
 
 def send_delete(op: WriteOp, older: list[WriteOp]) -> None:
@@ -419,7 +415,7 @@ class _AsyncTransaction(Transaction):
     def _commit_steps(self) -> backend.Steps:
         if not self.committed and self._by_key:
             for model, key in self._by_key:
-                yield from _resolve_older_steps(model, key)  # consistent GetItems (+ the move), awaited
+                yield from resolve_older_steps(model, key)  # consistent GetItems (+ the move), awaited
             self._by_key = []
         if not self.committed and self._moves:
             for i, obj, plan in self._moves:
