@@ -16,6 +16,8 @@ from typing import Any
 
 import botocore.exceptions
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dynorm
 from dynorm import Entity, Table, fields
@@ -378,3 +380,64 @@ def test_a_refused_put_deletes_nothing_and_a_lost_delete_is_reported_exactly() -
     # the same call again for the unprocessed ones finishes the job
     RcItem.objects.bulk_create([o for o in objs if o.key in e.unprocessed])
     assert set(_table()) == {f"v2#I#q{i}" for i in range(4)}
+
+
+_run = iter(range(10 ** 6))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 40), old=st.sets(st.integers(0, 39)), refuse_at=st.none() | st.integers(1, 8),
+       tails=st.lists(st.integers(0, 6), min_size=16, max_size=16))
+def test_what_a_rollout_bulk_create_reports_matches_the_table(n: int, old: set[int], refuse_at: int | None,
+                                                             tails: list[int]) -> None:
+    """Request j leaves its last tails[j] write requests unprocessed, or is refused when j == refuse_at.
+
+    The table is the oracle: a written item is at v2 with no v1 copy; an unprocessed one either
+    changed nothing (its v1 copy, if any, untouched and no v2 item) or is at v2 with the Delete of
+    its v1 key not done, which the message reports; no v1 copy is ever deleted without its v2
+    item in place.
+    """
+    run = next(_run)
+    ids = [f"z{run}-{i:02d}" for i in range(n)]
+    had_v1 = {ids[i] for i in old if i < n}
+    for i in had_v1:
+        _put_old(RcItem, i)
+    seen = {"j": 0}
+
+    def fault(request: Any, **kwargs: Any) -> Any:
+        seen["j"] += 1
+        if seen["j"] == refuse_at:
+            return fake_response(400, {"__type": "com.amazon.coral.validate#ValidationException",
+                                       "message": "refused by the test"})
+        body = json.loads(request.body)
+        (table, reqs), = body["RequestItems"].items()
+        keep = len(reqs) - min(tails[(seen["j"] - 1) % len(tails)], len(reqs) - 1)
+        deliver(request, json.dumps({**body, "RequestItems": {table: reqs[:keep]}}).encode())
+        return fake_response(200, {"UnprocessedItems": {table: reqs[keep:]} if reqs[keep:] else {}})
+
+    objs = [RcItem(item_id=i, note="new") for i in ids]
+    message = ""
+    with Hook("before-send.dynamodb.BatchWriteItem", fault):
+        try:
+            bulk_create(RcItem, objs, RetryPolicy(max_attempts=3, base_delay=0.001), sleep=lambda s: None)
+            written, unprocessed = ids, []
+        except dynorm.BatchIncomplete as exc:
+            written = [k["item_id"] for k in exc.written]
+            unprocessed = [k["item_id"] for k in exc.unprocessed]
+            message = str(exc)
+            assert exc.uncertain == []
+    assert sorted(written + unprocessed) == sorted(ids) and not set(written) & set(unprocessed)
+    stored = _table()
+    half = 0
+    for i in ids:
+        v1, v2 = stored.get(f"v1#I#{i}"), stored.get(f"v2#I#{i}")
+        if i in written:
+            assert v2 is not None and v2["note"] == {"S": "new"} and v1 is None, i
+        elif v2 is None:  # nothing of it changed
+            assert (v1 is not None) == (i in had_v1), i
+            assert v1 is None or v1["note"] == {"S": "precious"}
+        else:  # its Put went in, the Delete of its v1 key did not: reported (whether a copy was there or not)
+            assert v2["note"] == {"S": "new"} and (v1 is None or (i in had_v1 and v1["note"] == {"S": "precious"})), i
+            half += 1
+    if half:
+        assert f"{half} of them went in under the current key version" in message
