@@ -238,6 +238,13 @@ class Entity(Model, metaclass=EntityMeta):
         another service or a newer version of the app) are kept. With a ``fields.Version()``
         the write is conditional on the version read and the version is incremented.
 
+        During a key-version rollout (``Meta.read_versions``) a new instance must not hide an item
+        stored only under an older key: a new versioned instance (and ``create()``) goes as one
+        TransactWriteItems, the Put plus a ConditionCheck per older key (``AlreadyExists`` naming
+        the version); a new unversioned instance as the UpdateItem plus those checks, and when an
+        older item exists it is moved to the current keys (consistent GetItems + one
+        TransactWriteItems) and the UpdateItem is sent there.
+
         Args:
             update_fields: write only these fields (plus the index keys built from them,
                 ``auto_now`` fields and the version): one UpdateItem, conditional on the item
