@@ -105,52 +105,101 @@ def answered(error: BaseException) -> bool:
     return not isinstance(error, ServiceError) or isinstance(error.__cause__, ClientError)
 
 
-def _write(model: type[Entity], requests: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]],
-           policy: RetryPolicy, verb: str) -> backend.Steps:
+Triple = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _write(model: type[Entity], requests: list[Triple], policy: RetryPolicy, verb: str,
+           then: Mapping[tuple[str, ...], list[Triple]] | None = None,
+           on_written: Callable[[Triple], object] | None = None) -> backend.Steps:
     """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25.
 
+    Args:
+        then: requests to send only once the request on that DynamoDB key went in (by key
+            identity): they are queued after the requests not yet sent (``bulk_create`` deletes an
+            item's older-version keys only after its Put is written, so a Put that fails changes nothing).
+        on_written: called with each triple that went in.
+
     Returns:
-        the entity keys written, in order.
+        the entity keys written (each once, in order: every request of that entity went in).
 
     Raises:
         BatchIncomplete: some items did not go in: ``.written``, ``.unprocessed`` and
-            ``.uncertain`` (no answer came) list the entity keys exactly.
+            ``.uncertain`` (no answer came) list the entity keys exactly; an entity is written
+            only when all its requests went in.
     """
     table = model._meta.table.table_name()
     tmeta = model._meta.table._meta
-    written: list[dict[str, Any]] = []
-    failed: list[dict[str, Any]] = []
-    uncertain: list[dict[str, Any]] = []
+    queue = list(requests)
+    went_in: list[Triple] = []
+    failed: list[Triple] = []
+    uncertain: list[Triple] = []
     stop: DynormError | None = None
-    sent = 0
-    for chunk in _chunks(requests, WRITE_CHUNK):
-        by_identity = {_identity(key): entity_key for entity_key, key, _ in chunk}
+    pos = 0
+    while pos < len(queue):
+        chunk = queue[pos:pos + WRITE_CHUNK]
+        pos += len(chunk)
+        by_identity = {_identity(triple[1]): triple for triple in chunk}
         pending, stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy)
-        sent += len(chunk)
         left = set()
         for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
             ident = _identity({k: body[k] for k in (tmeta.pk_attribute, tmeta.sk_attribute) if k and k in body})
             left.add(ident)
             (uncertain if stop is not None and not answered(stop) else failed).append(by_identity[ident])
-        written += [ek for ek, key, _ in chunk if _identity(key) not in left]
+        done = [t for t in chunk if _identity(t[1]) not in left]
+        went_in += done
+        follow: list[Triple] = []
+        for triple in done:
+            if on_written is not None:
+                on_written(triple)
+            follow += (then or {}).get(_identity(triple[1]), [])
+        queue += follow  # after the Puts still to send: full chunks, ceil(all requests / 25) BatchWriteItems
         if stop is not None:
             break
-    failed += [ek for ek, _, _ in requests[sent:]]
-    if not failed and not uncertain:
+    failed += queue[pos:]  # never sent (the batch stopped)
+
+    def ident_of(entity_key: dict[str, Any]) -> tuple[str, ...]:
+        return tuple(map(str, entity_key.values()))
+
+    bad = {ident_of(t[0]) for t in failed} | {ident_of(t[0]) for t in uncertain}
+    unsure = {ident_of(t[0]) for t in uncertain}
+    written: list[dict[str, Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for ek, _, _ in went_in:
+        if ident_of(ek) not in bad and ident_of(ek) not in seen:
+            seen.add(ident_of(ek))
+            written.append(ek)
+    if not bad:
         return written
+    not_done: list[dict[str, Any]] = []
+    maybe: list[dict[str, Any]] = []
+    for ek, _, _ in requests:
+        ident = ident_of(ek)
+        if ident in bad and ident not in seen:
+            seen.add(ident)
+            (maybe if ident in unsure else not_done).append(ek)
     name = model.__name__
     if stop is None:
         why = f"still unprocessed after {policy.max_attempts} attempts per batch (throttling?)"
-    elif uncertain:
-        why = (f"in a BatchWriteItem that got no answer ({stop}); those {len(uncertain)} may or may not have gone "
+    elif maybe:
+        why = (f"in a BatchWriteItem that got no answer ({stop}); those {len(maybe)} may or may not have gone "
                "in (.uncertain; writing them again is safe)")
     else:
         why = f"refused by DynamoDB ({stop})"
+    leftover = ""
+    if then:
+        first = {id(t) for t in requests}
+        put_in = {ident_of(t[0]) for t in went_in if id(t) in first}
+        half = [ek for ek in not_done + maybe if ident_of(ek) in put_in]
+        if half:
+            leftover = (f" {len(half)} of them went in under the current key version, but their item under an older "
+                        "key version (Meta.read_versions) may still be there: run the same call again for them "
+                        "(it replaces, and deletes the older copy).")
+    total = len({ident_of(t[0]) for t in requests})
     raise BatchIncomplete(
-        f"{verb}: {len(written)} of {len(requests)} {name} item(s) went in (listed in .written); "
-        f"{len(failed) + len(uncertain)} did not: {why}. The ones not written are in .unprocessed.",
-        failed, written=written, uncertain=uncertain) from stop
+        f"{verb}: {len(written)} of {total} {name} item(s) went in (listed in .written); "
+        f"{len(not_done) + len(maybe)} did not: {why}. The ones not written are in .unprocessed.{leftover}",
+        not_done, written=written, uncertain=maybe) from stop
 
 
 def _check_duplicates(model: type[Entity], keys: list[dict[str, Any]]) -> None:
@@ -172,22 +221,32 @@ def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy
 
 
 def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy | None = None) -> backend.Steps:
-    """Write many new items with BatchWriteItem (25 per request).
+    """Write many new items with BatchWriteItem (25 write requests per BatchWriteItem).
 
     Every item is validated and its keys computed before the first request. BatchWriteItem
     takes no conditions, so an existing item with the same key is replaced (use
     ``transaction()`` or ``create()`` to refuse overwrites). Versioned items are written at
     version 1.
 
+    During a key-version rollout (``Meta.read_versions`` lists older versions) the replacement
+    covers the item ``get()`` would read under an older key too: once an item's PutRequest went
+    in, a DeleteRequest for each of its older-version keys is queued after the requests not yet
+    sent (so a Put that fails deletes nothing, and every BatchWriteItem but the last is full).
+    Requests: ``ceil(n * (1 + older versions) / 25)`` BatchWriteItem (plus retries of unprocessed
+    requests); WCU: 1 per KB per Put, 1 per Delete (an absent key costs 1 too).
+
     Returns:
         the instances.
 
     Raises:
-        ValidationError: a bad value, an object of another entity, or duplicate keys (before I/O).
-        BatchIncomplete: items still unprocessed after all retries (``.unprocessed``: their keys).
+        ValidationError: a bad value, an object of another entity, duplicate keys, or an item's
+            older-version key that is another item's key in the batch (before I/O).
+        BatchIncomplete: items still unprocessed after all retries (``.unprocessed``: their
+            keys; an item whose Put went in but whose older-version Delete did not is among
+            them, and the message says so: the same call again finishes it).
     """
     objs = list(objs)
-    requests = []
+    requests: list[Triple] = []
     ops = []
     for i, obj in enumerate(objs):
         if type(obj) is not model:
@@ -200,18 +259,26 @@ def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: Retry
         ops.append(op)
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
     _check_duplicates(model, [k for _, k, _ in requests])
-    written: list[dict[str, Any]] = []
-    try:
-        written = yield from _write(model, requests, policy or RetryPolicy(), "bulk_create")
-    except BatchIncomplete as exc:
-        written = exc.written
-        raise
-    finally:
-        # only an instance whose item went in changes (version 1, no longer adding)
-        went_in = {tuple(map(str, k.values())) for k in written}
-        for (entity_key, _, _), op in zip(requests, ops):
-            if tuple(map(str, entity_key.values())) in went_in:
-                op.applied()
+    # during a rollout: the older-version keys of each item, deleted once its Put went in
+    then: dict[tuple[str, ...], list[Triple]] = {}
+    current = {_identity(k): i for i, (_, k, _) in enumerate(requests)}
+    deleted: dict[tuple[str, ...], int] = {}
+    for i, (entity_key, key, _) in enumerate(requests):
+        for version, old in older_keys(model, objs[i], key):
+            ident = _identity(old)
+            if ident in current:
+                raise ValidationError(
+                    f"bulk_create on {model.__name__}: item {i}'s key at the older key version {version!r} "
+                    f"(Meta.read_versions) is the key of item {current[ident]} ({' / '.join(ident)}); replacing "
+                    f"item {i} would delete it. Nothing was written.", entity=model.__name__, value=objs[i])
+            if ident in deleted:
+                continue  # two items with one older key: deleted once, after the first Put
+            deleted[ident] = i
+            then.setdefault(_identity(key), []).append((entity_key, old, {"DeleteRequest": {"Key": old}}))
+    op_of = {_identity(op.key): op for op in ops}
+    # only an instance whose item went in changes (version 1, no longer adding)
+    yield from _write(model, requests, policy or RetryPolicy(), "bulk_create", then,
+                      lambda triple: op_of[_identity(triple[1])].applied() if "PutRequest" in triple[2] else None)
     return objs
 
 

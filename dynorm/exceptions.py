@@ -141,6 +141,15 @@ class TransactionCanceled(WriteError):
         self.reasons = list(reasons)
 
 
+class CreateCanceled(TransactionCanceled, AlreadyExists):
+    """A transaction was cancelled because a ``tx.create()`` (or the save of a new versioned
+    instance) found an item with its primary key under an older key version of
+    ``Meta.read_versions``; nothing of the transaction was written.
+
+    Both a :class:`TransactionCanceled` (``.reasons`` per action) and an :class:`AlreadyExists`.
+    """
+
+
 class UnreadableItem(DynormError):
     """One stored item that cannot be decoded into its entity class.
 

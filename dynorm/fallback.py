@@ -22,17 +22,18 @@ write goes to the current item.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import backend
 from .backend import RetryPolicy
 from .exceptions import ConditionFailed, StaleWrite, TransactionCanceled
-from .writes import prepare_move_to_current
+from .registry import default_manager
+from .writes import older_keys, prepare_move_to_current
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["move_to_current", "move_to_current_steps"]
+__all__ = ["move_to_current", "move_to_current_steps", "resolve_older_steps"]
 
 ATTEMPTS = 8
 
@@ -111,3 +112,23 @@ def move_to_current_steps(obj: Entity) -> backend.Steps:
             values[name] = text
     state.fallback = None
     state.fallback_revision = None
+
+
+def resolve_older_steps(model: type[Entity], key: Mapping[str, Any]) -> backend.Steps:
+    """Follow ``get()``'s ``Meta.read_versions`` fallback before a write by key: when the item is not
+    under the current keys but under an older version's, move it to the current keys first
+    (:func:`move_to_current_steps`; the move changes no value), so the write lands on it.
+
+    Requests (only with older read_versions): a consistent GetItem per version tried, then the move
+    (GetItem + TransactWriteItems) when the item was found under an older version.
+
+    Raises:
+        StaleWrite: the item kept changing while it was moved; nothing was written.
+    """
+    if not older_keys(model, key):
+        return
+    try:
+        obj = yield from default_manager(model).consistent()._get_steps((), dict(key))
+    except model.DoesNotExist:
+        return  # nowhere: the write goes to the current keys, as without read_versions
+    yield from move_to_current_steps(obj)

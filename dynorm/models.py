@@ -16,18 +16,27 @@ from pynamodb.models import MetaModel, Model
 from . import backend, exceptions, registry
 from ._state import ModelState
 from .exceptions import (
+    AlreadyExists,
     ModelError,
     ValidationError,
 )
 from .expressions import Q
-from .fallback import move_to_current_steps
+from .fallback import move_to_current_steps, resolve_older_steps
 from .fields import Field
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send, send_create_steps, send_steps
 from .tables import Table, copied_from_attribute
 from .transaction import send_delete_steps
-from .writes import prepare_delete, prepare_delete_older, prepare_put, prepare_update, stored_key
+from .writes import (
+    prepare_create_checks,
+    prepare_delete,
+    prepare_delete_older,
+    prepare_older_checks,
+    prepare_put,
+    prepare_update,
+    stored_key,
+)
 
 __all__ = ["Entity"]
 
@@ -232,6 +241,13 @@ class Entity(Model, metaclass=EntityMeta):
         another service or a newer version of the app) are kept. With a ``fields.Version()``
         the write is conditional on the version read and the version is incremented.
 
+        During a key-version rollout (``Meta.read_versions``) a new instance must not hide an item
+        stored only under an older key: a new versioned instance (and ``create()``) goes as one
+        TransactWriteItems, the Put plus a ConditionCheck per older key (``AlreadyExists`` naming
+        the version); a new unversioned instance as the UpdateItem plus those checks, and when an
+        older item exists it is moved to the current keys (consistent GetItems + one
+        TransactWriteItems) and the UpdateItem is sent there.
+
         Args:
             update_fields: write only these fields (plus the index keys built from them,
                 ``auto_now`` fields and the version): one UpdateItem, conditional on the item
@@ -277,14 +293,25 @@ class Entity(Model, metaclass=EntityMeta):
         if self._state.fallback:  # read under an older key version: move it to the current one first
             yield from move_to_current_steps(self)
         op = prepare_put(self, create=create, update_fields=update_fields)
-        meta = self._meta
-        older = [v for v in meta.read_versions if v != meta.key_version]
-        if op.create and older:
-            # during a rollout an item may exist only under an older key: creating one under the
-            # current key would hide it from every read, so the create checks those keys too
-            values = self.attribute_values
-            yield from send_create_steps(op, [(v, meta.primary_key(values, v)) for v in older])
+        # during a rollout an item may exist only under an older key: creating one under the
+        # current key would hide it from every read, so a create checks those keys too
+        checks = prepare_create_checks(op)
+        if checks:
+            yield from send_create_steps(op, checks)
             return
+        older = prepare_older_checks(op) if op.kind == "Update" and state.adding else []
+        if older:
+            # a new unversioned instance is an upsert (UpdateItem): sent with a check that no item
+            # is stored under an older key (one TransactWriteItems). When one is, that item is the
+            # one this save changes: it is moved to the current keys (as get() would find it) and
+            # the save is planned again and sent there
+            try:
+                yield from send_create_steps(op, older)
+                return
+            except AlreadyExists:  # only an older-version check maps to it for an UpdateItem
+                pass
+            yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
+            op = prepare_put(self, create=create, update_fields=update_fields)
         yield from send_steps(op)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]

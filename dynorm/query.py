@@ -1237,7 +1237,11 @@ class QuerySet(Generic[T]):
         raise StaleWrite(f"update_or_create on {self.model.__name__} lost the race {attempts} times.")
 
     def bulk_create(self, objs: Iterable[T], **policy: Any) -> list[T]:
-        """Write many new items with BatchWriteItem (25 per request); see :func:`dynorm.batch.bulk_create`.
+        """Write many new items with BatchWriteItem (25 per request); see :func:`dynorm.batch.bulk_create_steps`.
+
+        Replaces an item with the same key; during a key-version rollout (``Meta.read_versions``)
+        its copies under older keys are deleted too, once its Put went in (one more write request,
+        1 WCU, per item and older version).
 
         Args:
             objs: instances of this entity.

@@ -14,7 +14,7 @@ When the caller needs the item as written, a consistent GetItem follows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import backend
 from .exceptions import ConditionFailed, TransactionCanceled
@@ -102,47 +102,42 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
     return op.applied(item) if item is not None else op.applied(None)
 
 
-def send_create_steps(op: WriteOp, older_keys: list[tuple[str, dict[str, Any]]]) -> backend.Steps:
-    """Send a ``create()`` PutItem that must also find no item under older key versions.
+def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
+    """Send a creating Put (or a new instance's upsert) that must find no item under older key versions.
 
     During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
     key: reads find it there, so a new item under the current key would hide it (its data lost
-    to every read). One TransactWriteItems: the conditional Put plus one ``ConditionCheck``
-    ``attribute_not_exists`` per older key, under a ``ClientRequestToken`` (a retried request is
-    applied once). Billed as transactional writes: twice the Put's WCU, and each check like a
-    transactional write.
+    to every read). One TransactWriteItems: the conditional Put plus the ``ConditionCheck``
+    ``attribute_not_exists`` per older key (:func:`dynorm.writes.prepare_create_checks`), under a
+    ``ClientRequestToken`` (a retried request is applied once). Billed as transactional writes:
+    twice the Put's WCU (2 for a 1 KB item), plus 2 WCU per check.
 
     Args:
-        op: the planned create (:func:`dynorm.writes.prepare_put` with ``create=True``).
-        older_keys: ``(version, primary key in DynamoDB JSON)`` for each older version read.
+        op: the planned Put that refuses to overwrite (``create()``, a new versioned instance), or
+            the UpdateItem of a new unversioned instance.
+        checks: its ConditionChecks (:func:`dynorm.writes.prepare_create_checks`,
+            :func:`~dynorm.writes.prepare_older_checks`).
 
     Raises:
-        AlreadyExists: an item exists under the current key or under an older one; nothing was written.
+        AlreadyExists: an item exists under the current key or under an older one (the message
+            names the version); nothing was written. For an UpdateItem, only an older one.
+        DoesNotExist: (an UpdateItem of ``update_fields``) no item under the current key.
+        TransactionCanceled: cancelled for another reason, after the retries of a conflict.
     """
-    from .exceptions import AlreadyExists
-
-    table = op.params["TableName"]
-    pk_attr = next(iter(op.key))
-    checks = [{"ConditionCheck": {"TableName": table, "Key": key,
-                                  "ConditionExpression": "attribute_not_exists(#k)",
-                                  "ExpressionAttributeNames": {"#k": pk_attr}}} for _, key in older_keys]
     policy = backend.RetryPolicy()
     for attempt in range(1, policy.max_attempts + 1):
-        params = {"TransactItems": [op.transact_item(), *checks], "ClientRequestToken": f"{op.token}-{attempt}",
-                  "ReturnConsumedCapacity": "TOTAL"}
+        params = {"TransactItems": [op.transact_item(), *(c.transact_item() for c in checks)],
+                  "ClientRequestToken": f"{op.token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
         try:
             yield backend.Send("TransactWriteItems", params)
             break
         except TransactionCanceled as exc:
             codes = [r.get("code") for r in exc.reasons]
-            if codes and codes[0] == "ConditionalCheckFailed":
-                raise op.error(None, raw_item=exc.reasons[0].get("item")) from exc
-            failed = [older_keys[i - 1][0] for i, c in enumerate(codes) if i > 0 and c == "ConditionalCheckFailed"]
+            failed = [a for a, code in zip((op, *checks), codes) if code == "ConditionalCheckFailed"]
             if failed:
-                raise AlreadyExists(
-                    f"{op.description}: an item with this primary key exists under the older key version "
-                    f"{failed[0]!r} (Meta.read_versions), so get() reads it; nothing was written. Read it "
-                    "with get() and save() it (which moves it to the current key version).") from exc
+                # an upsert's caller moves an older item and sends it again: that check speaks first
+                first = failed[-1] if op.kind == "Update" else failed[0]
+                raise first.error(None, raw_item=exc.reasons[0].get("item") if first is op else None) from exc
             if "TransactionConflict" not in codes or attempt == policy.max_attempts:
                 raise
             yield backend.Sleep(policy.delay(attempt))

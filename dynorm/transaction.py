@@ -13,16 +13,16 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, cast
 
 from . import backend
-from .exceptions import BatchIncomplete, TransactionCanceled, ValidationError
+from .exceptions import BatchIncomplete, CreateCanceled, TransactionCanceled, ValidationError
 from .expressions import Q
-from .fallback import move_to_current, move_to_current_steps
-from .registry import default_manager
+from .fallback import move_to_current, move_to_current_steps, resolve_older_steps
 from .sender import send_steps
 from .writes import (
     WriteOp,
     is_instance,
     older_keys,
     prepare_check,
+    prepare_create_checks,
     prepare_delete,
     prepare_delete_older,
     prepare_put,
@@ -74,31 +74,70 @@ class Transaction:
         self.committed = False
         self._items: dict[tuple[str, str, str], int] = {}
 
-    def _add(self, op: WriteOp) -> WriteOp:
+    def _add(self, op: WriteOp, *checks: WriteOp) -> WriteOp:
+        """Add ``op`` and the actions that go with it (checks or deletes of its older-version keys):
+        all of them, or none when one would break a limit."""
         if self.committed:
             raise ValidationError("this transaction was already committed; start a new one.")
-        if len(self.actions) >= MAX_ACTIONS:
+        ops = (op, *checks)
+        if len(self.actions) + len(ops) > MAX_ACTIONS:
+            extra = (f" plus {len(checks)} {checks[0].kind}(s) of its keys at older key versions (Meta.read_versions "
+                     f"{op.model._meta.read_versions!r} of {op.model.__name__})") if checks else ""
             raise ValidationError(
-                f"a transaction holds at most {MAX_ACTIONS} actions (DynamoDB's limit); {op.description} would "
-                f"be action {len(self.actions) + 1}. Split the work into several transactions.")
-        if op.identity in self._items:
-            raise ValidationError(
-                f"{op.description}: action {self._items[op.identity]} of this transaction already touches this "
-                "item; DynamoDB refuses two actions on one item in a transaction. Combine them.")
-        self._items[op.identity] = len(self.actions)
-        self.actions.append(op)
+                f"a transaction holds at most {MAX_ACTIONS} actions (DynamoDB's limit); {op.description}{extra} would "
+                f"be action {len(self.actions) + len(ops)}. Split the work into several transactions.",
+                entity=op.model.__name__)
+        for i, action in enumerate(ops):
+            if action.identity in self._items or action.identity in [o.identity for o in ops[:i]]:
+                at = self._items.get(action.identity)
+                where = f"action {at} of this transaction" if at is not None else "another of its actions"
+                what = f"its key at key version {action.older_version!r}" if action.older_version else "this item"
+                raise ValidationError(
+                    f"{op.description}: {where} already touches {what}; DynamoDB refuses two actions on one item "
+                    "in a transaction. Combine them.", entity=op.model.__name__)
+        for action in ops:
+            self._items[action.identity] = len(self.actions)
+            self.actions.append(action)
         return op
 
+    def _add_put(self, op: WriteOp) -> None:
+        # a Put that refuses to overwrite, during a rollout: an item stored only under an older key
+        # (which get() reads) must not be hidden, so its older keys are checked in this transaction
+        self._add(op, *prepare_create_checks(op))
+
     def create(self, obj: Entity) -> Entity:
-        """Add a Put that refuses to overwrite (``attribute_not_exists``)."""
-        self._add(prepare_put(obj, create=True))
+        """Add a Put that refuses to overwrite (``attribute_not_exists``).
+
+        While ``Meta.read_versions`` lists older key versions, one ConditionCheck
+        ``attribute_not_exists`` per older key goes in too (each an action of the 100, billed like
+        a transactional write: 2 WCU): an item stored only under an older key (which ``get()``
+        reads) fails the commit with :class:`~dynorm.exceptions.AlreadyExists` naming the version.
+
+        Raises:
+            ValidationError: a bad value, more than 100 actions with the checks, or an action on
+                one of these items already (before any request; nothing is added).
+        """
+        self._add_put(prepare_put(obj, create=True))
         return obj
 
     def save(self, obj: Entity) -> Entity:
-        """Add a Put of the whole instance (conditional on its version when versioned)."""
+        """Add a Put of the whole instance (conditional on its version when versioned).
+
+        A new versioned instance is a Put that refuses to overwrite: during a rollout it gets
+        the checks of :meth:`create`. A new unversioned instance (an upsert) follows ``get()``'s
+        ``Meta.read_versions`` fallback: an item stored only under an older key is moved to the
+        current keys now (consistent GetItems + the move), and the save lands on it.
+        """
         move_to_current(obj)  # read through Meta.read_versions: moved to the current keys now
-        self._add(prepare_put(obj))
+        op = prepare_put(obj)
+        self._add_put(op)
+        if op.kind == "Update" and obj._state.adding:
+            self._follow_older(type(obj), obj.key)
         return obj
+
+    def _follow_older(self, model: type[Entity], key: Mapping[str, Any]) -> None:
+        """A write by key (or a new instance's upsert) follows ``get()``'s read_versions fallback: now."""
+        _resolve_older(model, key)
 
     def update(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None, **changes: Any) -> None:
@@ -126,11 +165,7 @@ class Transaction:
             move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
         elif condition is not None:
             _resolve_older(model, t)
-        op = prepare_delete(model, t, condition=condition)
-        older = prepare_delete_older(model, t)
-        self._add(op)
-        for extra in older:
-            self._add(extra)
+        self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
 
     def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
               condition: Q) -> None:
@@ -175,8 +210,14 @@ class Transaction:
                 elif code not in ("None", None):
                     lines.append(f"action {i} ({op.description}): {code} {entry['message']}".rstrip())
                 reasons.append(entry)
-            raise TransactionCanceled("transaction cancelled, nothing was written: " + "; ".join(lines or [str(exc)]),
-                                      reasons) from exc
+            message = "transaction cancelled, nothing was written: " + "; ".join(lines or [str(exc)])
+            older = [e for e, op in zip(reasons, self.actions)
+                     if op.older_version and e["code"] == "ConditionalCheckFailed"]
+            if older:
+                # a create found the item under an older key version: say so as create() does
+                raise CreateCanceled(f"{older[0]['error']} (action {older[0]['action']} of the transaction, the "
+                                     "check of that key: the whole transaction was cancelled.)", reasons) from exc
+            raise TransactionCanceled(message, reasons) from exc
         self.committed = True
         for op in self.actions:
             op.applied()
@@ -189,18 +230,7 @@ def _resolve_older(model: type[Entity], key: Mapping[str, Any]) -> None:
 
     Requests (only with older read_versions): GetItem (consistent) per version tried, and the move.
     """
-    backend.drive(_resolve_older_steps(model, key))
-
-
-def _resolve_older_steps(model: type[Entity], key: Mapping[str, Any]) -> backend.Steps:
-    """The steps of :func:`_resolve_older` (run by the sync or the asyncio driver)."""
-    if not older_keys(model, key):
-        return
-    try:
-        obj = yield from default_manager(model).consistent()._get_steps((), dict(key))
-    except model.DoesNotExist:
-        return  # nowhere: the write fails (or deletes nothing) at the current keys, as without read_versions
-    yield from move_to_current_steps(obj)
+    backend.drive(resolve_older_steps(model, key))
 
 
 def send_delete(op: WriteOp, older: list[WriteOp]) -> None:
@@ -221,8 +251,7 @@ def send_delete_steps(op: WriteOp, older: list[WriteOp]) -> backend.Steps:
         yield from send_steps(op)
         return
     tx = Transaction()
-    for action in (op, *older):
-        tx._add(action)
+    tx._add(op, *older)
     try:
         yield from tx._commit_steps()
     except TransactionCanceled as exc:
@@ -345,6 +374,9 @@ class _AsyncTransaction(Transaction):
         self._add(dataclasses.replace(op, key=type(obj)._meta.primary_key(obj.attribute_values)))
         self._moves.append((len(self.actions) - 1, obj, plan))
 
+    def _follow_older(self, model: type[Entity], key: Mapping[str, Any]) -> None:
+        self._by_key.append((model, key))  # get()'s read_versions fallback runs at acommit, not here
+
     def save(self, obj: Entity) -> Entity:
         """Add a Put of the whole instance (conditional on its version when versioned)."""
         if not obj._state.fallback:
@@ -372,9 +404,7 @@ class _AsyncTransaction(Transaction):
         model, t = _target(target, key)
         if isinstance(t, Mapping) and condition is not None and older_keys(model, t):
             # by key with a condition: get()'s read_versions fallback runs at acommit, not here
-            self._add(prepare_delete(model, t, condition=condition))
-            for extra in prepare_delete_older(model, t):
-                self._add(extra)
+            self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
             self._by_key.append((model, t))
             return None
         if not (is_instance(t) and t._state.fallback):
@@ -385,7 +415,7 @@ class _AsyncTransaction(Transaction):
     def _commit_steps(self) -> backend.Steps:
         if not self.committed and self._by_key:
             for model, key in self._by_key:
-                yield from _resolve_older_steps(model, key)  # consistent GetItems (+ the move), awaited
+                yield from resolve_older_steps(model, key)  # consistent GetItems (+ the move), awaited
             self._by_key = []
         if not self.committed and self._moves:
             for i, obj, plan in self._moves:

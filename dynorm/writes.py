@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
-           "prepare_move_to_current", "older_keys", "prepare_delete_older",
+           "prepare_move_to_current", "older_keys", "prepare_delete_older", "prepare_create_checks",
+           "prepare_older_checks",
            "check_index_attributes"]
 
 
@@ -96,11 +97,17 @@ class WriteOp:
     token: str | None = None
     returns_item: bool = False
     once: bool = False
+    older_version: str | None = None
 
     @property
     def create(self) -> bool:
         """True when the write must not overwrite an existing item."""
         return self.verb == "create"
+
+    @property
+    def refuses_overwrite(self) -> bool:
+        """True for a Put conditional on no item existing: ``create()``, or a versioned instance never written."""
+        return self.kind == "Put" and (self.create or (self.expected_version is None and self.new_version == 1))
 
     @property
     def identity(self) -> tuple[str, str, str]:
@@ -147,6 +154,12 @@ class WriteOp:
         """Map a failed condition into the error users see (the table is unchanged)."""
         raw = raw_item if raw_item is not None else (exc.item if exc is not None else None)
         name = self.model.__name__
+        if self.older_version is not None:  # a check of prepare_create_checks: an item under an older key version
+            return AlreadyExists(
+                f"{self.description}: an item with this primary key exists under the older key version "
+                f"{self.older_version!r} (Meta.read_versions), so get() "
+                "reads it; nothing was written. Read it with get() and save() it (which moves it to the current "
+                "key version).")
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
             return AlreadyExists(f"{name} with {_describe(self)} already exists; nothing was overwritten. "
                                  "Read it with get() or change it with save() on the instance read.")
@@ -699,9 +712,13 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
                    instance=instance, verb="delete", expected_version=version)
 
 
-def older_keys(model: type[Entity], target: Entity | Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def older_keys(model: type[Entity], target: Entity | Mapping[str, Any],
+               current: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """``(version, key)`` of the item's keys at each older key version ``Meta.read_versions`` lists,
     in that order (DynamoDB JSON; keys equal to the current one or to an earlier entry left out).
+
+    ``current`` is the current key when the caller has planned it (default: the instance's
+    stored key, or the key rendered from the key dict).
 
     Raises:
         InvalidKeyValue: a key field is missing or cannot be put in a key.
@@ -711,7 +728,7 @@ def older_keys(model: type[Entity], target: Entity | Mapping[str, Any]) -> list[
     if not older:
         return []
     values: Mapping[str, Any] = target.attribute_values if is_instance(target) else target  # type: ignore[union-attr, assignment]
-    seen = [primary_key_of(model, target)]
+    seen = [current if current is not None else primary_key_of(model, target)]
     out = []
     for version in older:
         key = meta.primary_key(values, version)
@@ -735,6 +752,51 @@ def prepare_delete_older(model: type[Entity], target: Entity | Mapping[str, Any]
     return [WriteOp("Delete", model, {"TableName": meta.table.table_name(), "Key": key}, key,
                     f"delete {meta.entity} {desc} at key version {version}", verb="delete")
             for version, key in older_keys(model, target)]
+
+
+def prepare_create_checks(put: WriteOp) -> list[WriteOp]:
+    """Plan the ``ConditionCheck`` ``attribute_not_exists`` that a creating Put needs during a key-version rollout.
+
+    While ``Meta.read_versions`` lists older key versions, ``get()`` finds an item stored only
+    under an older key: a new item under the current key would hide it from every read (and a
+    later copy-mode rekey would stall on it). One check per older key (:func:`older_keys`), sent
+    with the Put in one TransactWriteItems; each is billed like a transactional write of a 1 KB
+    item (2 WCU). Empty without older versions, or for a write that may overwrite.
+
+    Args:
+        put: a planned Put that refuses to overwrite (``put.refuses_overwrite``: ``create()``, a new
+            versioned instance); for any other op the result is empty.
+
+    Returns:
+        one ConditionCheck op per older key, in ``read_versions`` order; its ``older_version``
+        names the version, and a failed check maps to :class:`AlreadyExists` saying so.
+
+    Raises:
+        InvalidKeyValue: a key field cannot be put in an older version's key.
+    """
+    if not put.refuses_overwrite:
+        return []
+    return prepare_older_checks(put)
+
+
+def prepare_older_checks(op: WriteOp) -> list[WriteOp]:
+    """Plan a ``ConditionCheck`` ``attribute_not_exists`` on each older-version key of ``op``'s
+    instance (:func:`older_keys`), whatever the op: :func:`prepare_create_checks` without its
+    gate (the upsert of a new unversioned instance is checked the same way, then moved).
+
+    Returns:
+        the checks (each ``older_version`` set), empty without an instance or older versions.
+    """
+    put = op
+    if put.instance is None:
+        return []
+    model = put.model
+    pk_attr = model._meta.table._meta.pk_attribute
+    return [WriteOp("ConditionCheck", model,
+                    {"TableName": put.params["TableName"], "Key": key,
+                     "ConditionExpression": "attribute_not_exists(#k)", "ExpressionAttributeNames": {"#k": pk_attr}},
+                    key, put.description, verb=put.verb, older_version=version)
+            for version, key in older_keys(model, put.instance, put.key)]
 
 
 def _entity_keydesc(model: type[Entity], target: Entity | Mapping[str, Any]) -> str:

@@ -237,3 +237,37 @@ def test_a_save_expression_over_4_kb_is_refused_before_any_request() -> None:
     with pytest.raises(dynorm.ValidationError, match="over DynamoDB's 4096-byte limit"):
         prepare_put(obj)
     assert prepare_put(obj, update_fields=["f1"]).kind == "Update"
+
+
+class RolloutPart(Entity):
+    """Written at v3 while v2 and v1 are still read (and v1 listed twice: checked once)."""
+
+    part_id = fields.String()
+    version = fields.Version()
+
+    class Meta:
+        table = Retail
+        entity_type = "W_ROLLOUT_PART"
+        key_version = "v3"
+        read_versions = ["v3", "v2", "v1", "v2"]
+        pk = "{version}#PART#{part_id}"
+        sk = "METADATA"
+
+
+def test_a_create_during_a_rollout_plans_one_check_per_older_key_and_an_update_none() -> None:
+    from dynorm.writes import prepare_create_checks, prepare_older_checks
+
+    put = prepare_put(RolloutPart(part_id="a"), create=True)
+    checks = prepare_create_checks(put)
+    assert [(c.kind, c.older_version, c.key["PK"]["S"]) for c in checks] == [
+        ("ConditionCheck", "v2", "v2#PART#a"), ("ConditionCheck", "v1", "v1#PART#a")]
+    assert all(c.params["ConditionExpression"] == "attribute_not_exists(#k)" for c in checks)
+    err = checks[1].error(None)
+    assert isinstance(err, dynorm.AlreadyExists) and "older key version 'v1'" in str(err)
+    assert "RolloutPart" in str(err)
+    assert len(prepare_create_checks(prepare_put(RolloutPart(part_id="b")))) == 2  # a new versioned instance
+    read = RolloutPart.from_raw_data({"PK": {"S": "v3#PART#c"}, "SK": {"S": "METADATA"}, "part_id": {"S": "c"},
+                                      "version": {"N": "1"}})
+    update = prepare_put(read)
+    assert update.kind == "Update" and prepare_create_checks(update) == []  # may overwrite: not a create
+    assert len(prepare_older_checks(update)) == 2
