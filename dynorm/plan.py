@@ -608,13 +608,16 @@ def _pick_complete(state: QueryState, candidates: list[BoundIndex], leaves: list
     lacking = sparse_fields(state, would)
     shown = ", ".join(lacking)
     conds = " or ".join(f"{f}__exists=True" for f in lacking)
+    missing = [f for f in meta.primary.pk.fields if f not in eq]
+    table = (f"give {', '.join(missing)} to query the table's partition, which holds every item" if missing
+             else "sort the results yourself instead of order_by()")
     raise InvalidQuery(
         f"{meta.entity}: only index {would.index_name} (access path {would.name!r}) can serve this query, and it "
         f"may leave matching items out: an item whose {shown} is missing (null=True, and no condition requires "
         f"it) is not in {would.index_name}, because DynamoDB indexes only items holding every key attribute. "
         f"Refused before any request. Read only the items in the index knowingly with "
-        f".using({would.name!r}), or add a condition such as {conds} (or a value or range on {shown}); or "
-        "give the primary-key fields to read the table.")
+        f".using({would.name!r}), or add a condition such as {conds} (or a value or range on {shown}), or "
+        f"{table}.")
 
 
 def _pick(state: QueryState, candidates: list[BoundIndex], leaves: list[Leaf], complex_: list[Q],
