@@ -6,7 +6,9 @@ the first request and, for ``count()``, ``Select=COUNT``. ``QuerySet.explain()``
 this :class:`Plan`, and evaluation sends ``plan.params`` unchanged as its first request
 (later pages change only ``Limit``/``ExclusiveStartKey``), so what you inspect is what runs.
 Queries that cannot be answered exactly (contradictory equalities, an order the access path
-does not give) are refused here, before any request.
+does not give) are refused here, before any request. A secondary index is chosen on its own
+only when it holds every item the conditions match (:func:`sparse_fields`): DynamoDB leaves an
+item missing one of the index's key attributes out of it, and a lost match is a wrong answer.
 """
 
 from __future__ import annotations
@@ -395,7 +397,10 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     Raises:
         ScanRequired: no access path's partition key is fully given and ``scan()`` was not asked for.
         InvalidQuery: unknown field, lookup or access path, ConsistentRead on a GSI, an
-            ``order_by()`` field the access path does not order by, contradictory equalities.
+            ``order_by()`` field the access path does not order by, contradictory equalities;
+            only an index that may leave matching items out (a key field the conditions do
+            not ask for and the entity may lack) could serve the query and ``using()`` did
+            not name it.
         InvalidKeyValue, ValidationError: a value cannot be used.
     """
     if count:
