@@ -541,22 +541,28 @@ def _asks_present(lookup: str, value: Any) -> bool:
     return (lookup == "exists" and bool(value)) or (lookup == "not_exists" and not bool(value))
 
 
-def _present_in(q: Q) -> set[str]:
-    """The fields every item meeting ``q`` holds (``AND``: any branch's; ``OR``: every branch's)."""
-    if q.negated:
-        return set()  # NOT(...): conservatively nothing (NOT a = 1 holds for an item without a)
+def _present_in(q: Q, negate: bool = False) -> set[str]:
+    """The fields every item meeting ``q`` (``NOT q`` when ``negate``) holds.
+
+    ``AND``: any branch's fields; ``OR``: the fields of every branch; a negation swaps the two
+    (De Morgan) and turns ``exists=False`` into a requirement (``exclude(f__exists=False)``).
+    """
+    neg = q.negated != negate
     per: list[set[str]] = []
     for child in q.children:
         if isinstance(child, Q):
-            per.append(_present_in(child))
+            per.append(_present_in(child, neg))
             continue
         fname, lookup = split_lookup(child[0])
         value = child[1]
-        held = (lookup in _NEEDS_PRESENT and value is not None) or _asks_present(lookup, value)
+        if neg:  # NOT(a = 1) holds for an item without a; NOT attribute_not_exists(a) does not
+            held = _asks_present(lookup, not value) if lookup in ("exists", "not_exists") else False
+        else:
+            held = (lookup in _NEEDS_PRESENT and value is not None) or _asks_present(lookup, value)
         per.append({fname} if held else set())
     if not per:
         return set()
-    if q.connector == Q.OR:
+    if (q.connector == Q.OR) != neg:  # OR, or NOT(AND): a match may meet any one branch
         return set.intersection(*per)
     return set.union(*per)
 

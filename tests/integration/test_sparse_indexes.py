@@ -109,6 +109,9 @@ def test_template_gsi_serves_once_the_conditions_ask_for_every_key_field() -> No
     assert [(r.operation, r.params.get("IndexName")) for r in cap.requests] == [("Query", "GSI1")]
     assert tids(Track.objects.filter(genre="rock", year=2001, title__gte="B")) == ["9", "1"]  # B-side, Intro
     assert Track.objects.filter(genre="rock", year__gte=2000, title__begins_with="I").explain().index == "GSI1"
+    # exclude(title__exists=False) asks for a title too (NOT attribute_not_exists)
+    qs = Track.objects.filter(genre="rock", year=2001).exclude(title__exists=False)
+    assert qs.explain().index == "GSI1" and sorted(tids(qs)) == ["1", "9"]
 
 
 def test_template_gsi_falls_back_to_the_table_when_its_partition_is_given() -> None:
