@@ -584,13 +584,22 @@ def sparse_fields(state: QueryState, bound: BoundIndex) -> tuple[str, ...]:
     Returns:
         the field names, in key order.
     """
-    if bound.kind == "table":
-        return ()
-    meta = state.model._meta
-    need = (*bound.pk_fields, *bound.sk_fields) if bound.is_multi else bound.fields
-    held: set[str] = set(meta.key_fields)
+    return _lacking(state.model._meta, bound, _held(state))
+
+
+def _held(state: QueryState) -> set[str]:
+    """The fields every item matching ``state`` holds: the primary key's and those the conditions ask for."""
+    held: set[str] = set(state.model._meta.key_fields)
     for q in state.where:
         held |= _present_in(q)
+    return held
+
+
+def _lacking(meta: Any, bound: BoundIndex, held: set[str]) -> tuple[str, ...]:
+    """:func:`sparse_fields` given the fields every match holds."""
+    if bound.kind == "table":
+        return ()
+    need = (*bound.pk_fields, *bound.sk_fields) if bound.is_multi else bound.fields
     return tuple(f for f in need if f not in held and getattr(meta.fields[f], "null", False))
 
 
@@ -602,7 +611,9 @@ def _pick_complete(state: QueryState, candidates: list[BoundIndex], leaves: list
         InvalidQuery: only an index that may leave matching items out could serve the query
             (named, with its fields and what to do), or nothing can (:func:`_pick`'s error).
     """
-    complete = [c for c in candidates if not sparse_fields(state, c)]
+    meta = state.model._meta
+    held = _held(state)
+    complete = [c for c in candidates if not _lacking(meta, c, held)]
     refused: InvalidQuery | None = None
     if complete:
         try:
@@ -615,8 +626,7 @@ def _pick_complete(state: QueryState, candidates: list[BoundIndex], leaves: list
         if refused is not None:
             raise refused from None
         raise
-    meta = state.model._meta
-    lacking = sparse_fields(state, would)
+    lacking = _lacking(meta, would, held)
     shown = ", ".join(lacking)
     conds = " or ".join(f"{f}__exists=True" for f in lacking)
     missing = [f for f in meta.primary.pk.fields if f not in eq]
