@@ -6,7 +6,9 @@ the first request and, for ``count()``, ``Select=COUNT``. ``QuerySet.explain()``
 this :class:`Plan`, and evaluation sends ``plan.params`` unchanged as its first request
 (later pages change only ``Limit``/``ExclusiveStartKey``), so what you inspect is what runs.
 Queries that cannot be answered exactly (contradictory equalities, an order the access path
-does not give) are refused here, before any request.
+does not give) are refused here, before any request. A secondary index is chosen on its own
+only when it holds every item the conditions match (:func:`sparse_fields`): DynamoDB leaves an
+item missing one of the index's key attributes out of it, and a lost match is a wrong answer.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .exceptions import InvalidQuery, ScanRequired
-from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value
+from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value, split_lookup
 from .keys import key_range
 from .options import PRIMARY, BoundIndex
 from .writes import check_key_sizes
@@ -26,7 +28,7 @@ from .writes import check_key_sizes
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
 
-__all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by"]
+__all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by", "sparse_fields"]
 
 _RANGE = ("lt", "lte", "gt", "gte", "between", "begins_with")
 
@@ -208,6 +210,8 @@ def _multi_leftovers(bound: BoundIndex, leaves: list[Leaf], complex_: list[Q], e
             continue
         if f == nxt and lk in _RANGE and len(ranged) == 1 and (lk != "begins_with" or isinstance(v, str)):
             continue
+        if _asks_present(lk, v):
+            continue  # every item of the index holds its key attributes: nothing to send
         out.append(f"{f}__{lk}" if lk != "exact" else f)
     for q in complex_:
         out += [f"{f}__{lk} (inside OR/NOT)" for f, lk, _ in q.leaves() if f in keyf]
@@ -393,7 +397,10 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     Raises:
         ScanRequired: no access path's partition key is fully given and ``scan()`` was not asked for.
         InvalidQuery: unknown field, lookup or access path, ConsistentRead on a GSI, an
-            ``order_by()`` field the access path does not order by, contradictory equalities.
+            ``order_by()`` field the access path does not order by, contradictory equalities;
+            only an index that may leave matching items out (a key field the conditions do
+            not ask for and the entity may lack) could serve the query and ``using()`` did
+            not name it.
         InvalidKeyValue, ValidationError: a value cannot be used.
     """
     if count:
@@ -445,51 +452,10 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
             raise InvalidQuery(f"{meta.entity}.objects.using({state.using!r}) needs "
                                f"{', '.join(missing)} for the partition key.")
         raise _scan_required(meta, leaves, complex_)
-    # DynamoDB refuses a FilterExpression on a key attribute of the index queried: a condition
-    # on an index's own sort attribute that the key condition cannot carry (ne, in, OR, NOT)
-    # rules that index out
-    carried = [c for c in candidates if _key_attribute_in_filter(c, leaves, complex_) is None]
-    if not carried:
-        bad = _key_attribute_in_filter(candidates[0], leaves, complex_)
-        raise InvalidQuery(
-            f"{meta.entity}: {bad} cannot be sent: {candidates[0].sort_field} is the sort key of index "
-            f"{candidates[0].index_name}, DynamoDB takes one key condition on it and refuses it in a "
-            "FilterExpression. Use lt/lte/gt/gte/between/exact on it only, or query another access path "
-            "(using('primary')) where it is a plain attribute; refused before any request.")
-    candidates = carried
-    if state.order_field is not None:
-        names = (state.order_field, *state.order_then)
-        ordering = [c for c in candidates if orders_by(c, eq, meta, names)]
-        if not ordering:
-            can = "; ".join(f"{c.name}: {', '.join(orderable(c, eq, meta)) or 'nothing'}" for c in candidates)
-            asked = ", ".join(repr(n) for n in names)
-            raise InvalidQuery(
-                f"{meta.entity}: order_by({asked}) cannot be served: DynamoDB returns a Query's "
-                f"items in sort-key order only, and no access path for these conditions sorts by "
-                f"{', then '.join(names)}. This query can order by: {can}. Sort the results yourself "
-                "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
-        candidates = ordering
-    # a multi-attribute index cannot take a filter on its own key attributes: it serves only
-    # when its key condition takes every condition on them
-    usable = [c for c in candidates if not (c.is_multi and _multi_leftovers(c, leaves, complex_, eq))]
-    if not usable:
-        c = candidates[0]
-        raise InvalidQuery(
-            f"{meta.entity}: {', '.join(_multi_leftovers(c, leaves, complex_, eq))} cannot be asked of "
-            f"{_describe_path(c, meta)}: its key attributes are the fields' own attributes, and DynamoDB takes "
-            "them only in the key condition (equality on every partition field, then equalities on a "
-            "left-to-right prefix of the sort fields and one range or begins_with on the next), never in a "
-            "filter. Give the sort fields before it, or filter the results yourself. Nothing was sent.")
-    candidates = usable
-    # most selective first: the partition key built from the most given fields, then the
-    # sort-key prefix using the most given fields; max() keeps the first declared on ties.
-    # The whole primary key beats every index: it names one item, read strongly consistent
-    # when asked, and never behind an index's replication lag
-    if state.using is None and not state.collection and any(c is meta.primary for c in candidates) \
-            and _full_primary(meta, eq):
-        best = meta.primary
+    if state.using is not None:
+        best = _pick(state, candidates, leaves, complex_, eq, ranged)
     else:
-        best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
+        best = _pick_complete(state, candidates, leaves, complex_, eq, ranged)
     if best.is_multi:
         return _plan_multi(state, best, b, leaves, complex_, eq, limit=limit, count=count)
     if state.consistent and best.kind == "gsi":
@@ -558,6 +524,179 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     return qp
 
 
+# -- the sparse-index rule ----------------------------------------------------------------
+# DynamoDB leaves an item out of a secondary index when one of the index's key attributes is
+# missing (a template's placeholder, a multi-attribute key's field, an LSI's sort attribute).
+# An index is chosen automatically only when every item matching the conditions is in it:
+# each field its keys need is required by a condition, or can never be missing on an item.
+
+# lookups no missing attribute satisfies: DynamoDB's comparisons, BETWEEN, IN, begins_with and
+# contains are false on a missing attribute. ``ne`` is true there; ``exists``/``not_exists``
+# depend on their value.
+_NEEDS_PRESENT = ("exact", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in")
+
+
+def _asks_present(lookup: str, value: Any) -> bool:
+    """True for ``exists=True`` / ``not_exists=False``: the attribute must be there."""
+    return (lookup == "exists" and bool(value)) or (lookup == "not_exists" and not bool(value))
+
+
+def _present_in(q: Q, negate: bool = False) -> set[str]:
+    """The fields every item meeting ``q`` (``NOT q`` when ``negate``) holds.
+
+    ``AND``: any branch's fields; ``OR``: the fields of every branch; a negation swaps the two
+    (De Morgan) and turns ``exists=False`` into a requirement (``exclude(f__exists=False)``).
+    """
+    neg = q.negated != negate
+    per: list[set[str]] = []
+    for child in q.children:
+        if isinstance(child, Q):
+            per.append(_present_in(child, neg))
+            continue
+        fname, lookup = split_lookup(child[0])
+        value = child[1]
+        if neg:  # NOT(a = 1) holds for an item without a; NOT attribute_not_exists(a) does not
+            held = _asks_present(lookup, not value) if lookup in ("exists", "not_exists") else False
+        else:
+            held = (lookup in _NEEDS_PRESENT and value is not None) or _asks_present(lookup, value)
+        per.append({fname} if held else set())
+    if not per:
+        return set()
+    if (q.connector == Q.OR) != neg:  # OR, or NOT(AND): a match may meet any one branch
+        return set.intersection(*per)
+    return set.union(*per)
+
+
+def sparse_fields(state: QueryState, bound: BoundIndex) -> tuple[str, ...]:
+    """The fields ``bound``'s key needs that an item matching ``state`` may lack (``()``: none).
+
+    Such an item is not in the index (DynamoDB writes no index entry for an item missing a
+    key attribute), so a Query on ``bound`` would silently leave it out. A field cannot be
+    missing when the conditions require it (a comparison, range, ``begins_with``, ``in``,
+    ``contains`` or ``exists=True`` on it, in every branch of an OR) or when the entity never
+    stores an item without it (a primary-key field, or a field that is not ``null=True``:
+    saving ``None`` there is refused). ``{version}`` and literals are always present.
+
+    Args:
+        state: the queryset's description (its model and conditions).
+        bound: an access path of ``state.model``.
+
+    Returns:
+        the field names, in key order.
+    """
+    return _lacking(state.model._meta, bound, _held(state))
+
+
+def _held(state: QueryState) -> set[str]:
+    """The fields every item matching ``state`` holds: the primary key's and those the conditions ask for."""
+    held: set[str] = set(state.model._meta.key_fields)
+    for q in state.where:
+        held |= _present_in(q)
+    return held
+
+
+def _lacking(meta: Any, bound: BoundIndex, held: set[str]) -> tuple[str, ...]:
+    """:func:`sparse_fields` given the fields every match holds."""
+    if bound.kind == "table":
+        return ()
+    need = (*bound.pk_fields, *bound.sk_fields) if bound.is_multi else bound.fields
+    return tuple(f for f in need if f not in held and getattr(meta.fields[f], "null", False))
+
+
+def _pick_complete(state: QueryState, candidates: list[BoundIndex], leaves: list[Leaf], complex_: list[Q],
+                   eq: dict[str, Any], ranged: set[str]) -> BoundIndex:
+    """:func:`_pick` among the candidates that hold every matching item (the sparse-index rule).
+
+    Raises:
+        InvalidQuery: only an index that may leave matching items out could serve the query
+            (named, with its fields and what to do), or nothing can (:func:`_pick`'s error).
+    """
+    meta = state.model._meta
+    held = _held(state)
+    complete = [c for c in candidates if not _lacking(meta, c, held)]
+    refused: InvalidQuery | None = None
+    if complete:
+        try:
+            return _pick(state, complete, leaves, complex_, eq, ranged)
+        except InvalidQuery as exc:
+            refused = exc
+    try:
+        would = _pick(state, candidates, leaves, complex_, eq, ranged)
+    except InvalidQuery:
+        if refused is not None:
+            raise refused from None
+        raise
+    lacking = _lacking(meta, would, held)
+    shown = ", ".join(lacking)
+    conds = " or ".join(f"{f}__exists=True" for f in lacking)
+    missing = [f for f in meta.primary.pk.fields if f not in eq]
+    table = (f"give {', '.join(missing)} to query the table's partition, which holds every item" if missing
+             else "sort the results yourself instead of order_by()")
+    raise InvalidQuery(
+        f"{meta.entity}: only index {would.index_name} (access path {would.name!r}) can serve this query, and it "
+        f"may leave matching items out: an item whose {shown} is missing (null=True, and no condition requires "
+        f"it) is not in {would.index_name}, because DynamoDB indexes only items holding every key attribute. "
+        f"Refused before any request. Read only the items in the index knowingly with "
+        f".using({would.name!r}), or add a condition such as {conds} (or a value or range on {shown}), or "
+        f"{table}.")
+
+
+def _pick(state: QueryState, candidates: list[BoundIndex], leaves: list[Leaf], complex_: list[Q],
+          eq: dict[str, Any], ranged: set[str]) -> BoundIndex:
+    """Choose the access path among ``candidates`` (their partition keys are given) that serves the query.
+
+    Raises:
+        InvalidQuery: none of them can (a condition it cannot carry, an order it does not give).
+    """
+    meta = state.model._meta
+    # DynamoDB refuses a FilterExpression on a key attribute of the index queried: a condition
+    # on an index's own sort attribute that the key condition cannot carry (ne, in, OR, NOT)
+    # rules that index out
+    carried = [c for c in candidates if _key_attribute_in_filter(c, leaves, complex_) is None]
+    if not carried:
+        bad = _key_attribute_in_filter(candidates[0], leaves, complex_)
+        raise InvalidQuery(
+            f"{meta.entity}: {bad} cannot be sent: {candidates[0].sort_field} is the sort key of index "
+            f"{candidates[0].index_name}, DynamoDB takes one key condition on it and refuses it in a "
+            "FilterExpression. Use lt/lte/gt/gte/between/exact on it only, or query another access path "
+            "(using('primary')) where it is a plain attribute; refused before any request.")
+    candidates = carried
+    if state.order_field is not None:
+        names = (state.order_field, *state.order_then)
+        ordering = [c for c in candidates if orders_by(c, eq, meta, names)]
+        if not ordering:
+            can = "; ".join(f"{c.name}: {', '.join(orderable(c, eq, meta)) or 'nothing'}" for c in candidates)
+            asked = ", ".join(repr(n) for n in names)
+            raise InvalidQuery(
+                f"{meta.entity}: order_by({asked}) cannot be served: DynamoDB returns a Query's "
+                f"items in sort-key order only, and no access path for these conditions sorts by "
+                f"{', then '.join(names)}. This query can order by: {can}. Sort the results yourself "
+                "(sorted(qs, key=...)) or declare an Index whose sort key starts with that field.")
+        candidates = ordering
+    # a multi-attribute index cannot take a filter on its own key attributes: it serves only
+    # when its key condition takes every condition on them
+    usable = [c for c in candidates if not (c.is_multi and _multi_leftovers(c, leaves, complex_, eq))]
+    if not usable:
+        c = candidates[0]
+        raise InvalidQuery(
+            f"{meta.entity}: {', '.join(_multi_leftovers(c, leaves, complex_, eq))} cannot be asked of "
+            f"{_describe_path(c, meta)}: its key attributes are the fields' own attributes, and DynamoDB takes "
+            "them only in the key condition (equality on every partition field, then equalities on a "
+            "left-to-right prefix of the sort fields and one range or begins_with on the next), never in a "
+            "filter. Give the sort fields before it, or filter the results yourself. Nothing was sent.")
+    candidates = usable
+    # most selective first: the partition key built from the most given fields, then the
+    # sort-key prefix using the most given fields; max() keeps the first declared on ties.
+    # The whole primary key beats every index: it names one item, read strongly consistent
+    # when asked, and never behind an index's replication lag
+    if state.using is None and not state.collection and any(c is meta.primary for c in candidates) \
+            and _full_primary(meta, eq):
+        best = meta.primary
+    else:
+        best = max(candidates, key=lambda c: (len(c.pk.fields), _score(c, eq, ranged, meta)))
+    return best
+
+
 def _query_plan(state: QueryState, b: ExpressionBuilder, meta: Any, tmeta: Any, best: BoundIndex, table: str,
                 conds: list[str], filter_expr: str | None, entity_types: frozenset[str] | None,
                 limit: int | None, count: bool) -> Plan:
@@ -598,9 +737,11 @@ def _plan_multi(state: QueryState, best: BoundIndex, b: ExpressionBuilder, leave
                                f"{f} is empty is not in the index (DynamoDB refuses empty key values). The query is "
                                "refused before any request.")
         conds.append(f"{b.name(meta.fields[f].attr_name)} = {b.value(serialize_value(meta, f, eq[f]))}")
-    for i, (f, lk, _) in enumerate(leaves):
+    for i, (f, lk, v) in enumerate(leaves):
         if lk == "exact" and (f in best.pk_fields or f in pinned):
             used.add(i)
+        if (f in best.pk_fields or f in best.sk_fields) and _asks_present(lk, v):
+            used.add(i)  # every item of the index holds it (and DynamoDB refuses a filter on it)
     if nxt is not None:
         for i, (f, lk, v) in enumerate(leaves):
             if f == nxt and lk in _RANGE:
@@ -657,6 +798,8 @@ def _sort_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, eq: dict[
         return None
     sk_name = b.name(best.sk_attr)
     if best.sort_field is not None:  # LSI on a field's own attribute: lookups map 1:1
+        # every item of the LSI holds its sort attribute (and DynamoDB refuses a filter on it)
+        used.update(i for i, (f, lk, v) in enumerate(leaves) if f == best.sort_field and _asks_present(lk, v))
         mine = [i for i, (f, lk, _) in enumerate(leaves) if f == best.sort_field and lk in ("exact", *_RANGE)]
         if not mine:
             return None
@@ -736,7 +879,7 @@ def _key_attribute_in_filter(bound: BoundIndex, leaves: list[Leaf], complex_: li
     if f is None:
         return None
     for fname, lookup, value in leaves:
-        if fname == f and lookup not in ("exact", *_RANGE):
+        if fname == f and lookup not in ("exact", *_RANGE) and not _asks_present(lookup, value):
             return f"{fname}__{lookup}={value!r}"
     for q in complex_:
         if any(fname == f for fname, _, _ in q.leaves()):

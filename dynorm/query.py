@@ -280,7 +280,19 @@ class QuerySet(Generic[T]):
                                   ~Q(*_expand_q(self.model, args), **_expand_pk(self.model, kwargs))))
 
     def using(self, access_path: str) -> QuerySet[T]:
-        """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O."""
+        """Force an access path: a ``Meta.indexes`` name or ``"primary"``; no I/O.
+
+        A forced secondary index is read as it is: only the items that are in it. DynamoDB
+        leaves out of an index every item missing one of its key attributes (a sparse index),
+        which the planner never does on its own (see :func:`dynorm.plan.sparse_fields`):
+        ``using()`` is how to read such an index knowingly.
+
+        Args:
+            access_path: the access-path name.
+
+        Returns:
+            a new queryset.
+        """
         return self._clone(using=access_path)
 
     def scan(self) -> QuerySet[T]:

@@ -65,11 +65,13 @@ def test_count_on_a_multi_attribute_index_counts_only_this_entity_type() -> None
         Adv13Item.objects.create(tenant_id="t", item_id=f"i{i}", region="eu", score=i, title="x")
     for k in range(2):
         _foreign(k)
-    qs = Adv13Item.objects.filter(tenant_id="t", region="eu")
+    # using(): score and title may be missing, so ByK is read only when asked for by name
+    qs = Adv13Item.objects.using("by_k").filter(tenant_id="t", region="eu")
     assert qs.explain().index == "ByK"
     assert len(list(qs.all())) == 3
-    assert Adv13Item.objects.filter(tenant_id="t", region="eu").count() == 3  # actual: 5
-    assert Adv13Item.objects.filter(tenant_id="t", region="eu", score__lt=1).count() == 1  # actual: 3
+    assert qs.count() == 3  # actual: 5
+    assert qs.filter(score__lt=1).count() == 1  # actual: 3
+    assert Adv13Item.objects.filter(tenant_id="t", region="eu", score__lt=1, title__exists=True).count() == 1
 
 
 def test_a_table_declaring_one_attribute_with_two_types_is_refused() -> None:
@@ -438,7 +440,7 @@ def test_collection_on_a_multi_attribute_gsi_reads_each_item_once_as_get_would()
     _put_roll("v2", "r1", 1, "stale")
     _put_roll("v1", "r2", 2, "ancient")
     _put_roll("v2", "r3", 3, "old-only")
-    assert [(r.roll_id, r.note) for r in Adv13bRoll.objects.filter(maker="m")] == [
+    assert [(r.roll_id, r.note) for r in Adv13bRoll.objects.using("by_maker").filter(maker="m")] == [
         ("r1", "current"), ("r3", "old-only")]
     got = [(type(r).__name__, r.roll_id, r.note) for r in Adv13bRoll.objects.collection(using="by_maker", maker="m")]
     assert got == [("Adv13bRoll", "r1", "current"), ("Adv13bRoll", "r3", "old-only")], got
@@ -466,7 +468,7 @@ def test_explain_count_shows_the_request_count_sends_on_a_versioned_multi_attrib
     _put_roll("v3", "r1", 1, "current")
     _put_roll("v2", "r1", 1, "stale")
     _put_roll("v2", "r2", 2, "old")
-    qs = Adv13bRoll.objects.filter(maker="m")
+    qs = Adv13bRoll.objects.filter(maker="m", size__exists=True)  # a roll without a size is not in ByMaker
     with dynorm.capture() as cap:
         assert qs.count() == 2
     assert cap.requests[0].params == qs.explain(count=True).params
