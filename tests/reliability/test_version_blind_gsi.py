@@ -27,7 +27,7 @@ class BlindRolls(Table):
 class BlindRoll(Entity):
     roll_id = fields.String()
     maker = fields.String(null=True)
-    size = fields.Integer(null=True)
+    size = fields.Integer()  # every item has one: the index holds every item of a maker (no sparse omission)
     note = fields.String(null=True)
 
     class Meta:
