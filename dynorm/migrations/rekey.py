@@ -409,12 +409,8 @@ class Rekeyer(_Base):
                 self.counts.add(rewritten=1)
                 continue
             if self._too_big(raw):  # given a token first, then rewritten alone (see _stamp)
-                status, reason = self._one(raw, tally=tally)
-                if status == "stopped":
-                    result.complete = False
+                if not self._one_by_one([raw], result, tally):
                     return result
-                if status == "failed":
-                    self._fail(result, raw, reason)
                 continue
             planned.append((raw, self.actions(raw, new), self.units(raw, new) if paced else 0))
         size = (MOVE_GROUP if self.mode == "move" else COPY_GROUP) - (1 if tally else 0)
@@ -426,14 +422,21 @@ class Rekeyer(_Base):
                 self._transact([a for _, acts, _ in group for a in acts] + ([tally(len(group))] if tally else []))
                 self.counts.add(rewritten=len(group))
             except TransactionCanceled:
-                for raw, _, _ in group:
-                    status, reason = self._one(raw, tally=tally)
-                    if status == "stopped":
-                        result.complete = False
-                        return result
-                    if status == "failed":
-                        self._fail(result, raw, reason)
+                if not self._one_by_one([raw for raw, _, _ in group], result, tally):
+                    return result
         return result
+
+    def _one_by_one(self, items: list[dict[str, Any]], result: PageResult, tally: Tally | None) -> bool:
+        """Rewrite ``items`` one at a time (:meth:`_one`), recording failures in ``result``; False
+        (``result.complete`` cleared) when a stop ended it."""
+        for raw in items:
+            status, reason = self._one(raw, tally=tally)
+            if status == "stopped":
+                result.complete = False
+                return False
+            if status == "failed":
+                self._fail(result, raw, reason)
+        return True
 
     def retry(self, key: dict[str, Any]) -> tuple[str, str]:
         """Rewrite one item recorded as failed by an earlier run (GetItem, then TransactWriteItems).
