@@ -792,9 +792,13 @@ def prepare_older_checks(op: WriteOp) -> list[WriteOp]:
         return []
     model = put.model
     pk_attr = model._meta.table._meta.pk_attribute
+    # an item of another entity type there is not this entity's (get() does not return it): no clash
+    type_attr = model._meta.table._meta.type_attribute
     return [WriteOp("ConditionCheck", model,
                     {"TableName": put.params["TableName"], "Key": key,
-                     "ConditionExpression": "attribute_not_exists(#k)", "ExpressionAttributeNames": {"#k": pk_attr}},
+                     "ConditionExpression": "attribute_not_exists(#k) OR #t <> :t",
+                     "ExpressionAttributeNames": {"#k": pk_attr, "#t": type_attr},
+                     "ExpressionAttributeValues": {":t": {"S": model._meta.entity_type}}},
                     key, put.description, verb=put.verb, older_version=version)
             for version, key in older_keys(model, put.instance, put.key)]
 
