@@ -261,7 +261,7 @@ def test_a_create_during_a_rollout_plans_one_check_per_older_key_and_an_update_n
     checks = prepare_create_checks(put)
     assert [(c.kind, c.older_version, c.key["PK"]["S"]) for c in checks] == [
         ("ConditionCheck", "v2", "v2#PART#a"), ("ConditionCheck", "v1", "v1#PART#a")]
-    assert all(c.params["ConditionExpression"] == "attribute_not_exists(#k)" for c in checks)
+    assert all(c.params["ConditionExpression"] == "attribute_not_exists(#k) OR #t <> :t" for c in checks)
     err = checks[1].error(None)
     assert isinstance(err, dynorm.AlreadyExists) and "older key version 'v1'" in str(err)
     assert "RolloutPart" in str(err)
