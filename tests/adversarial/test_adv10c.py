@@ -65,6 +65,12 @@ def _at(project: Project, version: str) -> dict[str, dict[str, Any]]:
     return {i["widget_id"]["S"]: i for i in widgets(project.table) if i["PK"]["S"].startswith(version + "#")}
 
 
+def _delete_txn(actions: list[dict[str, Any]]) -> bool:
+    """A DeleteVersion transaction: Deletes, and the ledger's tally Update that counts them (fix10c)."""
+    return bool(actions) and any("Delete" in a for a in actions) and all(
+        "Delete" in a or "dynorm#migrations" in json.dumps(a) for a in actions)
+
+
 def _v1_update(name: str, wid: str) -> None:
     """What a v1 application's update(maker="ack") sends: the change with a fresh revision token."""
     backend.call("UpdateItem", {
@@ -243,9 +249,10 @@ def test_delete_version_counts_every_deleted_item_after_an_interrupted_run(proje
 
 
 def test_delete_version_counts_an_item_whose_delete_response_was_lost(project: Project) -> None:
-    """A v1 write cancels a delete transaction; its items are settled with DeleteItem; one DeleteItem's
-    response is lost (applied, then a connection error: botocore retries and gets ConditionalCheckFailed).
-    The item is deleted but never counted: 28 of 29 deletions reported."""
+    """A v1 write cancels a delete transaction; its items are settled one by one; one settle's response is
+    lost (applied, then a connection error: botocore retries). With a bare DeleteItem the retry got
+    ConditionalCheckFailed: the item was deleted but never counted (28 of 29 deletions reported). Since
+    fix10c a settle is TransactWriteItems([Delete, tally]) whose retry carries the same ClientRequestToken."""
     n = 30
     _rollout(project, n)
     _drop(project)
@@ -254,17 +261,20 @@ def test_delete_version_counts_an_item_whose_delete_response_was_lost(project: P
 
     def old_app_writes(request: Any, **kwargs: Any) -> None:
         actions = json.loads(request.body).get("TransactItems", [])
-        if st["w"] == 0 and actions and all("Delete" in a for a in actions):
+        if st["w"] == 0 and _delete_txn(actions) and sum("Delete" in a for a in actions) > 1:
             st["w"] = 1
             _v1_update(name, "w00007")
 
     def lose(request: Any, **kwargs: Any) -> None:
-        if st["d"] == 0 and b"v1#W#w000" in request.body:
+        actions = json.loads(request.body).get("TransactItems")  # None: a DeleteItem
+        one = actions is None or (st["w"] == 1 and _delete_txn(actions) and sum("Delete" in a for a in actions) == 1)
+        if st["d"] == 0 and one and b"v1#W#w000" in request.body:
             st["d"] = 1
             deliver(request)
             raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
 
-    with Hook("before-send.dynamodb.TransactWriteItems", old_app_writes), Hook("before-send.dynamodb.DeleteItem", lose):
+    with Hook("before-send.dynamodb.TransactWriteItems", old_app_writes), \
+            Hook("before-send.dynamodb.TransactWriteItems", lose), Hook("before-send.dynamodb.DeleteItem", lose):
         report = project.executor().migrate(MigrateOptions(segments=1))
     assert st == {"w": 1, "d": 1}
     assert set(_at(project, "v1")) == {"w00007"} and report.partial == {"0003_drop_v1": 1}
@@ -286,7 +296,7 @@ def test_delete_version_records_applied_with_a_v1_item_created_during_the_run(pr
 
     def old_app_creates(request: Any, **kwargs: Any) -> None:
         actions = json.loads(request.body).get("TransactItems", [])
-        if done["n"] == 0 and actions and all("Delete" in a for a in actions):
+        if done["n"] == 0 and _delete_txn(actions):
             done["n"] = 1
             W1.objects.create(widget_id="late0", maker="acknowledged")
 
@@ -318,8 +328,8 @@ def test_plan_write_requests_bound_what_delete_version_sends_under_max_wcu(proje
 
     def deletes(request: Any, **kwargs: Any) -> None:
         actions = json.loads(request.body).get("TransactItems", [])
-        if actions and all("Delete" in a for a in actions):
-            sent.append(len(actions))
+        if _delete_txn(actions):
+            sent.append(sum("Delete" in a for a in actions))
 
     with Hook("before-send.dynamodb.TransactWriteItems", deletes):
         project.executor().migrate(MigrateOptions(segments=1, max_wcu=30))
