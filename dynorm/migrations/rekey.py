@@ -8,9 +8,10 @@ the absence of a token); ``copy`` only puts. Up to 50 items (100 actions) share 
 transaction; a cancelled group is retried item by item, re-reading items that changed, so a
 concurrent application write is never lost and one hot item does not stall the run.
 
-DeleteVersion deletes in the same way: up to 100 Deletes share a transaction, each conditional on
-the old item being unchanged since its copy was checked, so an application still writing the old
-version between the check and the delete keeps its write (the item is kept and reported).
+DeleteVersion deletes in the same way: up to 100 Deletes share a transaction (99 and the ledger's
+tally action when the executor counts in the ledger), each conditional on the old item being
+unchanged since its copy was checked, so an application still writing the old version between the
+check and the delete keeps its write (the item is kept and reported).
 
 ``process`` returns what happened to a page (:class:`PageResult`): the keys of the items that
 failed (recorded in the ledger, retried by the next run) and whether the page was finished or
@@ -561,7 +562,7 @@ class VersionDeleter(_Base):
         conditional on the old item being unchanged since it was read (its revision token, else
         every attribute): an application still on the old key version that writes the item
         after its copy was checked keeps its write. When a transaction is cancelled its items are
-        settled one by one (:meth:`retry`: read again, copy checked again, conditional DeleteItem).
+        settled one by one (:meth:`_settle`: read again, copy checked again, conditional Delete).
         Items without a copy are not deleted: they are returned as failed (with ``copy_missing``,
         they are copied first, and only those that could not be are).
         """

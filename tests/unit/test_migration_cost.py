@@ -15,6 +15,7 @@ from dynorm.migrations.cost import (
     estimate_scan_operation,
     item_size,
     move_units,
+    paced_requests,
     units_bound,
     write_units,
 )
@@ -184,3 +185,27 @@ def test_pacer_groups_never_exceed_the_burst_nor_the_request_size(units: list[in
         assert len(g) == 1 or sum(u for _, u in g) <= burst  # a single dearer item goes alone
     unpaced = Pacer().groups(planned, size, lambda e: e[1])
     assert unpaced == [planned[i:i + size] for i in range(0, len(planned), size)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(st.lists(st.integers(1, 60), max_size=120), min_size=1, max_size=6),
+       size=st.integers(1, 100), rate=st.integers(1, 400), fixed=st.integers(0, 2))
+def test_paced_request_bound_holds_for_what_the_pacer_sends(pages: list[list[int]], size: int, rate: int,
+                                                            fixed: int) -> None:
+    # oracle: the requests Pacer.groups actually makes, page by page, as VersionDeleter/Rekeyer.process do
+    pacer = Pacer(max_wcu=rate)
+    sent = sum(len(pacer.groups(page, size, lambda u: u, fixed)) for page in pages)
+    items = sum(len(p) for p in pages)
+    bound = paced_requests(items, size, sum(sum(p) for p in pages), rate - fixed if rate > fixed else 0, len(pages))
+    assert sent <= bound, (sent, bound)
+    if rate > fixed and items:  # unpaced the figure is the plain one
+        assert paced_requests(items, size, 0, None, len(pages)) == -(-items // size)
+
+
+def test_plan_counts_the_paced_split_of_a_delete() -> None:
+    # docs: 100 deletes of 3 WCU at --max-wcu 30 go 9 at a time (30 less the tally's 2): 12 transactions
+    pacer = Pacer(max_wcu=30)
+    sent = len(pacer.groups([3] * 100, 99, lambda u: u, 2))
+    cost = estimate_scan_operation("delete", 100, 100 * 200, 1, 200, 99, 0, False, 0, 28)
+    assert sent == 12 and cost.write_requests >= sent
+    assert estimate_scan_operation("delete", 100, 100 * 200, 1, 200, 99, 0, False).write_requests == 2
