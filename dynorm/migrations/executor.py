@@ -769,8 +769,7 @@ class Executor:
             running) or ``"interrupted"``.
         """
         lock = threading.Lock()
-        counter = ledger.tally_action(name, i, "catch-up") if ledger is not None and isinstance(
-            worker, VersionDeleter) else None
+        counting = ledger is not None and isinstance(worker, VersionDeleter)
         for n in range(1, CATCH_UP_PASSES + 1):
             before = worker.counts.rewritten
             failed: list[tuple[dict[str, Any], str]] = []
@@ -779,6 +778,9 @@ class Executor:
                 op_name, params = worker.read_params(seg, total, page_size=None)
                 # "none left" is concluded from this read: it must see every write acknowledged before it
                 params["ConsistentRead"] = True
+                # a tally item per segment: parallel transactions updating one item would conflict
+                counter = ledger.tally_action(name, i, f"catch-up-{seg}") if counting and ledger is not None \
+                    else None
                 for items, _ in worker.pages(op_name, params, None):
                     result = worker.process(items, tally=counter)
                     if result.failed:

@@ -662,15 +662,23 @@ class VersionDeleter(_Base):
         changed = "it changed after its copy was checked (an application still writes this key version?); " \
                   "run migrate again"
         if tally is not None:
-            try:  # only the revision checked above: a write since then keeps the item
-                self._transact([self._delete_action(raw), tally(1)])
-            except TransactionCanceled as exc:
-                codes = [str(r.get("code")) for r in exc.reasons]
-                if codes[:1] == ["ConditionalCheckFailed"]:
-                    return "failed", changed
-                return "failed", f"its delete was cancelled ({', '.join(codes)}); run migrate again"
-            self.counts.add(rewritten=1)
-            return "ok", "deleted"
+            codes: list[str] = []
+            for attempt in range(1, 9):
+                try:  # only the revision checked above: a write since then keeps the item
+                    self._transact([self._delete_action(raw), tally(1)])
+                except TransactionCanceled as exc:
+                    codes = [str(r.get("code")) for r in exc.reasons]
+                    if codes[:1] == ["ConditionalCheckFailed"]:
+                        return "failed", changed
+                    self.counts.add(conflicts=1)  # TransactionConflict and the like: back off and retry
+                    if self.pacer.stop is not None and self.pacer.stop.wait(CONFLICT_BACKOFF.delay(attempt)):
+                        return "stopped", ""
+                    if self.pacer.stop is None:
+                        time.sleep(CONFLICT_BACKOFF.delay(attempt))
+                    continue
+                self.counts.add(rewritten=1)
+                return "ok", "deleted"
+            return "failed", f"its delete was cancelled 8 times ({', '.join(codes)}); run migrate again"
         params = {"TableName": self.physical, **self._delete_action(raw)["Delete"]}
         try:  # only the revision checked above: a write since then keeps the item
             backend.call("DeleteItem", params)
