@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
-           "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "PAGE_BYTES"]
+           "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "paced_requests",
+           "PAGE_BYTES"]
 
 #: a Scan page ends after 1 MB read (1,048,576 bytes); the bounds use 1,000,000 (more pages: safe)
 PAGE_BYTES = 1_000_000
@@ -100,13 +101,14 @@ class OperationCost:
         avg_size: average item size in bytes (``TableSizeBytes / ItemCount``), for information only.
         read_requests: at most this many Scan (or Query) pages and BatchGetItem calls (unprocessed
             keys retried aside); write_requests: TransactWriteItems / BatchWriteItem calls, assuming
-            every item of the table belongs to the operation.
+            every item of the table belongs to the operation (under ``--max-wcu``, an upper bound of
+            the paced split, :func:`paced_requests`).
         rcu, wcu: upper bounds of the capacity units, whatever the item sizes, provided ``items``
             and the table's size are current. ``rcu`` covers the scan, a move's first catch-up pass
             and DeleteVersion's two checks for copies; not the consistent GetItem of an item a
             concurrent write changed (one per conflict).
         catch_up_rcu: the RCU bound of one more catch-up pass (needed only when old-version items
-            appeared during a move; 0 for other operations).
+            appeared during a move or a DeleteVersion; 0 for copy mode).
     """
 
     items: int
@@ -195,7 +197,7 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         ``rcu`` and ``wcu`` are upper bounds whatever the sizes of the items (they use their total
         size, not the average), provided ``items`` and ``table_bytes`` are current. Reads: the
         Scan (pages of ``page_size``; a rekey's scan may meet each item twice, old and rewritten),
-        plus for a move one catch-up Scan (1 MB pages, the rewritten table), plus for a
+        plus for a move or a delete one catch-up Scan (1 MB pages, consistent), plus for a
         delete a first pass checking the copies (1 MB pages) and, in both passes, one consistent
         BatchGetItem per 100 items (1 RCU per started 4 KB of each copy).
     """
