@@ -149,7 +149,8 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
                 continue
             reads = "consistent" if executor.consistent_for(step, options) else "eventually consistent"
             click.echo(f"    table: ~{cost.items} item(s), ~{cost.avg_size:.0f} B on average (DescribeTable)")
-            what = {"move": ", with one catch-up pass", "delete": ", with the check for current copies"}
+            what = {"move": ", with one catch-up pass",
+                    "delete": ", with the check for current copies and one catch-up pass"}
             kind = "delete" if isinstance(step, DeleteVersion) else options.mode
             click.echo(f"    reads:  <= {cost.read_requests} request(s), <= {cost.rcu:.1f} RCU ({reads} Scan/Query"
                        f"{what.get(kind, '')})")

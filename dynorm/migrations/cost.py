@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
-           "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "PAGE_BYTES"]
+           "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "paced_requests",
+           "PAGE_BYTES"]
 
 #: a Scan page ends after 1 MB read (1,048,576 bytes); the bounds use 1,000,000 (more pages: safe)
 PAGE_BYTES = 1_000_000
@@ -100,13 +101,14 @@ class OperationCost:
         avg_size: average item size in bytes (``TableSizeBytes / ItemCount``), for information only.
         read_requests: at most this many Scan (or Query) pages and BatchGetItem calls (unprocessed
             keys retried aside); write_requests: TransactWriteItems / BatchWriteItem calls, assuming
-            every item of the table belongs to the operation.
+            every item of the table belongs to the operation (under ``--max-wcu``, an upper bound of
+            the paced split, :func:`paced_requests`).
         rcu, wcu: upper bounds of the capacity units, whatever the item sizes, provided ``items``
             and the table's size are current. ``rcu`` covers the scan, a move's first catch-up pass
             and DeleteVersion's two checks for copies; not the consistent GetItem of an item a
             concurrent write changed (one per conflict).
         catch_up_rcu: the RCU bound of one more catch-up pass (needed only when old-version items
-            appeared during a move; 0 for other operations).
+            appeared during a move or a DeleteVersion; 0 for copy mode).
     """
 
     items: int
@@ -151,8 +153,31 @@ def units_bound(items: int, total_bytes: float) -> int:
     return items + math.floor(total_bytes / 1024)
 
 
+def paced_requests(items: int, group: int, units: float, budget: float | None, pages: int) -> int:
+    """An upper bound of the write requests :meth:`Pacer.groups` makes of ``items`` items in ``pages`` pages.
+
+    Each request is full (``group`` items: at most ``items / group`` of them), or was closed because
+    the next item did not fit ``budget`` (its units and the next item's exceed ``budget``; summed over
+    such requests each item counts at most twice: fewer than ``2 * units / budget`` of them), or is
+    the last of a page (at most ``pages``).
+
+    Args:
+        items: items written; group: items per request; units: an upper bound of their WCU together;
+        budget: WCU one request may take (the per-process ``--max-wcu`` less any fixed units per
+        request; ``None``: unpaced, ``ceil(items / group)``); pages: Scan pages the items come in.
+    """
+    if items <= 0:
+        return 0
+    if budget is None:
+        return math.ceil(items / group)
+    if budget <= 0:
+        return items  # every item goes alone
+    return min(items, items // group + math.floor(2 * units / budget) + max(1, pages))
+
+
 def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: int, page_size: int,
-                            group: int, gsis: int, consistent: bool, growth: int = 0) -> OperationCost:
+                            group: int, gsis: int, consistent: bool, growth: int = 0,
+                            write_budget: float | None = None) -> OperationCost:
     """Estimate a RekeyEntity (``kind`` ``"move"``/``"copy"``) or DeleteVersion (``"delete"``) on a table.
 
     Args:
@@ -164,13 +189,15 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         gsis: GSIs an item of the entity is in (assumed the same before and after).
         consistent: strongly consistent Scan.
         growth: bytes a rewritten item may gain (new key text longer than the old).
+        write_budget: under ``--max-wcu``, the WCU one write request may take (the per-process rate
+            less any fixed units per request); requests are then bounded by :func:`paced_requests`.
 
     Returns:
         An :class:`OperationCost` assuming every item of the table is one of the entity's; its
         ``rcu`` and ``wcu`` are upper bounds whatever the sizes of the items (they use their total
         size, not the average), provided ``items`` and ``table_bytes`` are current. Reads: the
         Scan (pages of ``page_size``; a rekey's scan may meet each item twice, old and rewritten),
-        plus for a move one catch-up Scan (1 MB pages, the rewritten table), plus for a
+        plus for a move or a delete one catch-up Scan (1 MB pages, consistent), plus for a
         delete a first pass checking the copies (1 MB pages) and, in both passes, one consistent
         BatchGetItem per 100 items (1 RCU per started 4 KB of each copy).
     """
@@ -185,12 +212,13 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         # the scan may read every item twice (DynamoDB Local: 71 RCU for a 66 RCU single pass)
         read_requests, rcu = scan_bound(2 * items, 2 * table_bytes + items * growth, segments, page_size,
                                         consistent)
+    scan_pages = read_requests  # the pages the writes come in (each page's writes end with its own request)
     catch_up_rcu = 0.0
-    if kind == "move":  # the catch-up Scan always reads consistently
+    if kind in ("move", "delete"):  # the catch-up Scan always reads consistently
         pages, catch_up_rcu = scan_bound(items, table_bytes + items * growth, segments, None, True)
         read_requests += pages
         rcu += catch_up_rcu
-    elif kind == "delete":
+    if kind == "delete":
         pages, check_rcu = scan_bound(items, table_bytes, segments, None, consistent)
         copies = items + math.floor((table_bytes + items * growth) / 4096)  # per item: <= size / 4 KB + 1
         # the check: its Scan and a BatchGetItem per 100 items (per page: at most one more call each);
@@ -207,9 +235,12 @@ def estimate_scan_operation(kind: str, items: int, table_bytes: int, segments: i
         wcu = new_units * (2 + gsis)
     else:
         wcu = old_units * (2 + gsis) + new_units * (2 + gsis)
-    writes = math.ceil(items / group) if items else 0
+    own = old_units * (2 + gsis) if kind == "delete" else wcu
+    writes = paced_requests(items, group, own, write_budget, scan_pages)
     if copy_missing:  # plus one TransactWriteItems per page's copies (per group of COPY_GROUP items)
         writes += math.ceil(items / 100) + read_requests
+        if write_budget is not None:
+            writes += paced_requests(items, 100, new_units * (2 + gsis), write_budget, read_requests)
     return OperationCost(items, avg, read_requests, writes, rcu, float(wcu), catch_up_rcu)
 
 
@@ -318,20 +349,22 @@ class Pacer:
         if self.reads is not None:
             self.reads.charge(units)
 
-    def groups(self, planned: list[Any], size: int, units: Callable[[Any], float]) -> list[list[Any]]:
+    def groups(self, planned: list[Any], size: int, units: Callable[[Any], float],
+               fixed: float = 0.0) -> list[list[Any]]:
         """Split ``planned`` writes into requests of at most ``size`` items and at most one burst of WCU.
 
         Without a write limit: slices of ``size``. With one, a request never costs more than the
         bucket's burst (one second of the rate), so the rate limit holds over every second; a single
-        item dearer than the burst goes alone.
+        item dearer than the burst goes alone. Greedy: each request is full, or was closed because
+        the next item did not fit (what :func:`estimate_scan_operation`'s paced bound counts).
 
         Args:
             planned: the writes, in order; size: items per request (e.g. 50 per TransactWriteItems);
-            units: the estimated WCU of one write.
+            units: the estimated WCU of one write; fixed: WCU every request adds (a tally action).
         """
         if self.writes is None:
             return [planned[i:i + size] for i in range(0, len(planned), size)]
-        burst = self.writes.rate
+        burst = self.writes.rate - fixed
         out: list[list[Any]] = []
         current: list[Any] = []
         spent = 0.0

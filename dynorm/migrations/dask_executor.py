@@ -35,6 +35,7 @@ Needs the ``dask`` extra (``pip install 'dynorm[dask]'``). ``import dynorm`` doe
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import sys
 import threading
 import time
@@ -45,11 +46,11 @@ from typing import Any
 from .. import conf
 from ..exceptions import ConfigurationError, DynormError
 from .cost import Pacer
-from .executor import Executor, MigrateOptions, MigrateReport, Reporter, SegmentJob, run_segment
+from .executor import Executor, MigrateOptions, MigrateReport, Reporter, SegmentJob, make_worker, run_segment
 from .ledger import Ledger
 from .loader import Migration
-from .operations import MigrationError, RekeyEntity
-from .rekey import Counts, Rekeyer, VersionDeleter
+from .operations import MigrationError
+from .rekey import Counts
 
 __all__ = ["DaskExecutor", "TOPIC"]
 
@@ -166,12 +167,8 @@ def _segment_body(run: str, attempt_prefix: str, setup: dict[str, Any], seg: int
     # burst would add to the budget (12 short segments moved 3,636 WCU in 1.3 s at --max-wcu 1200)
     pacer = Pacer(setup["max_rcu"], setup["max_wcu"], setup["slots"], stop, burst=False)
     counts = Counts()
-    if isinstance(job["op"], RekeyEntity):
-        worker: Any = Rekeyer(job["op"], job["table"], job["physical"], job["mode"], counts, job["dry_run"], pacer,
-                              job["consistent"])
-    else:
-        worker = VersionDeleter(job["op"], job["table"], job["physical"], counts, job["dry_run"], pacer=pacer,
-                                consistent=job["consistent"])
+    # the same builder as the threads engine: a DeleteVersion checks every item's current copy here too
+    worker: Any = make_worker(job["job"], counts, pacer)
     ledger = Ledger(job["ledger_table"], job["ledger_name"]) if job["ledger_name"] else None
     owner = setup.get("lock_owner")
     ttl = float(setup.get("lock_ttl", 60.0))
@@ -248,9 +245,11 @@ def task_setup(job: SegmentJob, slots: int, topic: str) -> dict[str, Any]:
         "lock_owner": ledger.owner if ledger is not None and ledger._lock_sk else None,
         "lock_ttl": job.options.lock_ttl,
         # pickled here and loaded by the task after sys.path is set: a transform's module must import
-        "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "table": job.table,
-                                  "physical": job.physical, "mode": job.options.mode,
-                                  "dry_run": job.options.dry_run, "consistent": job.consistent, "total": job.total,
+        # the SegmentJob without its ledger and stop event (a lock and a thread: not picklable); the task
+        # builds its worker from it with make_worker, as the threads engine does
+        "job": cloudpickle.dumps({"name": job.name, "index": job.index, "op": job.op, "total": job.total,
+                                  "job": dataclasses.replace(job, ledger=None, options=dataclasses.replace(
+                                      job.options, stop=None)),
                                   "ledger_table": ledger.table if ledger else None,
                                   "ledger_name": ledger.name if ledger else None}),
     }
@@ -383,9 +382,9 @@ class DaskExecutor(Executor):
         setup = task_setup(job, job.options.worker[1] * max(1, slots), topic)
         self._counts = worker.counts
         self._attempts = {}
-        # a rekey's transactions count their items in the ledger (exact even when a worker dies
+        # the transactions count their items in the ledger (exact even when a worker dies
         # between a transaction and its next progress event): the report takes "rewritten" from there
-        tallied = job.ledger is not None and not job.options.dry_run and isinstance(job.op, RekeyEntity)
+        tallied = job.ledger is not None and not job.options.dry_run
         before = job.ledger.tally(job.name, job.index) if tallied and job.ledger is not None else 0
         client.subscribe_topic(topic, self._on_event)
         stop = self._stop

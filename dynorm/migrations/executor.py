@@ -38,11 +38,12 @@ from .operations import (
     RunPython,
     SyncIndexes,
 )
-from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, Counts, Rekeyer, VersionDeleter
+from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
-           "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment"]
+           "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
+           "make_worker"]
 
 Reporter = Callable[[str, dict[str, int], float, bool], None]
 
@@ -225,6 +226,8 @@ class SegmentJob:
         op, table, physical: the operation, its frozen table state and physical table name.
         options: the run's options; consistent: strongly consistent reads; total: Scan segments.
         ledger: the migration ledger (``None`` in a dry run).
+        copies: a DeleteVersion's copy-mode chain to the current key version (:meth:`Executor.copies_chain`),
+            from which :func:`make_worker` builds the check for current copies; ``None`` otherwise.
     """
 
     name: str
@@ -236,6 +239,27 @@ class SegmentJob:
     consistent: bool
     total: int
     ledger: Ledger | None
+    copies: RekeyEntity | None = None
+
+
+def make_worker(job: SegmentJob, counts: Counts, pacer: Pacer) -> Rekeyer | VersionDeleter:
+    """The worker that rewrites (or deletes) the items of ``job``: the one builder of every engine.
+
+    A DeleteVersion's :class:`~dynorm.migrations.rekey.VersionDeleter` gets its copy-mode
+    :class:`~dynorm.migrations.rekey.Rekeyer` from ``job.copies`` (with its own counters and this
+    ``pacer``), so it deletes only items at the deleted version that have a current copy, on
+    whichever engine (thread or Dask task) it runs.
+
+    Args:
+        job: the operation; counts: the counters to add to; pacer: the rate limits to take from.
+    """
+    options = job.options
+    if isinstance(job.op, RekeyEntity):
+        return Rekeyer(job.op, job.table, job.physical, options.mode, counts, options.dry_run, pacer, job.consistent)
+    copies = Rekeyer(job.copies, job.table, job.physical, "copy", Counts(), options.dry_run, pacer, True) \
+        if job.copies is not None else None
+    return VersionDeleter(job.op, job.table, job.physical, counts, options.dry_run, pacer=pacer,
+                          consistent=job.consistent, copies=copies)
 
 
 def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int, total: int,
@@ -251,7 +275,8 @@ def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int,
         ledger: where checkpoints and failed items go (``None``: a dry run).
         name, i: the ledger label and the operation's index; seg, total: this segment of ``total``.
         tally: a Rekeyer's transactions also add their item counts to the segment's tally in the
-            ledger (:meth:`Ledger.tally_action`): the Dask engine reports from it.
+            ledger (:meth:`Ledger.tally_action`): the Dask engine reports from it. A VersionDeleter's
+            always do (the executor reports a DeleteVersion's deletions from the ledger).
 
     DynamoDB: GetItem (checkpoint), Scan/Query pages, the worker's writes, PutItem per page (checkpoint).
     """
@@ -263,8 +288,10 @@ def run_segment(worker: Any, ledger: Ledger | None, name: str, i: int, seg: int,
                 return
             start = cp["lek"]
     op_name, params = worker.read_params(seg, total)
-    counter = ledger.tally_action(name, i, seg) if tally and ledger is not None and isinstance(worker, Rekeyer) \
-        else None
+    # a DeleteVersion always counts in the ledger (its report takes "rewritten" from there: exact across
+    # interrupted runs); a rekey when asked (the Dask engine)
+    counter = ledger.tally_action(name, i, seg) if ledger is not None and not worker.dry_run and (
+        isinstance(worker, VersionDeleter) or (tally and isinstance(worker, Rekeyer))) else None
     for items, lek in worker.pages(op_name, params, start):
         result = worker.process(items, tally=counter) if counter is not None else worker.process(items)
         if ledger is not None and result.failed:
@@ -404,7 +431,8 @@ class Executor:
             group = MOVE_GROUP if kind == "move" else COPY_GROUP
             growth = _key_growth(op.old.keys, op.new.keys)
         else:
-            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), DELETE_GROUP
+            # every delete transaction carries the ledger's tally action: 99 Deletes at most
+            kind, gsis, group = "delete", len(self.final_state.tables[op.table].gsis), DELETE_GROUP - 1
             position = next((n for n, m in enumerate(self.migrations) if any(o is op for o in m.operations)),
                             len(self.migrations) - 1)
             copies = self.copies_of(op, position)
@@ -412,9 +440,11 @@ class Executor:
                 growth = _key_growth(copies.op.old.keys, copies.op.new.keys)
                 if op.copy_missing:  # every old item may lack its copy: copy-mode Puts first
                     kind = "delete+copy"
+        # paced, a request takes at most one second of this process's budget (Pacer.groups), less the tally's
+        budget = options.max_wcu / options.worker[1] - TALLY_WCU if options.max_wcu else None
         return estimate_scan_operation(kind, int(desc.get("ItemCount", 0)), int(desc.get("TableSizeBytes", 0)),
                                        options.segments, PAGE_SIZE, group, gsis, self.consistent_for(op, options),
-                                       growth)
+                                       growth, budget)
 
     # -- running -----------------------------------------------------------------------
     def migrate(self, options: MigrateOptions) -> MigrateReport:
@@ -606,7 +636,17 @@ class Executor:
                   dry_run: bool = False) -> Rekeyer | None:
         """A copy-mode :class:`Rekeyer` from ``op``'s version to the entity's current one (after migration
         ``position``), to find (and, with ``copy_missing``, write) the current-version copies of the
-        items ``op`` deletes; ``None`` when the entity is no longer declared.
+        items ``op`` deletes; ``None`` when the entity is no longer declared (see :meth:`copies_chain`).
+        """
+        chain = self.copies_chain(op, position)
+        if chain is None:
+            return None
+        table = self.final_state.tables[op.table]
+        return Rekeyer(chain, table, _physical(op.table), "copy", Counts(), dry_run, pacer, True)
+
+    def copies_chain(self, op: DeleteVersion, position: int) -> RekeyEntity | None:
+        """The RekeyEntity from ``op``'s version to the entity's current one (after migration ``position``);
+        ``None`` when the entity is no longer declared. Picklable (cloudpickle: its transform is a closure).
 
         The old layout and the transforms come from the RekeyEntity operations that led from ``op.version``
         to the current version (the current layout when there are none).
@@ -635,10 +675,8 @@ class Executor:
                 item = fn(item)
             return item
 
-        chain = RekeyEntity(op.table, op.entity_type, op.version, current.key_version, old=part(old or current),
-                            new=part(current), transform=transform if transforms else None)
-        table = self.final_state.tables[op.table]
-        return Rekeyer(chain, table, _physical(op.table), "copy", Counts(), dry_run, pacer, True)
+        return RekeyEntity(op.table, op.entity_type, op.version, current.key_version, old=part(old or current),
+                           new=part(current), transform=transform if transforms else None)
 
     def _parallel(self, segments: list[int], fn: Callable[[int], None], threads: int) -> None:
         """Run ``fn(segment)`` on a thread pool; the first error stops the others (at a checkpoint) and is raised."""
@@ -713,12 +751,16 @@ class Executor:
         if ledger is not None:
             ledger.save_checkpoint(name, i, "verified", None, True, {"copied": copies.counts.rewritten})
 
-    def _catch_up(self, name: str, i: int, worker: Rekeyer, ledger: Ledger | None, total: int, threads: int,
-                  rep: OpReport) -> tuple[str, list[str], str]:
-        """After a move: re-scan for items still at the old version and move them, until none is left.
+    def _catch_up(self, name: str, i: int, worker: Rekeyer | VersionDeleter, ledger: Ledger | None, total: int,
+                  threads: int, rep: OpReport) -> tuple[str, list[str], str]:
+        """After a move or a DeleteVersion: re-scan for items still at the old version and move (or
+        delete) them, until none is left.
 
         Items an application still on the old key version created (or re-created) after the scan
         passed their position would otherwise stay there once the migration is recorded applied.
+        A DeleteVersion's pass goes through the same :meth:`VersionDeleter.process` as its scan: an
+        item with a current copy of its revision is deleted (conditional, counted in the ledger),
+        one without is failed (recorded; the migration stays partial).
         Each pass reads the old version with the operation's filter in 1 MB pages (the whole
         table's RCU, few items returned), strongly consistent whatever ``--consistent-read`` says
         (an item an eventually consistent read missed would be stranded once the migration is
@@ -730,6 +772,7 @@ class Executor:
             running) or ``"interrupted"``.
         """
         lock = threading.Lock()
+        counting = ledger is not None and isinstance(worker, VersionDeleter)
         for n in range(1, CATCH_UP_PASSES + 1):
             before = worker.counts.rewritten
             failed: list[tuple[dict[str, Any], str]] = []
@@ -738,8 +781,11 @@ class Executor:
                 op_name, params = worker.read_params(seg, total, page_size=None)
                 # "none left" is concluded from this read: it must see every write acknowledged before it
                 params["ConsistentRead"] = True
+                # a tally item per segment: parallel transactions updating one item would conflict
+                counter = ledger.tally_action(name, i, f"catch-up-{seg}") if counting and ledger is not None \
+                    else None
                 for items, _ in worker.pages(op_name, params, None):
-                    result = worker.process(items)
+                    result = worker.process(items, tally=counter)
                     if result.failed:
                         if ledger is not None:
                             ledger.record_failures(name, i, result.failed)
@@ -759,13 +805,18 @@ class Executor:
                     f"partial: {len(failed)} item(s) failed"
             if moved == 0:
                 return "done", [], ""
-        op = worker.op
-        errors = [f"items keep appearing at key version {op.from_version}: {CATCH_UP_PASSES} catch-up passes "
-                      f"moved {rep.caught_up} item(s), the last {moved}; an application still writes key version "
-                      f"{op.from_version}. Deploy the {op.to_version} models everywhere (with Meta.read_versions "
-                      f"= [{op.to_version!r}, {op.from_version!r}] during the rollout) or stop the "
-                      f"{op.from_version} writers, then run `dynorm migrate` again"]
-        return "partial", errors, f"partial: {op.entity_type} items keep appearing at {op.from_version}"
+        if isinstance(worker, VersionDeleter):
+            old_v = worker.op.version
+            new_v = worker.copies.op.to_version if worker.copies is not None else "the current version"
+            did = "deleted"
+        else:
+            old_v, new_v, did = worker.op.from_version, worker.op.to_version, "moved"
+        errors = [f"items keep appearing at key version {old_v}: {CATCH_UP_PASSES} catch-up passes "
+                  f"{did} {rep.caught_up} item(s), the last {moved}; an application still writes key version "
+                  f"{old_v}. Deploy the {new_v} models everywhere (with Meta.read_versions "
+                  f"= [{new_v!r}, {old_v!r}] during the rollout) or stop the "
+                  f"{old_v} writers, then run `dynorm migrate` again"]
+        return "partial", errors, f"partial: {worker.op.entity_type} items keep appearing at {old_v}"
 
     def _scan_op(self, name: str, i: int, op: RekeyEntity | DeleteVersion, options: MigrateOptions,
                  ledger: Ledger | None, rep: OpReport, position: int) -> str:
@@ -779,10 +830,9 @@ class Executor:
             return "done"
         consistent = self.consistent_for(op, options)
         pacer = self._pacer
-        worker: Any = Rekeyer(op, table, physical, options.mode, counts, options.dry_run, pacer, consistent) \
-            if isinstance(op, RekeyEntity) else VersionDeleter(
-                op, table, physical, counts, options.dry_run, pacer=pacer, consistent=consistent,
-                copies=self.copies_of(op, position, pacer, options.dry_run))
+        chain = self.copies_chain(op, position) if isinstance(op, DeleteVersion) else None
+        job = SegmentJob(name, i, op, table, physical, options, consistent, 1, ledger, chain)
+        worker: Any = make_worker(job, counts, pacer)
         operation, _ = worker.read_params(0, 1)
         total = options.segments if operation == "Scan" else 1
         meta = ledger.checkpoint(name, i, "meta") if ledger is not None else None
@@ -816,15 +866,19 @@ class Executor:
         caught: tuple[str, list[str], str] = ("done", [], "")
         try:
             if not stop.is_set():
-                self._run_segments(SegmentJob(name, i, op, table, physical, options, consistent, total, ledger),
-                                   worker, mine)
+                job.total = total
+                self._run_segments(job, worker, mine)
             remaining = self._retry_failures(name, i, worker, ledger, options, total, stop)
-            if remaining == [] and isinstance(op, RekeyEntity) and options.mode == "move" and not options.dry_run:
+            if remaining == [] and not options.dry_run and (
+                    isinstance(op, DeleteVersion) or (isinstance(op, RekeyEntity) and options.mode == "move")):
                 caught = self._catch_up(name, i, worker, ledger, total, len(mine), rep)
         finally:
             ticking.set()
             if ticker is not None:
                 ticker.join()
+        if isinstance(op, DeleteVersion) and ledger is not None and not options.dry_run:
+            # every delete transaction of every run (an interrupted one too) added its count to the ledger
+            counts.rewritten = ledger.tally(name, i)
         rep.counts = {**counts.as_dict(), **({"copied": rep.counts["copied"]} if rep.counts.get("copied") else {})}
         rep.errors = list(counts.errors)
         if self.reporter is not None:
@@ -875,6 +929,7 @@ class Executor:
             return None
         if ledger is None:  # dry run: nothing is recorded
             return [{"key": e, "reason": ""} for e in worker.counts.errors]
+        counter = ledger.tally_action(name, i, "retry") if isinstance(worker, VersionDeleter) else None
         done = {c["segment"] for c in ledger.checkpoints(name, i) if c["done"]}
         if not all(str(s) in done for s in range(total)):
             return None
@@ -882,7 +937,7 @@ class Executor:
         for failure in ledger.failures(name, i):
             if stop.is_set():
                 return None
-            status, reason = worker.retry(failure["key"])
+            status, reason = worker.retry(failure["key"], tally=counter)
             if status == "ok":
                 ledger.clear_failure(failure["sk"])
             elif status == "stopped":

@@ -8,9 +8,10 @@ the absence of a token); ``copy`` only puts. Up to 50 items (100 actions) share 
 transaction; a cancelled group is retried item by item, re-reading items that changed, so a
 concurrent application write is never lost and one hot item does not stall the run.
 
-DeleteVersion deletes in the same way: up to 100 Deletes share a transaction, each conditional on
-the old item being unchanged since its copy was checked, so an application still writing the old
-version between the check and the delete keeps its write (the item is kept and reported).
+DeleteVersion deletes in the same way: up to 100 Deletes share a transaction (99 and the ledger's
+tally action when the executor counts in the ledger), each conditional on the old item being
+unchanged since its copy was checked, so an application still writing the old version between the
+check and the delete keeps its write (the item is kept and reported).
 
 ``process`` returns what happened to a page (:class:`PageResult`): the keys of the items that
 failed (recorded in the ledger, retried by the next run) and whether the page was finished or
@@ -438,8 +439,11 @@ class Rekeyer(_Base):
                 self._fail(result, raw, reason)
         return True
 
-    def retry(self, key: dict[str, Any]) -> tuple[str, str]:
+    def retry(self, key: dict[str, Any], tally: Tally | None = None) -> tuple[str, str]:
         """Rewrite one item recorded as failed by an earlier run (GetItem, then TransactWriteItems).
+
+        Args:
+            key: the old item's primary key (DynamoDB JSON); tally: as for :meth:`process`.
 
         Returns:
             ``("ok" | "failed" | "stopped", reason)``; ``"ok"`` also when the old item is gone.
@@ -448,7 +452,7 @@ class Rekeyer(_Base):
         if raw is None:
             return "ok", "gone"
         self.counts.add(scanned=1)
-        return self._one(raw)
+        return self._one(raw, tally=tally)
 
     def _reread(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """Count a conflict and read the old item again; ``None`` (counted as skipped) when it is gone."""
@@ -673,15 +677,17 @@ class VersionDeleter(_Base):
             self.counts.add(skipped=len(items) - len(mine))
         return mine
 
-    def process(self, items: list[dict[str, Any]]) -> PageResult:
+    def process(self, items: list[dict[str, Any]], tally: Tally | None = None) -> PageResult:
         """Delete one page of items that have a current copy; see :class:`PageResult`.
 
         Requests: BatchGetItem (the copies, see :meth:`missing`), then TransactWriteItems of at most
-        100 Deletes and at most one second of the ``--max-wcu`` budget each. Every Delete is
+        100 Deletes (99 and the ``tally`` action when given: ``tally(n)`` adds the group's count to
+        the ledger in the same transaction, so a run killed right after it still counts its items)
+        and at most one second of the ``--max-wcu`` budget each. Every Delete is
         conditional on the old item being unchanged since it was read (its revision token, else
         every attribute): an application still on the old key version that writes the item
         after its copy was checked keeps its write. When a transaction is cancelled its items are
-        settled one by one (:meth:`retry`: read again, copy checked again, conditional DeleteItem).
+        settled one by one (:meth:`_settle`: read again, copy checked again, conditional Delete).
         Items without a copy are not deleted: they are returned as failed (with ``copy_missing``,
         they are copied first, and only those that could not be are).
         """
@@ -703,7 +709,7 @@ class VersionDeleter(_Base):
             self.counts.add(rewritten=len(items))
             return result
         for raw in [r for r in items if self._too_big(r)]:  # given a token first, then deleted alone
-            status, reason = self._settle(raw, read=False)
+            status, reason = self._settle(raw, read=False, tally=tally)
             if status == "stopped":
                 result.complete = False
                 return result
@@ -712,16 +718,18 @@ class VersionDeleter(_Base):
         items = [r for r in items if not self._too_big(r)]
         paced = self.pacer.writes is not None
         planned = [(r, self.units(r) if paced else 0) for r in items]
-        for group in self.pacer.groups(planned, DELETE_GROUP, lambda entry: entry[1]):
-            if not self.pacer.before_write(sum(u for _, u in group)):
+        extra = TALLY_WCU if tally and paced else 0
+        size = DELETE_GROUP - (1 if tally else 0)
+        for group in self.pacer.groups(planned, size, lambda entry: entry[1], extra):
+            if not self.pacer.before_write(sum(u for _, u in group) + extra):
                 result.complete = False
                 return result
             try:
-                self._transact([self._delete_action(r) for r, _ in group])
+                self._transact([self._delete_action(r) for r, _ in group] + ([tally(len(group))] if tally else []))
                 self.counts.add(rewritten=len(group))
             except TransactionCanceled:
                 for raw, _ in group:
-                    status, reason = self._settle(raw, paced=False)  # this group's units were taken
+                    status, reason = self._settle(raw, paced=False, tally=tally)  # this group's units were taken
                     if status == "stopped":
                         result.complete = False
                         return result
@@ -742,10 +750,13 @@ class VersionDeleter(_Base):
             delete["ExpressionAttributeValues"] = values
         return {"Delete": delete}
 
-    def retry(self, key: dict[str, Any]) -> tuple[str, str]:
+    def retry(self, key: dict[str, Any], tally: Tally | None = None) -> tuple[str, str]:
         """Delete one item recorded as failed by an earlier run if it now has a current copy.
 
-        Requests: GetItem, BatchGetItem (the copy), DeleteItem (conditional on the item read).
+        Requests: GetItem, BatchGetItem (the copy), then the conditional Delete (see :meth:`_settle`).
+
+        Args:
+            key: the item's primary key (DynamoDB JSON); tally: as for :meth:`process`.
 
         Returns:
             ``("ok" | "failed" | "stopped", reason)``; ``"ok"`` also when the item is gone.
@@ -754,11 +765,16 @@ class VersionDeleter(_Base):
         if raw is None:
             return "ok", "gone"
         self.counts.add(scanned=1)
-        return self._settle(raw, read=False)
+        return self._settle(raw, read=False, tally=tally)
 
-    def _settle(self, raw: dict[str, Any], read: bool = True, paced: bool = True) -> tuple[str, str]:
+    def _settle(self, raw: dict[str, Any], read: bool = True, paced: bool = True,
+                tally: Tally | None = None) -> tuple[str, str]:
         """Delete one old item if it (read again when ``read``) still has a current copy of its
-        revision; the DeleteItem is conditional on the item as read. ``(status, reason)`` as :meth:`retry`."""
+        revision; the Delete is conditional on the item as read. ``(status, reason)`` as :meth:`retry`.
+
+        With ``tally`` the Delete and ``tally(1)`` go in one TransactWriteItems (one ClientRequestToken,
+        so a retry after a lost response is the same transaction: the item is counted once); without,
+        a DeleteItem."""
         if read:
             fresh = self._get(self._key_of(raw))
             if fresh is None:
@@ -785,14 +801,34 @@ class VersionDeleter(_Base):
                 return "failed", "it changed after its copy was checked (an application still writes this key " \
                                  "version?); run migrate again"
             raw = fresh
-        if paced and not self.pacer.before_write(write_units(item_size(raw)) * (1 + len(self.table.gsis))):
+        units = (self.units(raw) + (TALLY_WCU if tally else 0)) if self.pacer.writes is not None else 0
+        if paced and not self.pacer.before_write(units):
             return "stopped", ""
+        changed = "it changed after its copy was checked (an application still writes this key version?); " \
+                  "run migrate again"
+        if tally is not None:
+            codes: list[str] = []
+            for attempt in range(1, 9):
+                try:  # only the revision checked above: a write since then keeps the item
+                    self._transact([self._delete_action(raw), tally(1)])
+                except TransactionCanceled as exc:
+                    codes = [str(r.get("code")) for r in exc.reasons]
+                    if codes[:1] == ["ConditionalCheckFailed"]:
+                        return "failed", changed
+                    self.counts.add(conflicts=1)  # TransactionConflict and the like: back off and retry
+                    if self.pacer.stop is not None and self.pacer.stop.wait(CONFLICT_BACKOFF.delay(attempt)):
+                        return "stopped", ""
+                    if self.pacer.stop is None:
+                        time.sleep(CONFLICT_BACKOFF.delay(attempt))
+                    continue
+                self.counts.add(rewritten=1)
+                return "ok", "deleted"
+            return "failed", f"its delete was cancelled 8 times ({', '.join(codes)}); run migrate again"
         params = {"TableName": self.physical, **self._delete_action(raw)["Delete"]}
         try:  # only the revision checked above: a write since then keeps the item
             backend.call("DeleteItem", params)
         except ConditionFailed:
-            return "failed", "it changed after its copy was checked (an application still writes this key version?); " \
-                             "run migrate again"
+            return "failed", changed
         self.counts.add(rewritten=1)
         return "ok", "deleted"
 
