@@ -144,7 +144,8 @@ def test_iterator_and_pages(catalog: dict[str, Product]) -> None:
     with pytest.raises(dynorm.InvalidCursor, match="another query"):
         Product.objects.by_brand("3").page(size=3, cursor=first.cursor)
     with pytest.raises(dynorm.InvalidCursor):
-        Product.objects.by_brand("7").page(size=3, cursor=first.cursor[:-1] + "x")
+        # a changed last character (when it already was "x", "x" changed nothing: a flaky 1 in 64)
+        Product.objects.by_brand("7").page(size=3, cursor=first.cursor[:-1] + ("y" if first.cursor[-1] == "x" else "x"))
 
 
 def test_multiple_objects_returned(catalog: dict[str, Product]) -> None:
