@@ -11,9 +11,9 @@ Fixtures:
     dynorm_backend (session): the backend the session runs on, a :class:`TestBackend`;
         dynorm is configured to use it.
     dynamodb_local (session): the endpoint URL of DynamoDB Local (skips the test on moto).
-    dynorm_tables (function): creates every ``Table`` defined so far under a unique name
-        prefix before the test and deletes them after, so each test starts empty.
-        Returns the list of table classes.
+    dynorm_tables (function): every ``Table`` defined so far, empty and as declared, under the
+        session's table prefix: created once per session, reset before each test (items deleted,
+        tables a test added or altered dropped). Returns the list of table classes.
 
 Markers:
     ``@pytest.mark.integration``: the test needs DynamoDB (for selecting with ``-m``).
@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import os
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -145,24 +146,156 @@ def dynamodb_local(dynorm_backend: TestBackend) -> str:
     return dynorm_backend.endpoint
 
 
-@pytest.fixture
-def dynorm_tables(dynorm_backend: TestBackend) -> Iterator[list[type]]:
-    """Create every declared table under a fresh prefix; delete them after the test."""
-    prefix = f"t{os.getpid()}-{next(_counter)}-"
+@pytest.fixture(scope="session")
+def _dynorm_session_tables(dynorm_backend: TestBackend) -> Iterator[_SessionTables]:
+    """The session's shared tables (see :class:`_SessionTables`), dropped when the session ends."""
+    shared = _SessionTables(f"t{os.getpid()}-{next(_counter)}-")
+    yield shared
     previous = conf.get_settings().table_prefix
-    conf.configure(table_prefix=prefix)
-    tables = all_tables()
-    # Several Table classes may name one physical table (tests declare throwaway tables
-    # under one name): create and delete each physical table once.
-    physical = list({t.table_name(): t for t in tables}.values())
-    for table in physical:
-        table.create_table(wait=True)
+    conf.configure(table_prefix=shared.prefix)
     try:
+        shared.drop_all()
+    finally:
+        conf.configure(table_prefix=previous)
+
+
+@pytest.fixture
+def dynorm_tables(_dynorm_session_tables: _SessionTables) -> Iterator[list[type]]:
+    """Give the test every declared table, empty and as declared, under the session's table prefix.
+
+    The tables are created once per session and reset before each test (see
+    :class:`_SessionTables`): items of the previous test deleted, tables it added or altered
+    dropped, missing ones created. Returns the list of table classes.
+    """
+    shared = _dynorm_session_tables
+    previous = conf.get_settings().table_prefix
+    conf.configure(table_prefix=shared.prefix)
+    tables = all_tables()
+    try:
+        shared.reset(tables)
         yield tables
     finally:
-        for table in physical:
-            try:
-                table.delete_table(wait=False)
-            except Exception:  # noqa: BLE001 - best effort clean-up
-                pass
         conf.configure(table_prefix=previous)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables shared by the tests of a session
+# ---------------------------------------------------------------------------------------------
+#: Above this many items a table is dropped and created again rather than emptied item by item.
+_RECREATE_ABOVE = 200
+
+
+def _shape(description: dict[str, Any]) -> tuple[Any, ...]:
+    """What a test may change about a table that an emptied table would still carry: key schema,
+    attribute types, indexes, stream, billing mode (DescribeTable's ``Table``, order-free)."""
+
+    def indexes(key: str) -> list[Any]:
+        return sorted((i["IndexName"], repr(i["KeySchema"]), repr(i.get("Projection")))
+                      for i in description.get(key, []))
+
+    return (repr(description.get("KeySchema")),
+            sorted((a["AttributeName"], a["AttributeType"]) for a in description.get("AttributeDefinitions", [])),
+            indexes("GlobalSecondaryIndexes"), indexes("LocalSecondaryIndexes"),
+            repr(description.get("StreamSpecification")),
+            (description.get("BillingModeSummary") or {}).get("BillingMode"))
+
+
+class _SessionTables:
+    """The tables of one test session, created once under a session prefix and reset before each test.
+
+    Creating every declared table for each test (CreateTable with its GSIs, then DeleteTable) cost
+    7-17 s a test on DynamoDB Local once a suite declares a few dozen tables; an empty, unchanged
+    table is indistinguishable from a new one. So before each test, for every physical table
+    (ListTables, then one DescribeTable each):
+
+    - a table the previous test created under the prefix that no declared ``Table`` names, or whose
+      shape (:func:`_shape`) a test changed, or whose declaring class changed, is deleted (and the
+      declared ones created again);
+    - a declared table holding items (``ItemCount``, exact on DynamoDB Local and moto) is emptied:
+      Scan of its keys and BatchWriteItem deletes, or DeleteTable and CreateTable above
+      :data:`_RECREATE_ABOVE` items;
+    - a declared table that is missing is created (CreateTable, UpdateTimeToLive).
+
+    This judges the tables by their state, not by watching requests, so writes made by raw
+    clients, other processes (CLI, Dask workers) or other threads are reset too.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.made: dict[str, tuple[type, tuple[Any, ...]]] = {}  # physical name -> (Table class, shape)
+
+    def reset(self, tables: list[Any]) -> None:
+        from .exceptions import TableDoesNotExist
+
+        wanted = {t.table_name(): t for t in tables}  # one physical table may have several classes: the last wins
+        present = [n for n in _list_tables() if n.startswith(self.prefix)]
+        for name in present:
+            made = self.made.get(name)
+            try:
+                desc = backend.call("DescribeTable", {"TableName": name})["Table"]
+            except TableDoesNotExist:
+                self.made.pop(name, None)
+                continue
+            if made is None or wanted.get(name) is not made[0] or _shape(desc) != made[1] \
+                    or desc.get("TableStatus") != "ACTIVE" or int(desc.get("ItemCount") or 0) > _RECREATE_ABOVE:
+                _drop(name)
+                self.made.pop(name, None)
+            elif desc.get("ItemCount"):
+                _empty(name, desc["KeySchema"])
+        gone = set(self.made) - set(present)
+        for name in gone:
+            del self.made[name]
+        for name, table in wanted.items():
+            if name not in self.made:
+                table.create_table(wait=True)
+                self.made[name] = (table, _shape(backend.call("DescribeTable", {"TableName": name})["Table"]))
+
+    def drop_all(self) -> None:
+        for name in [n for n in _list_tables() if n.startswith(self.prefix)]:
+            try:
+                _drop(name, wait=False)
+            except Exception:  # noqa: BLE001 - best effort clean-up at the end of the session
+                pass
+        self.made.clear()
+
+
+def _list_tables() -> list[str]:
+    names: list[str] = []
+    params: dict[str, Any] = {}
+    while True:
+        page = backend.call("ListTables", params)
+        names += page.get("TableNames", [])
+        if not page.get("LastEvaluatedTableName"):
+            return names
+        params = {"ExclusiveStartTableName": page["LastEvaluatedTableName"]}
+
+
+def _drop(name: str, wait: bool = True) -> None:
+    from .exceptions import TableDoesNotExist
+
+    try:
+        backend.call("DeleteTable", {"TableName": name})
+    except TableDoesNotExist:
+        return
+    deadline = time.monotonic() + 60
+    while wait and time.monotonic() < deadline:
+        try:
+            backend.call("DescribeTable", {"TableName": name})
+        except TableDoesNotExist:
+            return
+        time.sleep(0.05)
+
+
+def _empty(name: str, key_schema: list[dict[str, Any]]) -> None:
+    """Delete every item of table ``name`` (a consistent Scan of the keys, BatchWriteItem deletes)."""
+    keys = [k["AttributeName"] for k in key_schema]
+    names = {f"#k{i}": k for i, k in enumerate(keys)}
+    params = {"TableName": name, "ConsistentRead": True, "ProjectionExpression": ", ".join(names),
+              "ExpressionAttributeNames": names}
+    for page in backend.paginate("Scan", params):
+        items = page.get("Items", [])
+        for i in range(0, len(items), 25):
+            requests: list[dict[str, Any]] = [{"DeleteRequest": {"Key": key}} for key in items[i:i + 25]]
+            while requests:
+                resp = backend.call("BatchWriteItem", {"RequestItems": {name: requests}})
+                requests = resp.get("UnprocessedItems", {}).get(name, [])
