@@ -15,7 +15,6 @@ tests/integration/test_migration_completion.py.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -32,7 +31,7 @@ from dynorm import backend
 from dynorm.migrations.executor import MigrateOptions
 from dynorm.migrations.loader import load_migrations
 from tests.faults import Hook, deliver
-from tests.migproject import REPO, V2, Project, load_v1, scan_all, widgets
+from tests.migproject import REPO, V2, VERSION_LATE_MODELS, Project, load_v1, scan_all, widgets
 
 DROP_V1 = '''
 from dynorm.migrations import operations as ops
@@ -40,24 +39,6 @@ dependencies = ["0002_widget_v2"]
 operations = [ops.DeleteVersion(table="migshop", entity_type="WIDGET", version="v1",
                                 pk="{{version}}#W#{{widget_id}}"{extra})]
 '''
-
-VERSION_LATE_MODELS = '''
-from dynorm import Entity, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    version = fields.Version()
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        pk = "W#{{widget_id}}#{{version}}"
-        sk = "METADATA"
-'''
-
 
 def _rollout(project: Project, n: int) -> None:
     load_v1(project, n)
@@ -111,9 +92,8 @@ def test_dask_delete_version_keeps_the_items_of_the_current_version(project: Pro
     always True and no copy is checked. With `{version}` after the partition-key prefix the Scan also reads
     the v2 items: every item of the entity (10 copies + one created by the v2 app) is deleted, exit 0."""
     def deploy(version: str) -> Any:
-        (project.dir / "models.py").write_text(VERSION_LATE_MODELS.format(pkg=project.pkg, version=version))
-        name = f"{project.pkg}.models"
-        return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+        return project.write_models_source(VERSION_LATE_MODELS.format(
+            pkg=project.pkg, version=version, pk="W#{widget_id}#{version}", sk="METADATA"))
 
     m = deploy("v1")
     project.makemigrations()
