@@ -51,15 +51,41 @@ V2 = {"version": "v2", "gsi_sk": "S#{size:04d}#W#{widget_id}", "read_versions": 
 UNVERSIONED = "    note = fields.String(null=True)"
 
 
-#: a table with the multi-attribute GSI ByMaker (maker S, size N)
-MULTIKEY_TABLES = '''
+#: MigShop with the GSIs ``{gsis}`` (a ``Meta.gsis`` dict)
+GSIS_TABLES = '''
 from dynorm import Table
 
 class MigShop(Table):
     class Meta:
         table_name = "migshop"
-        gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
+        gsis = {gsis!r}
 '''
+
+#: an unversioned Widget without key versions whose ``Meta.indexes`` is the source text ``{indexes}``
+INDEXED_MODELS = '''
+from dynorm import Entity, Index, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+    size = fields.Integer(default=0)
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        pk = "W#{{widget_id}}"
+        sk = "METADATA"
+        indexes = {indexes}
+'''
+
+#: the by_maker access pattern on the template GSI1, on the multi-attribute GSI ByMaker, and ByMaker's keys
+BY_MAKER_TEMPLATE = 'Index("GSI1", pk="M#{maker}", sk="S#{size:04d}")'
+BY_MAKER_MULTI = 'Index("ByMaker", pk=("maker",), sk=("size",))'
+BY_MAKER_GSI = {"pk": {"maker": "S"}, "sk": {"size": "N"}}
+
+#: a table with the multi-attribute GSI ByMaker (maker S, size N)
+MULTIKEY_TABLES = GSIS_TABLES.format(gsis={"ByMaker": BY_MAKER_GSI})
 
 #: a Widget on ByMaker with key_version {version} and read_versions {rv}
 MULTIKEY_MODELS_RV = '''
@@ -83,6 +109,25 @@ class Widget(Entity):
 '''
 
 
+#: a versioned Widget whose key templates are ``{pk}`` and ``{sk}``: {version} need not lead the partition key
+VERSION_LATE_MODELS = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    maker = fields.String()
+    version = fields.Version()
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        pk = {pk!r}
+        sk = {sk!r}
+'''
+
+
 class Project:
     """A throwaway project on disk: <pkg>/tables.py, <pkg>/models.py, <pkg>/migrations/."""
 
@@ -97,7 +142,11 @@ class Project:
         sys.path.insert(0, str(root))
 
     def write_models(self, **variant: Any) -> Any:
-        (self.dir / "models.py").write_text(MODELS_SRC.format(pkg=self.pkg, **variant))
+        return self.write_models_source(MODELS_SRC.format(pkg=self.pkg, **variant))
+
+    def write_models_source(self, src: str) -> Any:
+        """Write ``models.py`` (a source already formatted), (re)import it and return the module."""
+        (self.dir / "models.py").write_text(src)
         name = f"{self.pkg}.models"
         module = importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
         return module
@@ -143,6 +192,11 @@ class Project:
         sys.path.remove(str(self.root))
         for name in [m for m in sys.modules if m == self.pkg or m.startswith(self.pkg + ".")]:
             del sys.modules[name]
+
+
+def stage_indexed(project: Project, gsis: dict[str, Any], indexes: str) -> Any:
+    """Stage MigShop with ``gsis`` and the INDEXED_MODELS Widget with ``indexes``; return the models module."""
+    return project.stage(GSIS_TABLES.format(gsis=gsis), INDEXED_MODELS.format(pkg=project.pkg, indexes=indexes))
 
 
 def scan_all(table: Any) -> list[dict[str, Any]]:

@@ -125,12 +125,41 @@ class Employment(Entity):
 class Counter(Entity):
     name = fields.String()
     value = fields.Integer(default=0)
+    note = fields.String(null=True)
     version = fields.Version()
 
     class Meta:
         table = Retail
         entity_type = "COUNTER"
         pk = "{version}#COUNTER#{name}"
+        sk = "METADATA"
+
+
+class Tally(Entity):
+    """Unversioned: nothing but the revision token (or a transaction's ClientRequestToken) stops a
+    retried increment."""
+
+    name = fields.String()
+    n = fields.Integer(default=0)
+    note = fields.String(null=True)
+    log = fields.List(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "TALLY"
+        pk = "{version}#TALLY#{name}"
+        sk = "METADATA"
+
+
+class Stock(Entity):
+    sku = fields.String()
+    name = fields.String(null=True)
+    warehouse = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "STOCK"
+        pk = "{version}#STOCK#{sku}"
         sk = "METADATA"
 
 

@@ -274,7 +274,7 @@ def test_shell_uses_ipython_when_installed_and_prints_plans_as_text(tmp_path: Pa
     assert "Query retail index GSI1" in proc.stdout and "Plan(" not in proc.stdout
 
 
-# -- found by the adversarial pass on issue 12 --------------------------------------------
+# -- loopback hostnames; dynorm local start/stop and the recorded server -----------------------
 
 @pytest.mark.parametrize("endpoint", ["http://127.example.com:8000", "https://127.0.0.1.attacker.example/"])
 def test_hostnames_starting_with_127_are_not_loopback(endpoint: str) -> None:

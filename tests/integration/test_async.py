@@ -356,7 +356,7 @@ def test_capture_and_explain_are_shared() -> None:
     assert qs.stats.requests == 1 and qs.stats.items == 1
 
 
-# -- every evaluation and write of a queryset has its async twin (the adversary's finding 6) ----------
+# -- every evaluation and write of a queryset has its async twin ---------------------------------------
 @pytest.mark.parametrize("name", ["delete", "bulk_delete", "bulk_update", "earliest", "latest", "values",
                                   "values_list", "grouped"])
 def test_every_evaluation_and_write_of_the_queryset_has_an_async_twin(name: str) -> None:

@@ -1,4 +1,4 @@
-"""The asyncio clients' lifecycle and the async API's refusals of blocking I/O (issue 14, adversary's findings).
+"""The asyncio clients' lifecycle and the async API's refusals of blocking I/O (issue 14).
 
 A loop per request (AWS Lambda handlers, ``asyncio.run`` per job) keeps nothing alive and
 warns about nothing; one aiobotocore session serves every loop; a configuration change never

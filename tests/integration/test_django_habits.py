@@ -187,7 +187,7 @@ def test_delete_and_values_list_agree_with_a_python_oracle(seqs: list[int], lo: 
     Reading.objects.filter(sensor=sensor).delete()
 
 
-# -- found by the adversarial pass on issue 12 --------------------------------------------
+# -- none(), latest/earliest, in_bulk, pk aliases, isnull hints, Django methods dynorm lacks ---
 
 def test_none_writes_nothing_through_any_write_method() -> None:
     # Django: none().update() updates 0 rows; dynorm: none() never sends a request, writes included

@@ -150,7 +150,7 @@ def test_unreachable_loopback_endpoint_hints_the_dynorm_command(dynamodb_local: 
     assert "`dynorm local start`" in str(err.value) and "make" not in str(err.value)
 
 
-# -- found by the adversarial pass on issue 12 --------------------------------------------
+# -- a server that is not DynamoDB, credentials, profiles, create_table's lost response and TTL --
 
 class _NotDynamoDB(http.server.BaseHTTPRequestHandler):
     """Answers every request as "success" without being DynamoDB."""

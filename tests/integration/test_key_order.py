@@ -223,7 +223,7 @@ def test_cursors_need_a_secret_off_loopback(words: list[str], monkeypatch: pytes
     page = Word.objects.filter(group="g").page(size=3)
     assert Word.objects.filter(group="g").page(size=3, cursor=page.cursor).items
 
-# -- order, lossy keys and foreign key text (issue 11 follow-up, adv11) ------------------------
+# -- order, lossy keys and foreign key text (issue 11) -------------------------------------------
 # These entities live in the physical table "keyorder" (KeyTable): dynorm_tables creates every
 # registered table for every test, so no new physical table is declared for them except the one
 # percent-encoded table a legacy layout needs.
@@ -247,7 +247,7 @@ class DayEvent(Entity):
 
     class Meta:
         table = KeyTable
-        entity_type = "ADVEV"
+        entity_type = "DAY_EVENT"
         pk = "EV#{g}"
         sk = "D#{day:%Y-%m-%d}#{eid}"
 
@@ -260,7 +260,7 @@ class DottedDay(Entity):
 
     class Meta:
         table = KeyTable
-        entity_type = "ADVDM"
+        entity_type = "DOTTED_DAY"
         pk = "DM#{g}"
         sk = "D#{day:%d.%m.%Y %H%M%S%f}"
 
@@ -272,7 +272,7 @@ class Truncated(Entity):
 
     class Meta:
         table = KeyTable
-        entity_type = "ADVTR"
+        entity_type = "TRUNCATED"
         pk = "TR#{g}"
         sk = "N#{name:.3}"
 
@@ -283,7 +283,7 @@ class KeyWord(Entity):
 
     class Meta:
         table = KeyTable
-        entity_type = "ADVWORD"
+        entity_type = "KEY_WORD"
         pk = "KW#{g}"
         sk = "K#{k}"
 
@@ -296,7 +296,7 @@ class LegacyName(Entity):
 
     class Meta:
         table = PercentTable
-        entity_type = "ADVPN"
+        entity_type = "LEGACY_NAME"
         pk = "PN#{g}"
         sk = "N#{name}"
 
@@ -381,7 +381,7 @@ def _put_foreign(sk: str, k: str) -> None:
     """Another writer (e.g. the legacy percent encoding) stores an item whose key text is not
     this version's encoding of its attribute."""
     backend.call("PutItem", {"TableName": KeyTable.table_name(), "Item": {
-        "PK": {"S": "KW#g"}, "SK": {"S": sk}, "entityType": {"S": "ADVWORD"},
+        "PK": {"S": "KW#g"}, "SK": {"S": sk}, "entityType": {"S": "KEY_WORD"},
         "g": {"S": "g"}, "k": {"S": k}}})
 
 

@@ -17,7 +17,7 @@ from dynorm import backend
 from dynorm.migrations import MigrationError
 from dynorm.migrations.executor import CATCH_UP_PASSES, MigrateOptions, check_lock_ttl
 from tests.faults import Hook
-from tests.migproject import V1, V2, Project, load_v1, widgets
+from tests.migproject import V1, V2, VERSION_LATE_MODELS, Project, load_v1, widgets
 
 DROP_V1 = '''
 from dynorm.migrations import operations as ops
@@ -318,7 +318,7 @@ def test_plan_read_figures_bound_what_the_move_and_the_delete_read(project: Proj
     assert len(reads) <= bound.read_requests and sum(r.read_capacity for r in reads) <= bound.rcu
 
 
-# -- adv10b: DeleteVersion deletes nothing current and no newer write; catch-up, lease, --plan ------
+# -- DeleteVersion deletes nothing current and no newer write; catch-up, lease, --plan ------------
 def _raw_item(project: Project, version: str, wid: str) -> dict[str, Any] | None:
     for i in widgets(project.table):
         if i["PK"]["S"] == f"{version}#W#{wid}":
@@ -333,38 +333,14 @@ def _after_copy_rollout(project: Project, n: int) -> None:
     assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
 
 
-VERSION_LATE_MODELS = '''
-from dynorm import Entity, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    version = fields.Version()
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        pk = {pk!r}
-        sk = {sk!r}
-'''
-
-
 @pytest.mark.parametrize("pk,sk", [("W#{widget_id}#{version}", "METADATA"), ("W#{widget_id}", "{version}#META")])
 def test_delete_version_never_deletes_items_of_the_current_version(project: Project, pk: str, sk: str) -> None:
     """Templates where {version} does not lead the partition key are accepted (check, makemigrations, copy
     rekey). DeleteVersion's Scan filters on the partition-key prefix before {version} ("W#"), so it reads the
     CURRENT items too; their "current copy" is themselves, so the check passes and they are deleted:
     every item of the entity is gone, with no error."""
-    import importlib
-    import sys
-
     def deploy(version: str) -> Any:
-        (project.dir / "models.py").write_text(VERSION_LATE_MODELS.format(pkg=project.pkg, version=version,
-                                                                          pk=pk, sk=sk))
-        name = f"{project.pkg}.models"
-        return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+        return project.write_models_source(VERSION_LATE_MODELS.format(pkg=project.pkg, version=version, pk=pk, sk=sk))
 
     m = deploy("v1")
     project.makemigrations()

@@ -563,7 +563,7 @@ def test_a_failed_item_deleted_meanwhile_is_not_retried(project: Project) -> Non
     assert len(widgets(project.table)) == 99
 
 
-# -- found by the adversarial tester of issue 10 (adv10) ------------------------------------
+# -- reversals with failed items, worker locks, --plan and --max-wcu bounds, copy rollbacks ------
 def test_reverse_with_failed_items_is_reported_partial_and_exits_non_zero(project: Project) -> None:
     """Backwards migration whose items keep failing: today it says nothing, exits 0, and the
     migration stays 'applied' while part of its items are back at v1 (a forward re-run then

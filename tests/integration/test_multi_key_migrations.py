@@ -7,49 +7,13 @@ writing its key attributes: DropIndexes, again no item rewritten.
 
 from __future__ import annotations
 
-from typing import Any
-
 import dynorm
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import Project, widgets
-
-TABLES = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsis = {gsis!r}
-'''
-
-MODELS = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        pk = "W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {indexes}
-'''
-
-OLD = 'Index("GSI1", pk="M#{maker}", sk="S#{size:04d}")'
-NEW = 'Index("ByMaker", pk=("maker",), sk=("size",))'
-MULTI = {"pk": {"maker": "S"}, "sk": {"size": "N"}}
-
-
-def _stage(project: Project, gsis: dict[str, Any], indexes: str) -> Any:
-    return project.stage(TABLES.format(gsis=gsis), MODELS.format(pkg=project.pkg, indexes=indexes))
+from tests.migproject import BY_MAKER_GSI, BY_MAKER_MULTI, BY_MAKER_TEMPLATE, Project, stage_indexed, widgets
 
 
 def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Project) -> None:
-    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + OLD + "}")
+    models = stage_indexed(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + BY_MAKER_TEMPLATE + "}")
     assert project.makemigrations().name == "0001_initial"
     project.executor().migrate(MigrateOptions())
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:03d}", maker=f"m{i % 3}", size=i % 20)
@@ -58,8 +22,8 @@ def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Pro
     assert all("GSI1PK" in i for i in before.values())
 
     # step 2: the pattern moves onto ByMaker; the old index keeps being written meanwhile
-    models = _stage(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": MULTI},
-                    "{'by_maker': " + NEW + ", 'by_maker_old': " + OLD + "}")
+    models = stage_indexed(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": BY_MAKER_GSI},
+                    "{'by_maker': " + BY_MAKER_MULTI + ", 'by_maker_old': " + BY_MAKER_TEMPLATE + "}")
     result = project.makemigrations()
     assert "SyncIndexes" in result.source and "ByMaker" in result.source
     assert "RekeyEntity" not in result.source and "CreateEntity" not in result.source
@@ -77,7 +41,7 @@ def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Pro
     assert [w.size for w in got] == sorted(w.size for w in got)  # by the numeric sort attribute
 
     # step 3: drop the old GSI; new writes stop carrying its key attributes; still no rewrite
-    models = _stage(project, {"ByMaker": MULTI}, "{'by_maker': " + NEW + "}")
+    models = stage_indexed(project, {"ByMaker": BY_MAKER_GSI}, "{'by_maker': " + BY_MAKER_MULTI + "}")
     result3 = project.makemigrations()
     assert "DropIndexes" in result3.source and "GSI1" in result3.source
     assert "RekeyEntity" not in result3.source and "SyncIndexes" not in result3.source

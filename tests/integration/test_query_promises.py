@@ -434,7 +434,7 @@ def test_pipeline_matches_a_brute_force_oracle() -> None:
 
     check()
 
-# -- issue 11 follow-up (adv11): LSI conditions, count() vs iteration, evaluated querysets ------
+# -- LSI conditions, count() vs iteration, evaluated querysets (issue 11) -------------------------
 
 
 class Scored(Entity):
@@ -446,7 +446,7 @@ class Scored(Entity):
 
     class Meta:
         table = Board
-        entity_type = "ADVSC"
+        entity_type = "SCORED"
         pk = "SC#{g}"
         sk = "S#{sid}"
         indexes = {"by_score": Index("LSI1"), "by_label": Index("LSI2")}
@@ -466,7 +466,7 @@ class CollMember(Entity):
 
     class Meta:
         table = CollTable
-        entity_type = "ADVMEMB"
+        entity_type = "COLL_MEMBER"
         pk = "A#{a}"
         sk = "M#{m}"
 
@@ -480,7 +480,7 @@ class CollNote(Entity):
 
     class Meta:
         table = CollTable
-        entity_type = "ADVNOTE"
+        entity_type = "COLL_NOTE"
         pk = "A#{a}"
         sk = "M#{m}#N#{k}"
 
@@ -493,7 +493,7 @@ class CollFree(Entity):
 
     class Meta:
         table = CollTable
-        entity_type = "ADVFREE"
+        entity_type = "COLL_FREE"
         pk = "A#{a}"
         sk = "{x}"
 

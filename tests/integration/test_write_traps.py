@@ -33,7 +33,7 @@ class Ticket(Entity):
 
     class Meta:
         table = Retail
-        entity_type = "W9_TICKET"
+        entity_type = "TICKET"
         pk = "{version}#TICKET#{ticket_id}"
         sk = "METADATA"
 
@@ -50,7 +50,7 @@ class Gadget(Entity):
 
     class Meta:
         table = Retail
-        entity_type = "W9_GADGET"
+        entity_type = "GADGET"
         pk = "{version}#GADGET#{gadget_id}"
         sk = "METADATA"
 
@@ -64,7 +64,7 @@ class Profile(Entity):
 
     class Meta:
         table = Retail
-        entity_type = "W9_PROFILE"
+        entity_type = "PROFILE"
         pk = "{version}#PROFILE#{profile_id}"
         sk = "METADATA"
         indexes = {"by_city": dynorm.Index("GSI1", pk="{version}#PCITY#{city}", sk="P#{profile_id}")}
@@ -224,72 +224,47 @@ def test_update_fields_on_a_partial_read_loads_what_an_index_it_rebuilds_needs()
     assert not list(Order.objects.filter(coupon="OLD"))
 
 
-# -- issue 9, adversarial findings -----------------------------------------------------------
-
-class W9Counter(Entity):
-    name = fields.String()
-    value = fields.Integer(default=0)
-    note = fields.String(null=True)
-    version = fields.Version()
-
-    class Meta:
-        table = Retail
-        entity_type = "W9_COUNTER"
-        pk = "{version}#W9COUNTER#{name}"
-        sk = "METADATA"
-
-
-class W9Stock(Entity):
-    sku = fields.String()
-    name = fields.String(null=True)
-    warehouse = fields.String(null=True)
-
-    class Meta:
-        table = Retail
-        entity_type = "W9_STOCK"
-        pk = "{version}#W9STOCK#{sku}"
-        sk = "METADATA"
-
+# -- items without a version attribute, stale reads, update_fields, bulk_update, deferred fields ----
 
 def test_versioned_entity_can_save_an_item_stored_without_a_version_attribute() -> None:
     """Rolling deploy: fields.Version() added to a model whose items were written before (or by boto3)."""
     dynorm.backend.call("PutItem", {"TableName": Retail.table_name(), "Item": {
-        **W9Counter._meta.primary_key({"name": "old"}), Retail._meta.type_attribute: {"S": "W9_COUNTER"},
+        **Counter._meta.primary_key({"name": "old"}), Retail._meta.type_attribute: {"S": "COUNTER"},
         "name": {"S": "old"}, "value": {"N": "5"}, "nick": {"S": "keep"}}})
-    obj = W9Counter.objects.get(name="old")
+    obj = Counter.objects.get(name="old")
     assert obj.version is None
     obj.value = 6
     obj.save()  # version 0: conditional on attribute_not_exists(version)
-    stored = stored_item(W9Counter, name="old")
+    stored = stored_item(Counter, name="old")
     assert stored["value"] == {"N": "6"} and stored["nick"] == {"S": "keep"} and stored["version"] == {"N": "1"}
     assert obj.version == 1
-    W9Counter.objects.update_with_retry({"name": "old"}, lambda c: setattr(c, "value", c.value + 1))
-    assert W9Counter.objects.get(name="old").value == 7
+    Counter.objects.update_with_retry({"name": "old"}, lambda c: setattr(c, "value", c.value + 1))
+    assert Counter.objects.get(name="old").value == 7
 
 
 def test_a_stale_read_of_a_version_less_item_is_refused() -> None:
     dynorm.backend.call("PutItem", {"TableName": Retail.table_name(), "Item": {
-        **W9Counter._meta.primary_key({"name": "old2"}), Retail._meta.type_attribute: {"S": "W9_COUNTER"},
+        **Counter._meta.primary_key({"name": "old2"}), Retail._meta.type_attribute: {"S": "COUNTER"},
         "name": {"S": "old2"}, "value": {"N": "5"}}})
-    a = W9Counter.objects.get(name="old2")
-    b = W9Counter.objects.get(name="old2")
+    a = Counter.objects.get(name="old2")
+    b = Counter.objects.get(name="old2")
     a.value = 1
     a.save()
     b.value = 2
     with pytest.raises(dynorm.StaleWrite, match="expected version 0"):
         b.save()
-    assert stored_item(W9Counter, name="old2")["value"] == {"N": "1"}
+    assert stored_item(Counter, name="old2")["value"] == {"N": "1"}
 
 
 def test_save_update_fields_of_an_unread_instance_does_not_reset_the_version() -> None:
-    W9Counter.objects.create(name="v")
-    stale_reader = W9Counter.objects.get(name="v")  # version 1
+    Counter.objects.create(name="v")
+    stale_reader = Counter.objects.get(name="v")  # version 1
     for i in range(2):
-        cur = W9Counter.objects.get(name="v")
+        cur = Counter.objects.get(name="v")
         cur.value = 10 + i
         cur.save()  # version 3
-    W9Counter(name="v", value=99).save(update_fields=["value"])
-    stored = stored_item(W9Counter, name="v")
+    Counter(name="v", value=99).save(update_fields=["value"])
+    stored = stored_item(Counter, name="v")
     assert stored["version"] == {"N": "4"} and stored["value"] == {"N": "99"}
     stale_reader.note = "stale"
     with pytest.raises(dynorm.StaleWrite):
@@ -297,52 +272,52 @@ def test_save_update_fields_of_an_unread_instance_does_not_reset_the_version() -
 
 
 def test_bulk_update_batch_incomplete_lists_the_items_written() -> None:
-    W9Counter.objects.bulk_create([W9Counter(name=f"c{i}") for i in range(6)])
-    objs = [W9Counter.objects.get(name=f"c{i}") for i in range(6)]
-    other = W9Counter.objects.get(name="c4")
+    Counter.objects.bulk_create([Counter(name=f"c{i}") for i in range(6)])
+    objs = [Counter.objects.get(name=f"c{i}") for i in range(6)]
+    other = Counter.objects.get(name="c4")
     other.value = 7
     other.save()  # objs[4] is now stale: the third chunk is cancelled
     for obj in objs:
         obj.value = 1
     with pytest.raises(dynorm.BatchIncomplete) as info:
-        W9Counter.objects.bulk_update(objs, ["value"], chunk_size=2)
+        Counter.objects.bulk_update(objs, ["value"], chunk_size=2)
     assert info.value.unprocessed == objs[4:]
     assert info.value.written == objs[:4]
 
 
-class W9Indexed(Entity):
+class IndexedStock(Entity):
     sku = fields.String()
     name = fields.String(null=True)
     warehouse = fields.String(null=True)
 
     class Meta:
         table = Retail
-        entity_type = "W9_INDEXED"
-        pk = "{version}#W9IDX#{sku}"
+        entity_type = "INDEXED_STOCK"
+        pk = "{version}#ISTOCK#{sku}"
         sk = "METADATA"
-        indexes = {"by_wh": Index("GSI1", pk="{version}#W9WH#{warehouse}", sk="W9IDX#{sku}")}
+        indexes = {"by_wh": Index("GSI1", pk="{version}#WH#{warehouse}", sk="ISTOCK#{sku}")}
 
 
 def test_save_update_fields_after_only_loads_a_deferred_field_instead_of_removing_it() -> None:
     """Django loads a deferred field before saving it; dynorm used to REMOVE it and its GSI keys."""
-    W9Indexed.objects.create(sku="s1", name="bolt", warehouse="north")
-    obj = W9Indexed.objects.only("sku", "name").get(sku="s1")
+    IndexedStock.objects.create(sku="s1", name="bolt", warehouse="north")
+    obj = IndexedStock.objects.only("sku", "name").get(sku="s1")
     obj.name = "bolt M8"
     with dynorm.capture() as c:
         obj.save(update_fields=["name", "warehouse"])
     assert c.operations == ["GetItem", "UpdateItem"]
-    stored = stored_item(W9Indexed, sku="s1")
+    stored = stored_item(IndexedStock, sku="s1")
     assert stored["name"] == {"S": "bolt M8"} and stored["warehouse"] == {"S": "north"}
-    assert stored["GSI1PK"] == {"S": "v1#W9WH#north"} and stored["GSI1SK"] == {"S": "W9IDX#s1"}
-    assert [s.sku for s in W9Indexed.objects.filter(warehouse="north")] == ["s1"]
+    assert stored["GSI1PK"] == {"S": "v1#WH#north"} and stored["GSI1SK"] == {"S": "ISTOCK#s1"}
+    assert [s.sku for s in IndexedStock.objects.filter(warehouse="north")] == ["s1"]
 
 
 def test_save_update_fields_after_only_keeps_an_assigned_deferred_field() -> None:
-    W9Indexed.objects.create(sku="s2", name="nut", warehouse="north")
-    obj = W9Indexed.objects.only("sku", "name").get(sku="s2")
+    IndexedStock.objects.create(sku="s2", name="nut", warehouse="north")
+    obj = IndexedStock.objects.only("sku", "name").get(sku="s2")
     obj.warehouse = "south"
     with dynorm.capture() as c:
         obj.save(update_fields=["warehouse"])
     assert c.operations == ["UpdateItem"]
-    assert stored_item(W9Indexed, sku="s2")["GSI1PK"] == {"S": "v1#W9WH#south"}
-    assert stored_item(W9Indexed, sku="s2")["name"] == {"S": "nut"}
+    assert stored_item(IndexedStock, sku="s2")["GSI1PK"] == {"S": "v1#WH#south"}
+    assert stored_item(IndexedStock, sku="s2")["name"] == {"S": "nut"}

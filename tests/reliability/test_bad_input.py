@@ -196,14 +196,14 @@ def test_bad_input_gets_its_error_and_sends_nothing(tmp_path: Path, name: str, a
     assert c.count == 0, f"{name}: {c.operations}"
 
 
-class W9Big(Entity):
+class BigItem(Entity):
     sku = fields.String()
     name = fields.String(null=True)
 
     class Meta:
         table = Retail
-        entity_type = "W9_BIG"
-        pk = "{version}#W9BIG#{sku}"
+        entity_type = "BIG_ITEM"
+        pk = "{version}#BIG#{sku}"
         sk = "METADATA"
 
 
@@ -211,10 +211,10 @@ def test_save_of_an_oversize_item_is_refused_before_any_request_like_create() ->
     size = 400 * 1024 - 60  # the declared fields fit; PK/SK/type/revision push the item over 400 KB
     with dynorm.capture() as c:
         with pytest.raises(dynorm.ValidationError):
-            W9Big.objects.create(sku="big1", name="x" * size)
+            BigItem.objects.create(sku="big1", name="x" * size)
     assert c.count == 0
-    W9Big.objects.create(sku="big2", name="small")
-    obj = W9Big.objects.get(sku="big2")
+    BigItem.objects.create(sku="big2", name="small")
+    obj = BigItem.objects.get(sku="big2")
     obj.name = "x" * size
     with dynorm.capture() as c:
         with pytest.raises(dynorm.ValidationError, match="400 KB"):
@@ -222,7 +222,7 @@ def test_save_of_an_oversize_item_is_refused_before_any_request_like_create() ->
     assert c.count == 0
 
 
-class W9Lsi(Entity):
+class LsiLabel(Entity):
     """``label`` is stored as ``placed_at``, the sort key of Retail's LSI1 (1024-byte limit)."""
 
     lid = fields.String()
@@ -230,8 +230,8 @@ class W9Lsi(Entity):
 
     class Meta:
         table = Retail
-        entity_type = "W9_LSI"
-        pk = "{version}#W9LSI#{lid}"
+        entity_type = "LSI_LABEL"
+        pk = "{version}#LSILABEL#{lid}"
         sk = "METADATA"
 
 
@@ -240,19 +240,19 @@ class W9Lsi(Entity):
                                  "transaction_update", "bulk_create"])
 def test_a_bad_lsi_sort_key_value_is_refused_before_any_request_on_every_write(how: str, value: str) -> None:
     """Over 1024 bytes or empty: DynamoDB refuses both in an LSI sort-key attribute."""
-    W9Lsi.objects.create(lid="b", label="short")
-    obj = W9Lsi.objects.get(lid="b")
+    LsiLabel.objects.create(lid="b", label="short")
+    obj = LsiLabel.objects.get(lid="b")
     with dynorm.capture() as c:
-        with pytest.raises(dynorm.InvalidKeyValue, match="W9Lsi.label") as info:
+        with pytest.raises(dynorm.InvalidKeyValue, match="LsiLabel.label") as info:
             if how == "create":
-                W9Lsi.objects.create(lid="new", label=value)
+                LsiLabel.objects.create(lid="new", label=value)
             elif how == "save":
                 obj.label = value
                 obj.save()
             elif how == "update":
                 obj.update(label=value)
             elif how == "queryset_update":
-                W9Lsi.objects.filter(lid="b").update(label=value)
+                LsiLabel.objects.filter(lid="b").update(label=value)
             elif how == "save_update_fields":
                 obj.label = value
                 obj.save(update_fields=["label"])
@@ -260,7 +260,7 @@ def test_a_bad_lsi_sort_key_value_is_refused_before_any_request_on_every_write(h
                 with dynorm.transaction() as tx:
                     tx.update(obj, label=value)
             else:
-                W9Lsi.objects.bulk_create([W9Lsi(lid="n1", label="ok"), W9Lsi(lid="n2", label=value)])
+                LsiLabel.objects.bulk_create([LsiLabel(lid="n1", label="ok"), LsiLabel(lid="n2", label=value)])
     assert c.count == 0
-    assert info.value.entity == "W9Lsi" and info.value.field == "label"
-    assert W9Lsi.objects.get(lid="b").label == "short"
+    assert info.value.entity == "LsiLabel" and info.value.field == "label"
+    assert LsiLabel.objects.get(lid="b").label == "short"

@@ -14,22 +14,9 @@ import botocore.exceptions
 import pytest
 
 import dynorm
-from dynorm import Entity, F, fields
+from dynorm import F
 from tests.faults import Hook, deliver, stored_item
-from tests.models import Counter, Retail
-
-
-class Tally(Entity):
-    """Unversioned: nothing but the revision token stops a retried increment."""
-
-    name = fields.String()
-    n = fields.Integer(default=0)
-
-    class Meta:
-        table = Retail
-        entity_type = "W9_TALLY"
-        pk = "{version}#TALLY#{name}"
-        sk = "METADATA"
+from tests.models import Counter, Stock, Tally
 
 
 class _LoseFirstResponse:
@@ -226,93 +213,54 @@ def test_a_retry_that_finds_someone_elses_change_says_so() -> None:
     assert Counter.objects.get(name="w1").value == 100
 
 
-# -- another write lands between a lost attempt and botocore's retry (issue 9, adversarial) ----
-
-class LrTally(Entity):
-    """Unversioned: a non-idempotent update is protected by its transaction's ClientRequestToken."""
-
-    name = fields.String()
-    n = fields.Integer(default=0)
-    note = fields.String(null=True)
-    log = fields.List(null=True)
-
-    class Meta:
-        table = Retail
-        entity_type = "LR_TALLY"
-        pk = "{version}#LRTALLY#{name}"
-        sk = "METADATA"
-
-
-class LrCounter(Entity):
-    name = fields.String()
-    value = fields.Integer(default=0)
-    note = fields.String(null=True)
-    version = fields.Version()
-
-    class Meta:
-        table = Retail
-        entity_type = "LR_COUNTER"
-        pk = "{version}#LRCOUNTER#{name}"
-        sk = "METADATA"
-
-
-class LrStock(Entity):
-    sku = fields.String()
-    name = fields.String(null=True)
-
-    class Meta:
-        table = Retail
-        entity_type = "LR_STOCK"
-        pk = "{version}#LRSTOCK#{sku}"
-        sk = "METADATA"
-
+# -- another write lands between a lost attempt and botocore's retry -------------------------------
 
 def test_lost_unversioned_increment_is_not_applied_twice_when_another_write_lands_between(lose: Any) -> None:
-    LrTally.objects.create(name="t")
-    fault = lose("TransactWriteItems", between=lambda: LrTally.objects.filter(name="t").update(note="other"))
-    result = LrTally.objects.filter(name="t").update(n=F("n") + 1)
+    Tally.objects.create(name="t")
+    fault = lose("TransactWriteItems", between=lambda: Tally.objects.filter(name="t").update(note="other"))
+    result = Tally.objects.filter(name="t").update(n=F("n") + 1)
     assert fault.delivered == 1
     assert result.n == 1 and result.note == "other"
-    assert stored_item(LrTally, name="t")["n"] == {"N": "1"}
+    assert stored_item(Tally, name="t")["n"] == {"N": "1"}
 
 
 def test_lost_append_is_not_applied_twice_when_another_write_lands_between(lose: Any) -> None:
-    obj = LrTally.objects.create(name="a", log=[])
-    lose("TransactWriteItems", between=lambda: LrTally.objects.filter(name="a").update(note="other"))
+    obj = Tally.objects.create(name="a", log=[])
+    lose("TransactWriteItems", between=lambda: Tally.objects.filter(name="a").update(note="other"))
     obj.update(log=F("log").append(["x"]))
     assert obj.log == ["x"]
-    assert stored_item(LrTally, name="a")["log"] == {"L": [{"S": "x"}]}
+    assert stored_item(Tally, name="a")["log"] == {"L": [{"S": "x"}]}
 
 
 def test_update_with_retry_does_not_reapply_fn_after_a_lost_response(lose: Any) -> None:
-    LrCounter.objects.create(name="c")
-    lose("UpdateItem", between=lambda: LrCounter.objects.filter(name="c").update(note="other"))
+    Counter.objects.create(name="c")
+    lose("UpdateItem", between=lambda: Counter.objects.filter(name="c").update(note="other"))
     calls = []
 
-    def bump(c: LrCounter) -> None:
+    def bump(c: Counter) -> None:
         calls.append(1)
         c.value += 1
 
     with pytest.raises(dynorm.StaleWrite, match="may have been applied") as info:
-        LrCounter.objects.update_with_retry({"name": "c"}, bump)
+        Counter.objects.update_with_retry({"name": "c"}, bump)
     assert getattr(info.value, "maybe_applied", False) and len(calls) == 1
-    assert stored_item(LrCounter, name="c")["value"] == {"N": "1"}
+    assert stored_item(Counter, name="c")["value"] == {"N": "1"}
 
 
 def test_a_conflict_in_the_transactional_path_is_reported_truthfully() -> None:
-    LrTally.objects.create(name="q")
+    Tally.objects.create(name="q")
     with dynorm.capture() as c, pytest.raises(dynorm.ConditionFailed, match="nothing was written"):
-        LrTally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
+        Tally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
     assert c.operations == ["TransactWriteItems"]
-    with pytest.raises(LrTally.DoesNotExist):
-        LrTally.objects.filter(name="missing").update(n=F("n") + 1)
-    assert stored_item(LrTally, name="q")["n"] == {"N": "0"}
+    with pytest.raises(Tally.DoesNotExist):
+        Tally.objects.filter(name="missing").update(n=F("n") + 1)
+    assert stored_item(Tally, name="q")["n"] == {"N": "0"}
 
 
 def test_idempotent_unversioned_update_stays_one_update_item() -> None:
-    LrTally.objects.create(name="i")
+    Tally.objects.create(name="i")
     with dynorm.capture() as c:
-        LrTally.objects.filter(name="i").update(note="x", n=5)
+        Tally.objects.filter(name="i").update(note="x", n=5)
     assert c.operations == ["UpdateItem"]
 
 
@@ -320,19 +268,19 @@ def test_idempotent_unversioned_update_stays_one_update_item() -> None:
 def test_retried_unversioned_save_is_ordered_after_a_write_made_during_the_call(lose: Any, update_fields: Any) -> None:
     """Documented (docs/writing.md): the other write happened while save() had not returned, so the
     retried save landing after it is a linearizable outcome; versioned entities refuse it instead."""
-    LrStock.objects.create(sku="w", name="orig")
-    obj = LrStock.objects.get(sku="w")
+    Stock.objects.create(sku="w", name="orig")
+    obj = Stock.objects.get(sku="w")
     obj.name = "mine"
-    lose("UpdateItem", between=lambda: LrStock.objects.filter(sku="w").update(name="theirs"))
+    lose("UpdateItem", between=lambda: Stock.objects.filter(sku="w").update(name="theirs"))
     obj.save(update_fields=update_fields)
-    assert stored_item(LrStock, sku="w")["name"] == {"S": "mine"}
+    assert stored_item(Stock, sku="w")["name"] == {"S": "mine"}
 
 
 def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -> None:
     import itertools
     import threading
 
-    LrTally.objects.create(name="conc")
+    Tally.objects.create(name="conc")
     counter = itertools.count()
     local = threading.local()
 
@@ -349,7 +297,7 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
 
     def work() -> None:
         for _ in range(10):
-            LrTally.objects.filter(name="conc").update(n=F("n") + 1)
+            Tally.objects.filter(name="conc").update(n=F("n") + 1)
             acknowledged.append(1)
 
     with Hook("before-send.dynamodb.TransactWriteItems", hook):
@@ -358,7 +306,7 @@ def test_concurrent_unversioned_increments_with_lost_responses_count_exactly() -
             t.start()
         for t in threads:
             t.join(120)
-    assert int(stored_item(LrTally, name="conc")["n"]["N"]) == len(acknowledged) == 40
+    assert int(stored_item(Tally, name="conc")["n"]["N"]) == len(acknowledged) == 40
 
 
 def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_new_token() -> None:
@@ -367,7 +315,7 @@ def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_
 
     from tests.faults import fake_response
 
-    LrTally.objects.create(name="tc")
+    Tally.objects.create(name="tc")
     tokens: list[str] = []
 
     def conflict_twice(request: Any, **kwargs: Any) -> Any:
@@ -379,6 +327,6 @@ def test_a_transaction_conflict_on_the_transactional_path_is_sent_again_under_a_
                                    "CancellationReasons": [{"Code": "TransactionConflict"}]})
 
     with Hook("before-send.dynamodb.TransactWriteItems", conflict_twice):
-        result = LrTally.objects.filter(name="tc").update(n=F("n") + 1)
+        result = Tally.objects.filter(name="tc").update(n=F("n") + 1)
     assert result.n == 1 and len(set(tokens)) == 3
-    assert stored_item(LrTally, name="tc")["n"] == {"N": "1"}
+    assert stored_item(Tally, name="tc")["n"] == {"N": "1"}

@@ -6,7 +6,6 @@ Every test closes its cluster (context managers), so no worker process outlives 
 
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import subprocess
@@ -368,7 +367,7 @@ def test_verify_counts_with_parallel_select_count_scans(project: Project) -> Non
         verify(project.executor(), "0009")
 
 
-# -- issue 15 adversarial findings (tests/adversarial/test_adv15.py) ------------------------
+# -- per-run settings on shared workers, a dead driver's tasks, verify, scheduler addresses, counts --
 def test_two_runs_on_one_worker_process_do_not_swap_endpoints(project: Project) -> None:
     """A task reconfigures its *process-wide* settings (`conf.configure(endpoint=...)`) when they differ
     from its driver's. Two drivers sharing one cluster (the code keeps one progress topic per run for
@@ -483,23 +482,17 @@ class Widget(Entity):
 '''
 
 
-def _write(project: Project, src: str) -> Any:
-    (project.dir / "models.py").write_text(src)
-    name = f"{project.pkg}.models"
-    return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
-
-
 @pytest.mark.parametrize("pk,sk", [("W#{widget_id}", "{version}#METADATA"), ("W#{widget_id}#{version}", "METADATA")])
 def test_verify_is_not_ok_when_items_are_left_at_the_old_version_outside_the_pk_prefix(
         project: Project, pk: str, sk: str) -> None:
     """docs: "In move mode no item may be left at the old version" / exit 1 on a mismatch. When the key
     version is not in the partition key's constant prefix (in the SK, or after a variable), --verify
     counts every item twice, adds a note and answers ok (exit 0) even with items left at v1."""
-    models = _write(project, _SK_VERSION_SRC.format(pkg=project.pkg, version="v1", pk=pk, sk=sk))
+    models = project.write_models_source(_SK_VERSION_SRC.format(pkg=project.pkg, version="v1", pk=pk, sk=sk))
     project.makemigrations()
     project.executor().migrate(MigrateOptions())
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i}", maker="x") for i in range(20)])
-    _write(project, _SK_VERSION_SRC.format(pkg=project.pkg, version="v2", pk=pk, sk=sk))
+    project.write_models_source(_SK_VERSION_SRC.format(pkg=project.pkg, version="v2", pk=pk, sk=sk))
     name = project.makemigrations().name
     project.executor().migrate(MigrateOptions())
     # an application instance still at v1 creates 3 items at the old keys after the move

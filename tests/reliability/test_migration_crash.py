@@ -99,7 +99,7 @@ def test_sigint_and_sigterm_stop_at_a_checkpoint_release_the_lock_and_resume(
     assert {i["widget_id"]["S"]: body(i) for i in after} == before
 
 
-# -- found by the adversarial tester of issue 10 (adv10) ------------------------------------
+# -- an interrupted reverse; a failed heartbeat and the lock ------------------------------------
 def test_an_interrupted_reverse_is_not_shown_applied_nor_no_op_forwards(project: Project) -> None:
     """Ctrl-C during `migrate 0001`: part of the items are back at v1. `showmigrations` still says
     [X] 0002 and a forward `migrate` says "No migrations to apply", leaving them at v1 for good

@@ -1,14 +1,13 @@
 """Multi-attribute GSIs (issue 13) through key-version rollouts, lagging indexes and type changes.
 
-Found by an adversarial pass on issue 13; each test failed on the code it was written against:
-count() counting foreign types, attribute types declared twice, copies under two key versions
-both returned, GSI queries where the primary key names the item, writes and deletes of items
-read at an older key version, and a migration that would make every item unreadable.
-The second pass (below "Second adversarial pass"): get()/get_or_create/update_or_create/create
-answering with or hiding copies under older key versions, a narrowing condition losing an item
-read at an older version, collection() returning every copy, makemigrations adding a GSI another
-entity stores with another type, one request per foreign item, aggregate key sizes, and
-explain(count=True).
+count() counting only this entity type, an attribute declared with two types, copies under two
+key versions returned once, GSI queries where the primary key names the item, writes and deletes
+of items read at an older key version, and a migration that would make every item unreadable.
+Below "Copies under older key versions": get()/get_or_create/update_or_create/create never
+answering with or hiding a copy under an older key version, a narrowing condition keeping an item
+read at an older version, collection() returning each item once, makemigrations refusing a GSI
+another entity stores with another type, read-ahead behind foreign items, aggregate key sizes,
+and explain(count=True).
 """
 
 from __future__ import annotations
@@ -22,18 +21,26 @@ import dynorm
 from dynorm import Entity, Index, ModelError, Table, fields
 from dynorm.migrations.executor import MigrateOptions
 from dynorm.migrations.operations import MigrationError
-from tests.integration.test_multi_key_migrations import MULTI, NEW, OLD
-from tests.integration.test_multi_key_migrations import _stage as _stage_moves
-from tests.migproject import MULTIKEY_MODELS_RV, MULTIKEY_TABLES, Project, widgets
+from tests.migproject import (
+    BY_MAKER_GSI,
+    BY_MAKER_MULTI,
+    BY_MAKER_TEMPLATE,
+    GSIS_TABLES,
+    MULTIKEY_MODELS_RV,
+    MULTIKEY_TABLES,
+    Project,
+    stage_indexed,
+    widgets,
+)
 
 
-class Adv13(Table):
+class TenantKeys(Table):
     class Meta:
-        table_name = "adv13"
+        table_name = "mk_tenant_keys"
         gsis = {"ByK": {"pk": {"tenant_id": "S", "region": "S"}, "sk": {"score": "N", "title": "S"}}}
 
 
-class Adv13Item(Entity):
+class TenantItem(Entity):
     tenant_id = fields.String()
     item_id = fields.String()
     region = fields.String(null=True)
@@ -41,7 +48,7 @@ class Adv13Item(Entity):
     title = fields.String(null=True)
 
     class Meta:
-        table = Adv13
+        table = TenantKeys
         entity_type = "item"
         pk = "T#{tenant_id}"
         sk = "I#{item_id}"
@@ -51,8 +58,8 @@ class Adv13Item(Entity):
 def _foreign(k: int) -> None:
     """An item of a type this process declares no model for (another service, another app
     version, a type since removed) holding the index's key attributes."""
-    dynorm.backend.call("PutItem", {"TableName": Adv13.table_name(), "Item": {
-        "PK": {"S": "T#t"}, "SK": {"S": f"G#{k}"}, Adv13._meta.type_attribute: {"S": "ghost"},
+    dynorm.backend.call("PutItem", {"TableName": TenantKeys.table_name(), "Item": {
+        "PK": {"S": "T#t"}, "SK": {"S": f"G#{k}"}, TenantKeys._meta.type_attribute: {"S": "ghost"},
         "tenant_id": {"S": "t"}, "region": {"S": "eu"}, "score": {"N": "-1"}, "title": {"S": f"g{k}"}}})
 
 
@@ -62,16 +69,16 @@ def test_count_on_a_multi_attribute_index_counts_only_this_entity_type() -> None
     does not, so count() disagrees with len(list(qs)) when a type no model declares holds the
     same attributes."""
     for i in range(3):
-        Adv13Item.objects.create(tenant_id="t", item_id=f"i{i}", region="eu", score=i, title="x")
+        TenantItem.objects.create(tenant_id="t", item_id=f"i{i}", region="eu", score=i, title="x")
     for k in range(2):
         _foreign(k)
     # using(): score and title may be missing, so ByK is read only when asked for by name
-    qs = Adv13Item.objects.using("by_k").filter(tenant_id="t", region="eu")
+    qs = TenantItem.objects.using("by_k").filter(tenant_id="t", region="eu")
     assert qs.explain().index == "ByK"
     assert len(list(qs.all())) == 3
     assert qs.count() == 3  # actual: 5
     assert qs.filter(score__lt=1).count() == 1  # actual: 3
-    assert Adv13Item.objects.filter(tenant_id="t", region="eu", score__lt=1, title__exists=True).count() == 1
+    assert TenantItem.objects.filter(tenant_id="t", region="eu", score__lt=1, title__exists=True).count() == 1
 
 
 def test_a_table_declaring_one_attribute_with_two_types_is_refused() -> None:
@@ -81,7 +88,7 @@ def test_a_table_declaring_one_attribute_with_two_types_is_refused() -> None:
     with pytest.raises(ModelError, match="year"):
         class TwoTypes(Table):
             class Meta:
-                table_name = "adv13_two_types"
+                table_name = "mk_two_types"
                 gsis = {"IdxA": {"pk": {"year": "N"}}, "IdxB": {"pk": {"year": "S"}}}
 
 
@@ -91,32 +98,13 @@ def test_a_multi_attribute_gsi_typing_a_template_key_attribute_as_n_is_refused()
     with pytest.raises(ModelError, match="GSI1PK"):
         class Mixed(Table):
             class Meta:
-                table_name = "adv13_mixed"
+                table_name = "mk_mixed"
                 gsis = {"GSI1": ("GSI1PK", "GSI1SK"), "IdxA": {"pk": {"GSI1PK": "N"}}}
 
 
 
-MODELS = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        pk = "{{version}}#W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {{"by_maker": Index("ByMaker", pk=("maker",), sk=("size",))}}
-'''
-
-
 def _stage(project: Project, version: str) -> Any:
-    return project.stage(MULTIKEY_TABLES, MODELS.format(pkg=project.pkg, version=version))
+    return project.stage(MULTIKEY_TABLES, MULTIKEY_MODELS_RV.format(pkg=project.pkg, version=version, rv=None))
 
 
 def test_copy_mode_rekey_does_not_duplicate_results_on_a_multi_attribute_gsi(project: Project) -> None:
@@ -141,10 +129,10 @@ def test_full_primary_key_with_index_fields_is_one_getitem() -> None:
     """Given the whole primary key, one (strongly consistent when asked) GetItem serves the query;
     the planner picks the eventually consistent multi-attribute GSI instead because the extra
     equalities pin its sort fields, and `.consistent()` is then refused."""
-    Adv13Item.objects.create(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
-    qs = Adv13Item.objects.filter(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
+    TenantItem.objects.create(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
+    qs = TenantItem.objects.filter(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
     assert qs.explain().operation == "GetItem"  # actual: Query on ByK
-    got = Adv13Item.objects.filter(tenant_id="t", item_id="g1", region="eu").consistent().get()  # actual: InvalidQuery
+    got = TenantItem.objects.filter(tenant_id="t", item_id="g1", region="eu").consistent().get()  # actual: InvalidQuery
     assert got.item_id == "g1"
 
 
@@ -155,7 +143,7 @@ def test_get_or_create_with_index_fields_survives_index_lag() -> None:
     refused on the GSI: the call raises instead of returning the existing item."""
     from tests.faults import Hook, fake_response
 
-    Adv13Item.objects.create(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
+    TenantItem.objects.create(tenant_id="t", item_id="g1", region="eu", score=1, title="x")
 
     def lagging(request: Any, **_: Any) -> Any:
         if b'"ByK"' in (request.body or b""):
@@ -163,10 +151,10 @@ def test_get_or_create_with_index_fields_survives_index_lag() -> None:
         return None
 
     with Hook("before-send.dynamodb.Query", lagging):
-        obj, created = Adv13Item.objects.get_or_create(tenant_id="t", item_id="g1", region="eu", score=1,
+        obj, created = TenantItem.objects.get_or_create(tenant_id="t", item_id="g1", region="eu", score=1,
                                                        title="x")  # actual: InvalidQuery (ConsistentRead on GSI)
     assert not created and obj.item_id == "g1"
-    raw = dynorm.backend.call("Scan", {"TableName": Adv13.table_name()})["Items"]
+    raw = dynorm.backend.call("Scan", {"TableName": TenantKeys.table_name()})["Items"]
     assert len(raw) == 1
 
 
@@ -209,13 +197,6 @@ def test_queryset_delete_through_a_multi_attribute_gsi_deletes_what_it_reports(p
     assert (n, left) == (2, ["v1#W#w2"])  # actual: (2, ['v1#W#w0', 'v1#W#w1', 'v1#W#w2'])
 
 
-TABLES_T = '''
-from dynorm import Table
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsis = {gsis!r}
-'''
 MODELS_T = '''
 from dynorm import Entity, Index, fields
 from {pkg}.tables import MigShop
@@ -233,7 +214,7 @@ class Widget(Entity):
 
 
 def _stage_t(project: Project, gsis: dict[str, Any], sizefield: str, indexes: str) -> Any:
-    return project.stage(TABLES_T.format(gsis=gsis),
+    return project.stage(GSIS_TABLES.format(gsis=gsis),
                          MODELS_T.format(pkg=project.pkg, sizefield=sizefield, indexes=indexes))
 
 
@@ -249,7 +230,7 @@ def test_moving_a_pattern_onto_a_numeric_sort_attribute_the_items_hold_as_text(p
     project.makemigrations()
     project.executor().migrate(MigrateOptions())
     m.Widget.objects.bulk_create([m.Widget(widget_id=f"w{i}", maker="m", size=f"{i:02d}") for i in range(3)])
-    m = _stage_t(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}},
+    m = _stage_t(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": BY_MAKER_GSI},
                  "Integer", "{'by_maker': Index('ByMaker', pk=('maker',), sk=('size',)), "
                             "'old': Index('GSI1', pk='M#{maker}', sk='S#{size}')}")
     try:
@@ -261,22 +242,22 @@ def test_moving_a_pattern_onto_a_numeric_sort_attribute_the_items_hold_as_text(p
     assert got == ["w0", "w1", "w2"]
 
 
-# -- Second adversarial pass ---------------------------------------------------------------------
+# -- Copies under older key versions, foreign items, aggregate key sizes ---------------------------
 
-class Adv13bRolls(Table):
+class RolloutRolls(Table):
     class Meta:
-        table_name = "adv13b_rolls"
+        table_name = "mk_rollout_rolls"
         gsis = {"ByMaker": {"pk": {"maker": "S"}, "sk": {"size": "N"}}}
 
 
-class Adv13bRoll(Entity):
+class RolloutRoll(Entity):
     roll_id = fields.String()
     maker = fields.String(null=True)
     size = fields.Integer(null=True)
     note = fields.String(null=True)
 
     class Meta:
-        table = Adv13bRolls
+        table = RolloutRolls
         entity_type = "ROLL"
         key_version = "v3"
         read_versions = ["v3", "v2"]
@@ -286,13 +267,13 @@ class Adv13bRoll(Entity):
 
 
 def _put_roll(version: str, roll_id: str, size: int, note: str) -> None:
-    dynorm.backend.call("PutItem", {"TableName": Adv13bRolls.table_name(), "Item": {
+    dynorm.backend.call("PutItem", {"TableName": RolloutRolls.table_name(), "Item": {
         "PK": {"S": f"{version}#R#{roll_id}"}, "SK": {"S": "METADATA"}, "entityType": {"S": "ROLL"},
         "roll_id": {"S": roll_id}, "maker": {"S": "m"}, "size": {"N": str(size)}, "note": {"S": note}}})
 
 
 def _raw_roll(version: str, roll_id: str) -> dict[str, Any] | None:
-    return dynorm.backend.call("GetItem", {"TableName": Adv13bRolls.table_name(), "ConsistentRead": True, "Key": {
+    return dynorm.backend.call("GetItem", {"TableName": RolloutRolls.table_name(), "ConsistentRead": True, "Key": {
         "PK": {"S": f"{version}#R#{roll_id}"}, "SK": {"S": "METADATA"}}}).get("Item")
 
 
@@ -309,9 +290,9 @@ def test_get_with_whole_key_and_a_check_does_not_return_a_shadowed_older_copy(ex
     which iteration of the same queryset (and get() of the key alone) never returns: an item
     under the current keys exists, so the older copy is not the item."""
     _rollout_leftover("r1")
-    assert list(Adv13bRoll.objects.filter(roll_id="r1", **extra)) == []  # iteration: no match
-    with pytest.raises(Adv13bRoll.DoesNotExist):
-        got = Adv13bRoll.objects.get(roll_id="r1", **extra)
+    assert list(RolloutRoll.objects.filter(roll_id="r1", **extra)) == []  # iteration: no match
+    with pytest.raises(RolloutRoll.DoesNotExist):
+        got = RolloutRoll.objects.get(roll_id="r1", **extra)
         pytest.fail(f"returned the shadowed copy: note={got.note!r} fallback={got._state.fallback!r}")
 
 
@@ -319,9 +300,9 @@ def test_aget_with_whole_key_and_a_check_does_not_return_a_shadowed_older_copy()
     _rollout_leftover("r1")
 
     async def run() -> Any:
-        return await Adv13bRoll.objects.aget(roll_id="r1", size=2)
+        return await RolloutRoll.objects.aget(roll_id="r1", size=2)
 
-    with pytest.raises(Adv13bRoll.DoesNotExist):
+    with pytest.raises(RolloutRoll.DoesNotExist):
         asyncio.run(run())
 
 
@@ -331,8 +312,8 @@ def test_saving_what_get_returned_does_not_overwrite_the_current_item_with_the_s
     values over the current item: size 5 (acknowledged at v3) is replaced by the stale 2."""
     _rollout_leftover("r1")
     try:
-        obj = Adv13bRoll.objects.get(roll_id="r1", size=2)
-    except Adv13bRoll.DoesNotExist:
+        obj = RolloutRoll.objects.get(roll_id="r1", size=2)
+    except RolloutRoll.DoesNotExist:
         return  # fixed: nothing stale to save
     obj.note = "edited"
     obj.save()
@@ -346,7 +327,7 @@ def test_get_or_create_with_whole_key_does_not_answer_with_a_shadowed_older_copy
     (created=False) instead."""
     _rollout_leftover("r1")
     try:
-        obj, created = Adv13bRoll.objects.get_or_create(roll_id="r1", size=2, defaults={"note": "new"})
+        obj, created = RolloutRoll.objects.get_or_create(roll_id="r1", size=2, defaults={"note": "new"})
     except dynorm.AlreadyExists:
         return
     pytest.fail(f"got the stale copy: created={created} note={obj.note!r} fallback={obj._state.fallback!r}")
@@ -358,7 +339,7 @@ def test_update_or_create_with_whole_key_does_not_update_a_non_matching_current_
     which does not match the lookups (Django: the lookups name the row that is updated)."""
     _rollout_leftover("r1")
     try:
-        Adv13bRoll.objects.update_or_create(roll_id="r1", size=2, defaults={"note": "x"})
+        RolloutRoll.objects.update_or_create(roll_id="r1", size=2, defaults={"note": "x"})
     except dynorm.AlreadyExists:
         pass
     cur = _raw_roll("v3", "r1")
@@ -372,38 +353,17 @@ def test_update_or_create_whose_lookups_differ_from_the_item_under_the_key_says_
     _put_roll("v3", "r2", 5, "current")
     with dynorm.capture() as cap:
         with pytest.raises(dynorm.AlreadyExists):
-            Adv13bRoll.objects.update_or_create(roll_id="r2", size=2, defaults={"note": "x"})
+            RolloutRoll.objects.update_or_create(roll_id="r2", size=2, defaults={"note": "x"})
     assert len(cap.requests) <= 3, cap.operations
     cur = _raw_roll("v3", "r2")
     assert cur is not None and cur["note"] == {"S": "current"} and cur["size"] == {"N": "5"}
-
-
-class Adv13bKeys(Table):
-    class Meta:
-        table_name = "adv13b_keys"
-        gsis = {"ByK": {"pk": {"tenant_id": "S", "region": "S"}, "sk": {"score": "N", "title": "S"}}}
-
-
-class Adv13bItem(Entity):
-    tenant_id = fields.String()
-    item_id = fields.String()
-    region = fields.String(null=True)
-    score = fields.Number(null=True)
-    title = fields.String(null=True)
-
-    class Meta:
-        table = Adv13bKeys
-        entity_type = "item"
-        pk = "T#{tenant_id}"
-        sk = "I#{item_id}"
-        indexes = {"by_k": Index("ByK", pk=("tenant_id", "region"), sk=("score", "title"))}
 
 
 def _ghosts(n: int) -> None:
     """Items of a type this process declares no model for (a renamed type, another service)
     holding the index's attributes, sorted before every item of the entity."""
     for k in range(n):
-        dynorm.backend.call("PutItem", {"TableName": Adv13bKeys.table_name(), "Item": {
+        dynorm.backend.call("PutItem", {"TableName": TenantKeys.table_name(), "Item": {
             "PK": {"S": "T#t"}, "SK": {"S": f"G#{k}"}, "entityType": {"S": "ghost"},
             "tenant_id": {"S": "t"}, "region": {"S": "eu"}, "score": {"N": "-1"}, "title": {"S": f"g{k:02d}"}}})
 
@@ -417,8 +377,8 @@ def test_first_behind_foreign_items_on_a_multi_attribute_gsi_costs_a_few_request
     the first match"; count() already filters on the type attribute."""
     _ghosts(30)
     for i in range(3):
-        Adv13bItem.objects.create(tenant_id="t", item_id=f"i{i}", region="eu", score=i, title="x")
-    qs = Adv13bItem.objects.filter(tenant_id="t", region="eu")
+        TenantItem.objects.create(tenant_id="t", item_id=f"i{i}", region="eu", score=i, title="x")
+    qs = TenantItem.objects.filter(tenant_id="t", region="eu")
     with dynorm.capture() as cap:
         if call == "first":
             assert qs.first().item_id == "i0"  # type: ignore[union-attr]
@@ -440,11 +400,11 @@ def test_collection_on_a_multi_attribute_gsi_reads_each_item_once_as_get_would()
     _put_roll("v2", "r1", 1, "stale")
     _put_roll("v1", "r2", 2, "ancient")
     _put_roll("v2", "r3", 3, "old-only")
-    assert [(r.roll_id, r.note) for r in Adv13bRoll.objects.using("by_maker").filter(maker="m")] == [
+    assert [(r.roll_id, r.note) for r in RolloutRoll.objects.using("by_maker").filter(maker="m")] == [
         ("r1", "current"), ("r3", "old-only")]
-    got = [(type(r).__name__, r.roll_id, r.note) for r in Adv13bRoll.objects.collection(using="by_maker", maker="m")]
-    assert got == [("Adv13bRoll", "r1", "current"), ("Adv13bRoll", "r3", "old-only")], got
-    assert Adv13bRoll.objects.collection(using="by_maker", maker="m").count() == 2
+    got = [(type(r).__name__, r.roll_id, r.note) for r in RolloutRoll.objects.collection(using="by_maker", maker="m")]
+    assert got == [("RolloutRoll", "r1", "current"), ("RolloutRoll", "r3", "old-only")], got
+    assert RolloutRoll.objects.collection(using="by_maker", maker="m").count() == 2
 
 
 def test_adding_a_condition_the_item_meets_does_not_lose_an_item_read_at_an_older_version() -> None:
@@ -454,10 +414,10 @@ def test_adding_a_condition_the_item_meets_does_not_lose_an_item_read_at_an_olde
     and r3 is lost ([]). get(roll_id="r3") and get(roll_id="r3", size=3) find it;
     get(roll_id="r3", size__gte=2) raises DoesNotExist."""
     _put_roll("v2", "r3", 3, "old-only")
-    assert [r.roll_id for r in Adv13bRoll.objects.filter(maker="m", size__gte=2)] == ["r3"]
-    assert Adv13bRoll.objects.get(roll_id="r3", size=3).note == "old-only"
-    assert Adv13bRoll.objects.get(roll_id="r3", size__gte=2).note == "old-only"  # actual: DoesNotExist
-    assert [r.roll_id for r in Adv13bRoll.objects.filter(maker="m", size__gte=2, roll_id="r3")] == ["r3"]  # actual: []
+    assert [r.roll_id for r in RolloutRoll.objects.filter(maker="m", size__gte=2)] == ["r3"]
+    assert RolloutRoll.objects.get(roll_id="r3", size=3).note == "old-only"
+    assert RolloutRoll.objects.get(roll_id="r3", size__gte=2).note == "old-only"  # actual: DoesNotExist
+    assert [r.roll_id for r in RolloutRoll.objects.filter(maker="m", size__gte=2, roll_id="r3")] == ["r3"]  # actual: []
 
 
 def test_explain_count_shows_the_request_count_sends_on_a_versioned_multi_attribute_gsi() -> None:
@@ -468,7 +428,7 @@ def test_explain_count_shows_the_request_count_sends_on_a_versioned_multi_attrib
     _put_roll("v3", "r1", 1, "current")
     _put_roll("v2", "r1", 1, "stale")
     _put_roll("v2", "r2", 2, "old")
-    qs = Adv13bRoll.objects.filter(maker="m", size__exists=True)  # a roll without a size is not in ByMaker
+    qs = RolloutRoll.objects.filter(maker="m", size__exists=True)  # a roll without a size is not in ByMaker
     with dynorm.capture() as cap:
         assert qs.count() == 2
     assert cap.requests[0].params == qs.explain(count=True).params
@@ -483,9 +443,9 @@ def test_get_or_create_with_a_check_does_not_shadow_an_item_stored_at_an_older_v
     every read. The item under the key differs: AlreadyExists, as without key versions."""
     _put_roll("v2", "r3", 4, "precious")
     with pytest.raises(dynorm.AlreadyExists):
-        getattr(Adv13bRoll.objects, how)(roll_id="r3", size=3, defaults={"maker": "m"})
+        getattr(RolloutRoll.objects, how)(roll_id="r3", size=3, defaults={"maker": "m"})
     assert _raw_roll("v3", "r3") is None
-    assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
+    assert RolloutRoll.objects.get(roll_id="r3").note == "precious"
 
 
 def test_create_does_not_shadow_an_item_stored_at_an_older_version() -> None:
@@ -495,8 +455,8 @@ def test_create_does_not_shadow_an_item_stored_at_an_older_version() -> None:
     Django: create() of an existing primary key fails (dynorm: AlreadyExists)."""
     _put_roll("v2", "r3", 4, "precious")
     with pytest.raises(dynorm.AlreadyExists):
-        Adv13bRoll.objects.create(roll_id="r3", size=1)
-    assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
+        RolloutRoll.objects.create(roll_id="r3", size=1)
+    assert RolloutRoll.objects.get(roll_id="r3").note == "precious"
 
 
 _GIZMO = """
@@ -521,12 +481,12 @@ def test_makemigrations_refuses_a_multi_attribute_gsi_that_another_entity_stores
     from then on every Gizmo write with a size fails (ValidationException: Type mismatch for
     Index Key), and on DynamoDB the backfill leaves the stored Gizmo items out. makemigrations
     refuses a stored-type change of the moved entity's own field; it must refuse this too."""
-    models = _stage_moves(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + OLD + "}" + _GIZMO)
+    models = stage_indexed(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + BY_MAKER_TEMPLATE + "}" + _GIZMO)
     project.makemigrations()
     project.executor().migrate(MigrateOptions())
     models.Gizmo.objects.create(gizmo_id="g1", size="XL")
-    models = _stage_moves(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": MULTI},
-                    "{'by_maker': " + NEW + ", 'by_maker_old': " + OLD + "}" + _GIZMO)
+    models = stage_indexed(project, {"GSI1": ("GSI1PK", "GSI1SK"), "ByMaker": BY_MAKER_GSI},
+                    "{'by_maker': " + BY_MAKER_MULTI + ", 'by_maker_old': " + BY_MAKER_TEMPLATE + "}" + _GIZMO)
     assert project.table.check()  # the conflict is known before any I/O
     refused = False
     try:
@@ -547,11 +507,11 @@ def test_aggregate_key_size_of_a_multi_attribute_gsi_is_refused_before_any_reque
     tenant_id, region of index ByK has exceeded limit 2048 bytes"."""
     with dynorm.capture() as cap:
         with pytest.raises(dynorm.InvalidKeyValue):
-            Adv13bItem.objects.create(tenant_id="t" * 1100, item_id="i", region="r" * 1100, score=1, title="a")
+            TenantItem.objects.create(tenant_id="t" * 1100, item_id="i", region="r" * 1100, score=1, title="a")
     assert cap.operations == []
     with dynorm.capture() as cap:
         with pytest.raises(dynorm.InvalidKeyValue):
-            Adv13bItem.objects.create(tenant_id="t", item_id="j", region="eu", score=1, title="x" * 1024)
+            TenantItem.objects.create(tenant_id="t", item_id="j", region="eu", score=1, title="x" * 1024)
     assert cap.operations == []
 
 
@@ -560,19 +520,19 @@ def test_a_condition_beyond_the_key_does_not_return_a_shadowed_older_copy() -> N
     read_versions only when nothing is stored under the current key: the v3 item (size 5) fails
     size__lte=3 and shadows the stale v2 copy (size 2)."""
     _rollout_leftover("r1")
-    qs = Adv13bRoll.objects.filter(roll_id="r1", size__lte=3)
+    qs = RolloutRoll.objects.filter(roll_id="r1", size__lte=3)
     assert qs.explain().operation == "Query" and qs.explain().index is None
     with dynorm.capture() as cap:
         assert list(qs) == []
     assert cap.operations == ["Query"]  # something is stored under v3: no fallback request
-    with pytest.raises(Adv13bRoll.DoesNotExist):
-        Adv13bRoll.objects.get(roll_id="r1", size__lte=3)
+    with pytest.raises(RolloutRoll.DoesNotExist):
+        RolloutRoll.objects.get(roll_id="r1", size__lte=3)
 
 
 def test_an_item_found_by_the_whole_key_query_at_an_older_version_is_moved_on_save() -> None:
     _put_roll("v2", "r3", 3, "old-only")
     with dynorm.capture() as cap:
-        obj = Adv13bRoll.objects.get(roll_id="r3", size__gte=2)
+        obj = RolloutRoll.objects.get(roll_id="r3", size__gte=2)
     assert cap.operations == ["Query", "Query"]  # v3 (nothing stored), then v2
     assert obj._state.fallback == "v2"
     obj.note = "edited"
@@ -584,27 +544,27 @@ def test_an_item_found_by_the_whole_key_query_at_an_older_version_is_moved_on_sa
 
 def test_create_during_a_rollout_is_one_transaction_and_without_read_versions_one_putitem(io: Any) -> None:
     with dynorm.capture() as cap:
-        io(Adv13bRoll.objects, "create", roll_id="new", size=1)
+        io(RolloutRoll.objects, "create", roll_id="new", size=1)
     assert cap.operations == ["TransactWriteItems"]
     cur = _raw_roll("v3", "new")
     assert cur is not None and cur["size"] == {"N": "1"}
     with dynorm.capture() as cap:
-        Adv13bItem.objects.create(tenant_id="t", item_id="i", region="eu", score=1, title="a")
+        TenantItem.objects.create(tenant_id="t", item_id="i", region="eu", score=1, title="a")
     assert cap.operations == ["PutItem"]
 
 
 def test_create_and_get_or_create_do_not_shadow_an_item_stored_at_an_older_version(io: Any) -> None:
     _put_roll("v2", "r3", 4, "precious")
     with pytest.raises(dynorm.AlreadyExists, match="older key version 'v2'"):
-        io(Adv13bRoll.objects, "create", roll_id="r3", size=1)
+        io(RolloutRoll.objects, "create", roll_id="r3", size=1)
     with pytest.raises(dynorm.AlreadyExists):
-        io(Adv13bRoll.objects, "get_or_create", roll_id="r3", size=3)
+        io(RolloutRoll.objects, "get_or_create", roll_id="r3", size=3)
     assert _raw_roll("v3", "r3") is None
-    assert Adv13bRoll.objects.get(roll_id="r3").note == "precious"
+    assert RolloutRoll.objects.get(roll_id="r3").note == "precious"
 
 
 def test_update_past_the_aggregate_key_size_is_refused_before_any_request() -> None:
-    obj = Adv13bItem.objects.create(tenant_id="t", item_id="u", region="eu", score=1, title="x" * 1000)
+    obj = TenantItem.objects.create(tenant_id="t", item_id="u", region="eu", score=1, title="x" * 1000)
     with dynorm.capture() as cap:
         with pytest.raises(dynorm.InvalidKeyValue, match="score .*title|title .*score"):
             obj.update(title="x" * 1023)
@@ -612,22 +572,22 @@ def test_update_past_the_aggregate_key_size_is_refused_before_any_request() -> N
             obj.title = "y" * 1023
             obj.save()
     assert cap.operations == []
-    obj = Adv13bItem.objects.get(tenant_id="t", item_id="u")
+    obj = TenantItem.objects.get(tenant_id="t", item_id="u")
     assert obj.title == "x" * 1000
     obj.update(title="z" * 1022)  # 2 bytes for the number 1 + 1022: exactly the limit
-    assert Adv13bItem.objects.get(tenant_id="t", item_id="u").title == "z" * 1022
+    assert TenantItem.objects.get(tenant_id="t", item_id="u").title == "z" * 1022
 
 
 def test_count_and_exists_on_the_whole_key_with_a_condition_fall_back_as_iteration_does(io: Any) -> None:
     _put_roll("v2", "r3", 3, "old-only")
     _rollout_leftover("r1")
-    qs = Adv13bRoll.objects.filter(roll_id="r3", size__gte=2)
+    qs = RolloutRoll.objects.filter(roll_id="r3", size__gte=2)
     with dynorm.capture() as cap:
         assert io(qs, "count") == 1
     assert cap.operations == ["Query", "Query"]
     assert cap.requests[0].params == qs.explain(count=True).params
     assert io(qs, "exists")
-    shadowed = Adv13bRoll.objects.filter(roll_id="r1", size__lte=3)  # v3 exists (size 5): no fallback
+    shadowed = RolloutRoll.objects.filter(roll_id="r1", size__lte=3)  # v3 exists (size 5): no fallback
     with dynorm.capture() as cap:
         assert io(shadowed, "count") == 0
     assert cap.operations == ["Query"]

@@ -24,7 +24,7 @@ from dynorm import Entity, Table, fields
 
 class Shared(Table):
     class Meta:
-        table_name = "w9rolling"
+        table_name = "rolling_deploy"
 
 class User(Entity):
     user_id = fields.String()
@@ -104,7 +104,7 @@ def _run(tmp: Path, script: str, *args: str) -> str:
 def test_attributes_only_the_newer_version_declares_survive_every_write_of_the_older(tmp_path: Path) -> None:
     (tmp_path / "model_a.py").write_text(MODEL.format(extra=""))
     (tmp_path / "model_b.py").write_text(MODEL.format(extra="nickname = fields.String(null=True)"))
-    table = conf.get_settings().table_prefix + "w9rolling"
+    table = conf.get_settings().table_prefix + "rolling_deploy"
     try:
         _run(tmp_path, APP_B, "setup")
         assert _run(tmp_path, APP_A).strip() == "ok"

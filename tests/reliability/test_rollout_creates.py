@@ -6,6 +6,10 @@ so that no v1 copy is left for ``get()``'s fallback, a copy-mode rekey or ``Dele
 trip on. Each test asserts the outcome, the raw table and the number and kind of requests.
 Before this change tx.create/atransaction, tx.save and save() of new instances and
 bulk_create wrote the v2 item and left the v1 one in place.
+
+Also here: the first save() moving a tokenless older item (strict xfail: an attribute a raw writer
+adds meanwhile is lost), and an entity whose older key is another entity type's current key
+(Table.check() reports it; create() is not refused by it; bulk_create deleting it is a strict xfail).
 """
 
 from __future__ import annotations
@@ -291,6 +295,44 @@ def test_update_or_create_moves_the_older_item_and_updates_it(io: Any) -> None:
     assert stored["v2#I#m"]["note"] == {"S": "new"} and stored["v2#I#m"]["legacy"] == {"S": "kept"}
 
 
+# -- the move of a tokenless older item by a first save(): an attribute another writer added ----------
+@pytest.mark.xfail(strict=True, reason="documented limitation (docs/migrations.md, writes from outside dynorm): an "
+                   "attribute ADDED by a raw writer to an item without a revision token cannot be detected by a "
+                   "condition; open: the read_versions move could stamp a token first as migrations now do")
+def test_first_save_moving_a_tokenless_older_item_keeps_an_attribute_added_meanwhile() -> None:
+    """save() of a new unversioned instance moves the v1 item (Put at v2 + Delete of v1 "conditional
+    on it being unchanged"). For an item without a revision token the condition compares only the
+    attributes read: an attribute another writer ADDED between the move's GetItem and its
+    TransactWriteItems passes the check, and the Delete drops it. Expected: the added attribute
+    survives at v2, or the save fails (StaleWrite) with the v1 item intact."""
+    dynorm.backend.call("PutItem", {"TableName": RollCreates.table_name(), "Item": {
+        "PK": {"S": "v1#P#r1"}, "SK": {"S": "METADATA"}, "entityType": {"S": "RC_PLAIN"},
+        "item_id": {"S": "r1"}, "note": {"S": "v1"}}})
+    fired = {"n": 0}
+
+    def other_writer(request: Any, **kwargs: Any) -> None:
+        body = json.loads(request.body)
+        if not fired["n"] and any("Delete" in a for a in body.get("TransactItems", [])):
+            fired["n"] += 1  # a writer that is not dynorm adds an attribute to the old item, acknowledged
+            dynorm.backend.call("UpdateItem", {
+                "TableName": RollCreates.table_name(), "Key": {"PK": {"S": "v1#P#r1"}, "SK": {"S": "METADATA"}},
+                "UpdateExpression": "SET extra = :v", "ExpressionAttributeValues": {":v": {"S": "acknowledged"}}})
+
+    with Hook("before-send.dynamodb.TransactWriteItems", other_writer):
+        try:
+            RcPlain(item_id="r1", note="new").save()
+            failed = False
+        except dynorm.StaleWrite:
+            failed = True
+    assert fired["n"] == 1
+    stored = _table()
+    if failed:
+        assert stored["v1#P#r1"]["extra"] == {"S": "acknowledged"}
+    else:  # on the buggy code: v2 item without 'extra', v1 item deleted
+        assert set(stored) == {"v2#P#r1"}
+        assert stored["v2#P#r1"].get("extra") == {"S": "acknowledged"}
+
+
 # -- bulk_create: replaces the item get() reads, older copy included ------------------------------
 def _batch_requests(cap: Any) -> list[tuple[int, int]]:
     """(PutRequests, DeleteRequests) of each BatchWriteItem captured."""
@@ -441,3 +483,76 @@ def test_what_a_rollout_bulk_create_reports_matches_the_table(n: int, old: set[i
             half += 1
     if half:
         assert f"{half} of them went in under the current key version" in message
+
+
+# -- an entity's older key is another entity type's current key -----------------------------------
+class OlderKeyShared(Table):
+    class Meta:
+        table_name = "rollc_older_key_shared"
+
+
+class KeyRolled(Entity):
+    """Rolled out to v2; still reads v1."""
+
+    item_id = fields.String()
+    note = fields.String(null=True)
+
+    class Meta:
+        table = OlderKeyShared
+        entity_type = "ROLLED"
+        key_version = "v2"
+        read_versions = ["v2", "v1"]
+        pk = "{version}#K#{item_id}"
+        sk = "METADATA"
+
+
+class KeyNeighbour(Entity):
+    """Another entity type whose key text equals KeyRolled's v1 key (a literal where it has {version}).
+    Table.check() reports nothing about it."""
+
+    item_id = fields.String()
+    note = fields.String(null=True)
+
+    class Meta:
+        table = OlderKeyShared
+        entity_type = "NEIGHBOUR"
+        pk = "v1#K#{item_id}"
+        sk = "METADATA"
+
+
+def _shared() -> dict[str, str]:
+    resp = dynorm.backend.call("Scan", {"TableName": OlderKeyShared.table_name(), "ConsistentRead": True})
+    return {i["PK"]["S"]: i["entityType"]["S"] for i in resp["Items"]}
+
+
+def test_table_check_reports_an_entity_whose_key_is_another_entitys_older_read_version_key() -> None:
+    """The overlap behind the next test is a modelling error Table.check() now reports (it checked only
+    the current key versions): `dynorm check` names both entities and the read version."""
+    problems = [p for p in OlderKeyShared.check() if "ROLLED" in p and "NEIGHBOUR" in p]
+    assert problems and "read version 'v1'" in problems[0], OlderKeyShared.check()
+
+
+@pytest.mark.xfail(strict=True, reason="open (issue note, session 4): BatchWriteItem deletes take no condition; "
+                   "Table.check() reports the overlapping templates (test above); bulk_create could read the older "
+                   "keys first and delete only this entity's items")
+def test_bulk_create_never_deletes_another_entity_types_item_at_an_older_key() -> None:
+    """bulk_create's DeleteRequest of each older key is unconditional: it deletes whatever item is
+    there, here an acknowledged KeyNeighbour item that get() of KeyRolled never returns."""
+    KeyNeighbour.objects.create(item_id="b", note="precious")
+    with pytest.raises(KeyRolled.DoesNotExist):
+        KeyRolled.objects.get(item_id="b")  # not a KeyRolled item: the fallback ignores it
+    KeyRolled.objects.bulk_create([KeyRolled(item_id="b", note="x")])
+    # on the buggy code: {'v2#K#b': 'ROLLED'} (the neighbour's item was deleted)
+    assert _shared() == {"v1#K#b": "NEIGHBOUR", "v2#K#b": "ROLLED"}
+    assert KeyNeighbour.objects.get(item_id="b").note == "precious"
+
+
+def test_create_is_not_refused_by_another_entity_types_item_at_an_older_key() -> None:
+    """create()'s ConditionCheck per older key tests only attribute_not_exists: an item of another
+    entity type there (which get() does not read as this entity) makes it AlreadyExists, although
+    no KeyRolled item exists and get() raises DoesNotExist."""
+    KeyNeighbour.objects.create(item_id="a", note="y")
+    with pytest.raises(KeyRolled.DoesNotExist):
+        KeyRolled.objects.get(item_id="a")
+    KeyRolled.objects.create(item_id="a", note="x")  # on the buggy code: AlreadyExists
+    assert _shared() == {"v1#K#a": "NEIGHBOUR", "v2#K#a": "ROLLED"}

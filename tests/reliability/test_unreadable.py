@@ -9,7 +9,7 @@ import pytest
 
 import dynorm
 from dynorm import F, backend
-from tests.models import Customer, Measure, Order, Retail
+from tests.models import Customer, Measure, Order, Retail, Tally
 
 
 def _spoil(model: Any, key: dict[str, Any], attribute: str, av: dict[str, Any]) -> dict[str, Any]:
@@ -122,40 +122,28 @@ def test_in_bulk_and_prefetch_report_a_bad_item_and_keep_the_others() -> None:
     assert jobs.unreadable[0].key == key
 
 
-# -- issue 9 (adversarial): writes and by-key reads of an item another writer spoiled ----------
-
-class U9Tally(dynorm.Entity):
-    name = dynorm.fields.String()
-    n = dynorm.fields.Integer(default=0)
-    note = dynorm.fields.String(null=True)
-
-    class Meta:
-        table = Retail
-        entity_type = "U9_TALLY"
-        pk = "{version}#U9TALLY#{name}"
-        sk = "METADATA"
-
+# -- writes and by-key reads of an item another writer spoiled ---------------------------------------
 
 def _poison(name: str) -> None:
     """Another writer stores ``note`` as a number (the model reads a string)."""
     backend.call("UpdateItem", {
-        "TableName": Retail.table_name(), "Key": U9Tally._meta.primary_key({"name": name}),
+        "TableName": Retail.table_name(), "Key": Tally._meta.primary_key({"name": name}),
         "UpdateExpression": "SET #a = :v", "ExpressionAttributeNames": {"#a": "note"},
         "ExpressionAttributeValues": {":v": {"N": "5"}}})
 
 
 def _stored(name: str) -> dict[str, Any]:
     return dict(backend.call("GetItem", {"TableName": Retail.table_name(), "ConsistentRead": True,
-                                         "Key": U9Tally._meta.primary_key({"name": name})})["Item"])
+                                         "Key": Tally._meta.primary_key({"name": name})})["Item"])
 
 
 @pytest.mark.parametrize("how", ["queryset", "instance"])
 def test_update_that_was_applied_is_reported_applied_when_the_item_has_a_bad_attribute(how: str) -> None:
-    obj = U9Tally.objects.create(name=f"p{how}")
+    obj = Tally.objects.create(name=f"p{how}")
     _poison(f"p{how}")
     with pytest.warns(RuntimeWarning, match="was applied.*attribute 'note'"):
         if how == "queryset":
-            result = U9Tally.objects.filter(name=f"p{how}").update(n=F("n") + 1)
+            result = Tally.objects.filter(name=f"p{how}").update(n=F("n") + 1)
             assert result is not None and result.n == 1
         else:
             obj.update(n=7)
@@ -164,10 +152,10 @@ def test_update_that_was_applied_is_reported_applied_when_the_item_has_a_bad_att
 
 
 def test_failed_condition_on_an_item_with_a_bad_attribute_raises_condition_failed() -> None:
-    U9Tally.objects.create(name="q")
+    Tally.objects.create(name="q")
     _poison("q")
     with pytest.raises(dynorm.ConditionFailed, match="nothing was written") as info:
-        U9Tally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
+        Tally.objects.filter(name="q").update(n=F("n") + 1, condition=dynorm.Q(n__gte=100))
     assert info.value.raw["note"] == {"N": "5"}  # type: ignore[attr-defined]
     assert info.value.unreadable.attribute == "note"  # type: ignore[attr-defined]
     assert _stored("q")["n"] == {"N": "0"}
@@ -175,10 +163,10 @@ def test_failed_condition_on_an_item_with_a_bad_attribute_raises_condition_faile
 
 @pytest.mark.parametrize("how", ["refresh_from_db", "deferred_field"])
 def test_refresh_and_deferred_load_of_a_bad_item_raise_unreadable_items(how: str) -> None:
-    U9Tally.objects.create(name="bad")
+    Tally.objects.create(name="bad")
     _poison("bad")
-    obj = U9Tally.objects.only("name", "n").get(name="bad")
-    with pytest.raises(dynorm.UnreadableItems, match="PK='v1#U9TALLY#bad'") as info:
+    obj = Tally.objects.only("name", "n").get(name="bad")
+    with pytest.raises(dynorm.UnreadableItems, match="PK='v1#TALLY#bad'") as info:
         if how == "refresh_from_db":
             obj.refresh_from_db()
         else:

@@ -143,7 +143,7 @@ def test_number_given_a_decimal_reads_back_by_the_documented_rule(value: decimal
     """fields.Number: a non-integral number reads back as the float whose shortest repr is the
     stored text, else a Decimal (the stored text cannot say which was written); fields.Decimal
     always gives a Decimal."""
-    Measure.objects.create(sensor="w9n", amount=value, exact=value)
-    back = Measure.objects.get(sensor="w9n")
+    Measure.objects.create(sensor="decimal", amount=value, exact=value)
+    back = Measure.objects.get(sensor="decimal")
     assert back.amount == expected and type(back.amount) is type(expected)
     assert back.exact == value and isinstance(back.exact, decimal.Decimal)

@@ -15,7 +15,7 @@ from typing import Any
 import dynorm
 from dynorm import Entity, Index, Table, fields
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import Project, widgets
+from tests.migproject import TABLE_SRC, Project, widgets
 
 
 class BlindRolls(Table):
@@ -110,22 +110,12 @@ class Widget(Entity):
         indexes = {{"by_maker": Index("GSI1", pk="M#{{maker}}", sk="S#{{size:04d}}")}}
 '''
 
-TABLES = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        gsi_count = 1
-'''
-
-
 def test_copy_mode_rekey_does_not_duplicate_results_on_a_version_blind_template_gsi(project: Project) -> None:
-    models: Any = project.stage(TABLES, MODELS.format(pkg=project.pkg, version="v1"))
+    models: Any = project.stage(TABLE_SRC, MODELS.format(pkg=project.pkg, version="v1"))
     project.makemigrations()
     project.executor().migrate(MigrateOptions())
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i}", maker="m", size=i) for i in range(4)])
-    models = project.stage(TABLES, MODELS.format(pkg=project.pkg, version="v2"))
+    models = project.stage(TABLE_SRC, MODELS.format(pkg=project.pkg, version="v2"))
     project.makemigrations()
     project.executor().migrate(MigrateOptions(mode="copy"))
     assert len(widgets(project.table)) == 8  # both copies stored, as documented for copy mode

@@ -39,7 +39,7 @@ class Doc(Entity):
 
     class Meta:
         table = Retail
-        entity_type = "W9_DOC"
+        entity_type = "DOC"
         pk = "{version}#DOC#{doc_id}"
         sk = "METADATA"
         indexes = {"by_owner": Index("GSI1", pk="{version}#DOWNER#{owner}", sk="D#{doc_id}")}
@@ -52,7 +52,7 @@ class Memo(Entity):  # unversioned
 
     class Meta:
         table = Retail
-        entity_type = "W9_MEMO"
+        entity_type = "MEMO"
         pk = "{version}#MEMO#{memo_id}"
         sk = "METADATA"
 
@@ -84,7 +84,7 @@ def test_a_new_versioned_instance_is_one_put_that_refuses_to_overwrite() -> None
     assert op.kind == "Put" and op.verb == "save"
     item = op.params["Item"]
     assert item["PK"] == {"S": "v1#DOC#d1"} and item["GSI1PK"] == {"S": "v1#DOWNER#ann"}
-    assert item["rev"] == {"N": "1"} and item["entityType"] == {"S": "W9_DOC"}
+    assert item["rev"] == {"N": "1"} and item["entityType"] == {"S": "DOC"}
     assert len(item["_dynorm_rev"]["S"]) == 16
     assert _expr(op.params, "ConditionExpression") == "attribute_not_exists(PK)"
     assert doc.rev is None and doc._state.adding  # planning changes nothing
@@ -176,7 +176,7 @@ def test_a_field_stored_as_the_revision_attribute_is_refused() -> None:
         type("BadRev", (Entity,), {"__module__": __name__, "a": fields.String(),
                                    "b": fields.String(attr_name="_dynorm_rev"),
                                    "Meta": type("Meta", (), {"table": Retail, "pk": "BR#{a}", "sk": "S",
-                                                             "entity_type": "W9_BADREV"})})
+                                                             "entity_type": "BADREV"})})
 
 
 def test_an_ambiguous_reference_name_is_refused() -> None:
@@ -185,13 +185,13 @@ def test_an_ambiguous_reference_name_is_refused() -> None:
                                         "Meta": type("Meta", (), {"table": Retail, "pk": pk, "sk": "S",
                                                                   "entity_type": et})})
 
-    declare("W9_TWIN_A", "TWA#{a}")
+    declare("TWIN_A", "TWA#{a}")
     ref = fields.Reference("Twin")
-    assert ref.target.__module__.endswith("W9_TWIN_A")
+    assert ref.target.__module__.endswith("TWIN_A")
     with pytest.raises(dynorm.ModelError, match="ambiguous"):
-        declare("W9_TWIN_B", "TWB#{a}")
-    assert "W9_TWIN_B" not in Retail._entities
-    assert registry.entity_named(f"{__name__}_W9_TWIN_A.Twin") is ref.target
+        declare("TWIN_B", "TWB#{a}")
+    assert "TWIN_B" not in Retail._entities
+    assert registry.entity_named(f"{__name__}_TWIN_A.Twin") is ref.target
 
 
 @settings(deadline=None)  # a shared machine: the first example may be slow
@@ -230,7 +230,7 @@ def test_decimal_subclass_kind_is_inherited() -> None:
 def test_a_save_expression_over_4_kb_is_refused_before_any_request() -> None:
     ns: dict[str, Any] = {"__module__": __name__, "k": fields.String(),
                           "Meta": type("Meta", (), {"table": Retail, "pk": "WIDE#{k}", "sk": "S",
-                                                    "entity_type": "W9_WIDE"})}
+                                                    "entity_type": "WIDE"})}
     ns.update({f"f{i}": fields.String(null=True) for i in range(400)})
     wide = type("Wide", (Entity,), ns)
     obj = _read(wide, k="a", **{f"f{i}": "x" for i in range(400)})

@@ -1,11 +1,20 @@
-"""adv10c: DeleteVersion's conditional transactional deletes under attack (issue 10).
+"""DeleteVersion's conditional transactional deletes: it deletes an old-version item only while that item
+is unchanged since its current-version copy was checked, counts every item it deleted, and keeps to its
+--plan and --max-wcu figures.
 
-Each test fails on the code it was written against and passes once the bug is fixed.
+* ``--executor dask`` checks the copies in each task, page by page, as the threads engine does.
+* An item without a revision token is kept when a raw writer changes it and sets a fresh token.
+* The ledger's counts stay exact after a killed or interrupted run and after a lost response.
+* An item an old-version application creates during the run is not left behind at the old version alone.
+* ``migrate --plan`` bounds the write requests DeleteVersion sends under ``--max-wcu``.
+
+The copy-revision rules (``_dynorm_rev_src``) and items too large to compare in one condition are in
+tests/integration/test_delete_version_revisions.py; the catch-up pass and the copy check in
+tests/integration/test_migration_completion.py.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import signal
@@ -19,11 +28,10 @@ import botocore.exceptions
 import pytest
 
 from dynorm import backend
-from dynorm.migrations import MigrationError
 from dynorm.migrations.executor import MigrateOptions
 from dynorm.migrations.loader import load_migrations
 from tests.faults import Hook, deliver
-from tests.migproject import REPO, V2, Project, load_v1, scan_all, widgets
+from tests.migproject import REPO, V2, VERSION_LATE_MODELS, Project, load_v1, scan_all, widgets
 
 DROP_V1 = '''
 from dynorm.migrations import operations as ops
@@ -31,24 +39,6 @@ dependencies = ["0002_widget_v2"]
 operations = [ops.DeleteVersion(table="migshop", entity_type="WIDGET", version="v1",
                                 pk="{{version}}#W#{{widget_id}}"{extra})]
 '''
-
-VERSION_LATE_MODELS = '''
-from dynorm import Entity, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    version = fields.Version()
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        key_version = "{version}"
-        pk = "W#{{widget_id}}#{{version}}"
-        sk = "METADATA"
-'''
-
 
 def _rollout(project: Project, n: int) -> None:
     load_v1(project, n)
@@ -79,7 +69,7 @@ def _v1_update(name: str, wid: str) -> None:
         "ExpressionAttributeValues": {":v": {"S": "ack"}, ":r": {"S": "fresh-token-1"}}})
 
 
-# -- 1. DeleteVersion on the Dask executor checks nothing ------------------------------------------------------
+# -- the Dask executor checks the copies as the threads engine does -------------------------------------------
 
 @pytest.fixture
 def dask_client() -> Iterator[Any]:
@@ -97,14 +87,13 @@ def _dask(project: Project, client: Any) -> Any:
     return DaskExecutor(load_migrations(project.migrations), client=client)
 
 
-def test_dask_delete_version_deletes_the_items_of_the_current_version(project: Project, dask_client: Any) -> None:
+def test_dask_delete_version_keeps_the_items_of_the_current_version(project: Project, dask_client: Any) -> None:
     """`migrate --executor dask`: each task builds its VersionDeleter without `copies`, so `at_version()` is
     always True and no copy is checked. With `{version}` after the partition-key prefix the Scan also reads
     the v2 items: every item of the entity (10 copies + one created by the v2 app) is deleted, exit 0."""
     def deploy(version: str) -> Any:
-        (project.dir / "models.py").write_text(VERSION_LATE_MODELS.format(pkg=project.pkg, version=version))
-        name = f"{project.pkg}.models"
-        return importlib.reload(sys.modules[name]) if name in sys.modules else importlib.import_module(name)
+        return project.write_models_source(VERSION_LATE_MODELS.format(
+            pkg=project.pkg, version=version, pk="W#{widget_id}#{version}", sk="METADATA"))
 
     m = deploy("v1")
     project.makemigrations()
@@ -127,7 +116,7 @@ def test_dask_delete_version_deletes_the_items_of_the_current_version(project: P
     assert m.Widget.objects.get(widget_id="fresh").maker == "created by the v2 app"
 
 
-def test_dask_delete_version_deletes_an_item_whose_copy_vanished_after_the_check(
+def test_dask_delete_version_keeps_an_item_whose_copy_vanished_after_the_check(
         project: Project, dask_client: Any) -> None:
     """The driver checks the copies, then the tasks delete without the per-page re-check the thread engine
     does: an item whose v2 copy is deleted between the check and its page is deleted too (its only copy)."""
@@ -149,7 +138,7 @@ def test_dask_delete_version_deletes_an_item_whose_copy_vanished_after_the_check
     assert report.partial == {"0003_drop_v1": 1}
 
 
-def test_dask_delete_version_deletes_a_v1_write_made_after_the_check(project: Project, dask_client: Any) -> None:
+def test_dask_delete_version_keeps_a_v1_write_made_after_the_check(project: Project, dask_client: Any) -> None:
     """A v1 application updates an item after the driver's check and before the task reads its page: the
     task deletes the new revision (no copy check in the task), the acknowledged write is lost for good."""
     _rollout(project, 30)
@@ -170,30 +159,7 @@ def test_dask_delete_version_deletes_a_v1_write_made_after_the_check(project: Pr
     assert report.partial == {"0003_drop_v1": 1}
 
 
-# -- 2. copy_missing=True brings back an item the current app deleted --------------------------------------------
-
-@pytest.mark.xfail(strict=True, reason="documented (docs/migrations.md, contract step): run DeleteVersion before "
-                   "read_versions is removed; removed first, a v2 delete leaves the v1 source, and copy_missing=True "
-                   "copies it back (the refusal warns; tests/integration/test_delete_version_revisions.py covers the "
-                   "documented order). A tombstone would be needed to tell the two cases apart")
-def test_copy_missing_resurrects_an_item_the_v2_app_deleted(project: Project) -> None:
-    """Step 3 of the documented rollout: read_versions removed, the v2 app deletes an item (its v1 copy-mode
-    source stays), then DeleteVersion refuses ("no copy") and names copy_missing=True as the fix; following
-    it copies the stale v1 item back to v2: the acknowledged delete is undone, get() finds the item again."""
-    _rollout(project, 20)
-    W2 = project.write_models(**V2).Widget
-    W2.objects.get(widget_id="w00005").delete()
-    _drop(project)
-    with pytest.raises(MigrationError) as err:
-        project.executor().migrate(MigrateOptions())
-    assert "copy_missing=True" in str(err.value)
-    _drop(project, ", copy_missing=True")
-    project.executor().migrate(MigrateOptions())
-    assert "w00005" not in _at(project, "v2"), "an acknowledged delete was undone"
-    assert not W2.objects.filter(widget_id="w00005").exists()
-
-
-# -- 3. an item without a revision token: a raw write that adds an attribute after the check -------------------
+# -- an item without a revision token: a raw write that sets a fresh token after the check ------------------
 
 def test_delete_version_keeps_a_raw_write_to_a_tokenless_item_that_sets_a_fresh_token(project: Project) -> None:
     """docs/migrations.md: a raw write that ADDS an attribute to an item without a token cannot be detected
@@ -225,7 +191,7 @@ def test_delete_version_keeps_a_raw_write_to_a_tokenless_item_that_sets_a_fresh_
     assert report.partial == {"0003_drop_v1": 1}
 
 
-# -- 4. the ledger's counts after an interruption or a lost response ---------------------------------------------
+# -- the ledger's counts after an interruption or a lost response ----------------------------------------------
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
 def test_delete_version_counts_every_deleted_item_after_an_interrupted_run(project: Project, signum: int) -> None:
@@ -287,9 +253,9 @@ def test_delete_version_counts_an_item_whose_delete_response_was_lost(project: P
     assert report.operations[-1].counts["rewritten"] == n - 1
 
 
-# -- 5. an item the v1 app creates during DeleteVersion, after the scan passed it ---------------------------------
+# -- an item the old-version app creates during DeleteVersion, after the scan passed it ----------------------
 
-def test_delete_version_records_applied_with_a_v1_item_created_during_the_run(project: Project) -> None:
+def test_delete_version_leaves_no_v1_item_created_during_the_run_alone_at_v1(project: Project) -> None:
     """Move mode has a catch-up pass for exactly this; DeleteVersion has none. A v1 application's acknowledged
     create() during the delete pass (after the scan passed its position) stays at v1 with no v2 copy, the
     migration is recorded applied (a re-run does nothing) and the v2 models never see the item."""
@@ -314,7 +280,7 @@ def test_delete_version_records_applied_with_a_v1_item_created_during_the_run(pr
         (report.applied, "late0 stranded at v1")
 
 
-# -- 6. --plan's request figure for DeleteVersion under --max-wcu -------------------------------------------------
+# -- --plan's write-request figure for DeleteVersion under --max-wcu ---------------------------------------------
 
 def test_plan_write_requests_bound_what_delete_version_sends_under_max_wcu(project: Project) -> None:
     """docs: "with --max-wcu 30 they go 10 at a time"; --plan promises upper bounds, yet counts requests as
@@ -341,28 +307,3 @@ def test_plan_write_requests_bound_what_delete_version_sends_under_max_wcu(proje
         project.executor().migrate(MigrateOptions(segments=1, max_wcu=30))
     assert sum(sent) == 100
     assert len(sent) <= int(found.group(1)), (found.group(0), sent)
-
-
-# -- 7. a tokenless item with many attributes: the every-attribute condition exceeds 4 KB -------------------------
-
-def test_delete_version_of_tokenless_items_with_many_attributes_finishes(project: Project) -> None:
-    """Items no dynorm write touched are deleted on a condition naming every attribute; with 300 attributes
-    that ConditionExpression is 5.4 KB, over DynamoDB's 4 KB limit: ValidationException aborts the whole
-    run, every re-run fails the same way, and the old version can never be dropped."""
-    n = 5
-    load_v1(project, n)
-    name = project.table.table_name()
-    for i in range(n):
-        for lo in range(0, 300, 100):  # an attribute set another writer gave them, no revision token
-            backend.call("UpdateItem", {
-                "TableName": name, "Key": {"PK": {"S": f"v1#W#w{i:05d}"}, "SK": {"S": "METADATA"}},
-                "UpdateExpression": "SET " + ", ".join(f"a{k} = :v{k}" for k in range(lo, lo + 100)) + " REMOVE #r",
-                "ExpressionAttributeNames": {"#r": "_dynorm_rev"},
-                "ExpressionAttributeValues": {f":v{k}": {"N": str(k)} for k in range(lo, lo + 100)}})
-    project.write_models(**V2)
-    project.makemigrations()
-    assert project.executor().migrate(MigrateOptions(mode="copy")).applied == ["0002_widget_v2"]
-    _drop(project)
-    report = project.executor().migrate(MigrateOptions())  # raised ServiceError: ValidationException
-    assert report.applied == ["0003_drop_v1"]
-    assert _at(project, "v1") == {} and len(_at(project, "v2")) == n
