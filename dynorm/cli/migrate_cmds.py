@@ -228,9 +228,9 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
     from dynorm.migrations.loader import load_migrations
 
-    tables = state.load_models()
+    model_tables = state.load_models()
     migrations = load_migrations(settings.migrations)
-    _warn_unmigrated(migrations, tables)
+    _warn_unmigrated(migrations, model_tables)
     reporter = _JsonProgress() if as_json else _Bar()
     if verify_name is not None:
         _verify(Executor(migrations), verify_name, mode, segments or 4, as_json)
@@ -414,9 +414,9 @@ def showmigrations(state: State) -> None:
     settings = state.settings()
     if not settings.migrations:
         raise ConfigurationError("no migrations package configured; set `migrations:` in dynorm.yaml.")
-    tables = state.load_models()
+    model_tables = state.load_models()
     migrations = load_migrations(settings.migrations)
-    _warn_unmigrated(migrations, tables)
+    _warn_unmigrated(migrations, model_tables)
     if not migrations:
         click.echo("No migrations.")
         return
