@@ -69,3 +69,21 @@ def test_no_warning_when_the_migrations_reflect_the_models(
         assert result.exit_code == 0, (args, result.output)
         assert "WARNING" not in result.stderr and "makemigrations" not in result.stderr, args
     assert "[X] 0002_widget_v2" in result.stdout
+
+
+def test_a_change_no_migration_can_make_is_a_warning_too(
+        project: Project, tmp_path: Path, dynamodb_local: str) -> None:
+    from tests.migproject import MODELS_SRC, TABLE_SRC
+
+    project.write_models(**V1)
+    project.makemigrations()
+    # a new partition-key attribute: makemigrations refuses it (declare a new table instead)
+    project.stage(TABLE_SRC.replace('table_name = "migshop"', 'table_name = "migshop"\n        pk_attribute = "pk"'),
+                  MODELS_SRC.format(pkg=project.pkg, **V1))
+    cfg = _config(project, tmp_path, dynamodb_local)
+    shown = _run(cfg, "showmigrations")
+    assert shown.exit_code == 0 and "[ ] 0001_initial" in shown.stdout
+    assert "WARNING: cannot compare the models with the migrations" in shown.stderr
+    assert "changing pk_attribute from 'PK' to 'pk' is not supported in place" in shown.stderr
+    check = _run(cfg, "makemigrations", "--check")
+    assert check.exit_code == 1 and "changing pk_attribute" in check.output
