@@ -43,7 +43,7 @@ demo: install dynamodb-local
 	  echo "== load the catalog under v1 keys" && \
 	  $(PY) -m demo_project.catalog.demo load-v1 && \
 	  echo "== dynorm showmigrations" && $(PY) -m dynorm showmigrations && \
-	  echo "== dynorm migrate   (0002_catalog_v2: rewrite every item from v1 to v2 keys; 0003: seed tables)" && \
+	  echo "== dynorm migrate   (0002_catalog_v2: rewrite every item from v1 to v2 keys; 0003: seed tables; 0004: the library's ByCategory index)" && \
 	  $(PY) -m dynorm migrate && \
 	  echo "== the nine access patterns, on v2 keys" && \
 	  $(PY) -m demo_project.catalog.demo patterns; \

@@ -228,10 +228,12 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
     from dynorm.migrations.loader import load_migrations
 
-    state.load_models()
+    model_tables = state.load_models()
+    migrations = load_migrations(settings.migrations)
+    _warn_unmigrated(migrations, model_tables)
     reporter = _JsonProgress() if as_json else _Bar()
     if verify_name is not None:
-        _verify(Executor(load_migrations(settings.migrations)), verify_name, mode, segments or 4, as_json)
+        _verify(Executor(migrations), verify_name, mode, segments or 4, as_json)
         return
     if scheduler and engine != "dask":
         raise click.UsageError("--scheduler needs --executor dask.")
@@ -239,10 +241,10 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if engine == "dask":
         from dynorm.migrations.dask_executor import DaskExecutor
 
-        executor = DaskExecutor(load_migrations(settings.migrations), reporter=reporter, scheduler=scheduler,
+        executor = DaskExecutor(migrations, reporter=reporter, scheduler=scheduler,
                                 n_workers=dask_workers, segments_per_worker=None if segments else 4)
     else:
-        executor = Executor(load_migrations(settings.migrations), reporter=reporter)
+        executor = Executor(migrations, reporter=reporter)
     if force_unlock:
         ledger = executor.ledger()
         confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
@@ -296,6 +298,30 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         raise click.ClickException(
             f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
             f"Fix the cause and run `{resume}` again: it retries exactly the failed items.")
+
+
+def _warn_unmigrated(migrations: list[Any], tables: list[Any]) -> None:
+    """Warn on stderr, as Django's ``migrate`` does, about model changes that no migration reflects.
+
+    Only a warning: the exit code stays the command's own (``makemigrations --check`` is the CI gate).
+    """
+    from dynorm.migrations.api import pending_changes
+    from dynorm.migrations.operations import MigrationError
+
+    try:
+        changes = pending_changes(migrations, tables)
+    except MigrationError as exc:
+        click.echo(f"WARNING: cannot compare the models with the migrations ({exc}); `dynorm makemigrations "
+                   "--check` shows what to change.", err=True)
+        return
+    if not changes:
+        return
+    apps = ", ".join(dict.fromkeys(f"'{c.app}'" for c in changes))
+    lines = [f"  {c.app}: {op.describe()}" for c in changes for op in c.operations]
+    click.echo(f"WARNING: Your models in app(s) {apps} have changes that are not yet reflected in a migration, "
+               "so `dynorm migrate` does not apply them:\n" + "\n".join(lines)
+               + "\nRun `dynorm makemigrations` to make a migration for them, then `dynorm migrate` to apply it.",
+               err=True)
 
 
 def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -> None:
@@ -388,8 +414,9 @@ def showmigrations(state: State) -> None:
     settings = state.settings()
     if not settings.migrations:
         raise ConfigurationError("no migrations package configured; set `migrations:` in dynorm.yaml.")
-    state.load_models()
+    model_tables = state.load_models()
     migrations = load_migrations(settings.migrations)
+    _warn_unmigrated(migrations, model_tables)
     if not migrations:
         click.echo("No migrations.")
         return

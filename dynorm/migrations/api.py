@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..checks import CollectionMember, collection_splits
 from .autodetector import detect_changes, suggest_name
-from .loader import NAME_RE, Migration, build_state, load_migrations, package_path
+from .loader import NAME_RE, Migration, build_state, load_migrations, package_path, tables_of
 from .operations import MigrationError, Operation
 from .state import ProjectState, state_from_models
 from .writer import render_migration
@@ -16,7 +16,7 @@ from .writer import render_migration
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table
 
-__all__ = ["MakeResult", "make_migrations", "load_migrations"]
+__all__ = ["MakeResult", "PendingChanges", "make_migrations", "pending_changes", "load_migrations"]
 
 
 @dataclass
@@ -53,13 +53,7 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
             version bump that splits an item collection (its entities must be bumped together).
     """
     migrations = load_migrations(package)
-    old = build_state(migrations)
-    new = state_from_models(tables)
-    splits = collection_splits(_members(old), _members(new))
-    if splits and not empty:
-        raise MigrationError("refusing to write a migration that splits an item collection: " + " ".join(splits))
-    ops = [] if empty else detect_changes(old, new)
-    _check_new_multi_gsis(ops, tables)
+    ops = _detect(migrations, tables, compare=not empty)
     if not ops and not empty:
         return MakeResult(None, [], None, None)
     leaves = _leaves(migrations)
@@ -78,6 +72,81 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
     path = folder / f"{full}.py"
     path.write_text(source)
     return MakeResult(full, ops, path, source)
+
+
+def _detect(migrations: list[Migration], tables: list[type[Table]], compare: bool = True) -> list[Operation]:
+    """The operations from the state the migrations build to the models' state, checked (pure).
+
+    ``compare=False`` (``makemigrations --empty``) only builds both states, which validates them,
+    and returns ``[]``.
+
+    Raises:
+        MigrationError: as :func:`make_migrations`.
+    """
+    old = build_state(migrations)
+    new = state_from_models(tables)
+    if not compare:
+        return []
+    splits = collection_splits(_members(old), _members(new))
+    if splits:
+        raise MigrationError("refusing to write a migration that splits an item collection: " + " ".join(splits))
+    ops = detect_changes(old, new)
+    _check_new_multi_gsis(ops, tables)
+    return ops
+
+
+@dataclass(frozen=True)
+class PendingChanges:
+    """Model changes of one app that no migration reflects (what ``makemigrations`` would write).
+
+    Attributes:
+        app: the app label: the package holding the module that declares the table
+            (``demo_project.library.models`` -> ``library``; a top-level module: its name).
+        table: the logical table name.
+        operations: the operations ``dynorm makemigrations`` would write for the table, in order.
+    """
+
+    app: str
+    table: str
+    operations: tuple[Operation, ...]
+
+
+def pending_changes(migrations: list[Migration], tables: list[type[Table]]) -> list[PendingChanges]:
+    """Return the model changes that no migration reflects, per app, as ``makemigrations --check`` finds them.
+
+    The same comparison as :func:`make_migrations` (the state the migration files build against
+    the models), so the two never disagree; ``dynorm migrate`` and ``showmigrations`` warn with it.
+    Pure: no request is sent (the migration modules are already loaded, the models imported).
+
+    Args:
+        migrations: the loaded migrations (:func:`~dynorm.migrations.loader.load_migrations`).
+        tables: the model tables to compare (``State.load_models()`` in the CLI).
+
+    Returns:
+        One :class:`PendingChanges` per table with changes, in the order of their first operation; ``[]``
+        when every model change has its migration.
+
+    Raises:
+        MigrationError: the migrations do not replay, or the models changed in a way no migration
+            can be made for (the message of ``makemigrations``: key attributes, LSIs, a split item
+            collection, a stored type change ...).
+    """
+    by_table: dict[str, list[Operation]] = {}
+    for op in _detect(migrations, tables):
+        for name in tables_of([op]):
+            by_table.setdefault(name, []).append(op)
+    apps = {t._meta.table_name: _app_label(t) for t in tables}
+    return [PendingChanges(apps.get(name, name), name, tuple(ops)) for name, ops in by_table.items()]
+
+
+def _app_label(table: type[Table]) -> str:
+    """The package holding the table's module, as Django labels an app by its package.
+
+    ``demo_project.library.models`` -> ``library``; ``shop.tables`` -> ``shop``; a top-level
+    module ``shop_models`` -> ``shop_models``.
+    """
+    parts = table.__module__.split(".")
+    return parts[-2] if len(parts) > 1 else parts[0]
 
 
 def _check_new_multi_gsis(ops: list[Operation], tables: list[type[Table]]) -> None:

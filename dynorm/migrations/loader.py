@@ -13,7 +13,7 @@ from types import ModuleType
 from .operations import CreateTable, MigrationError, Operation
 from .state import ProjectState
 
-__all__ = ["Migration", "load_migrations", "build_state", "package_path", "NAME_RE"]
+__all__ = ["Migration", "load_migrations", "build_state", "package_path", "tables_of", "NAME_RE"]
 
 NAME_RE = re.compile(r"^(\d{4})_(\w+)$")
 
@@ -30,15 +30,20 @@ class Migration:
     @property
     def tables(self) -> list[str]:
         """Logical names of the tables its operations touch."""
-        out: list[str] = []
-        for op in self.operations:
-            name = op.table.name if isinstance(op, CreateTable) else getattr(op, "table", None)
-            if isinstance(name, str) and name not in out:
-                out.append(name)
-            entity = getattr(op, "entity", None)
-            if entity is not None and entity.table not in out:
-                out.append(entity.table)
-        return out
+        return tables_of(self.operations)
+
+
+def tables_of(operations: list[Operation]) -> list[str]:
+    """Logical names of the tables ``operations`` touch, in order of first appearance (pure)."""
+    out: list[str] = []
+    for op in operations:
+        name = op.table.name if isinstance(op, CreateTable) else getattr(op, "table", None)
+        if isinstance(name, str) and name not in out:
+            out.append(name)
+        entity = getattr(op, "entity", None)
+        if entity is not None and entity.table not in out:
+            out.append(entity.table)
+    return out
 
 
 def package_path(package: str) -> Path:

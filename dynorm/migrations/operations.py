@@ -6,6 +6,7 @@ operation only knows how it changes the frozen state and how to describe itself.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable
 
 from ..exceptions import DynormError
@@ -59,7 +60,9 @@ class CreateTable(Operation):
     def state_forwards(self, state: ProjectState) -> None:
         if self.table.name in state.tables:
             raise MigrationError(f"CreateTable: table {self.table.name!r} already exists in the migration state.")
-        state.tables[self.table.name] = TableState(**vars(self.table))
+        # a copy, dicts included: later operations (SyncIndexes, DropIndexes) change the state's table in
+        # place, and the same loaded migrations are replayed again (executor, makemigrations, migrate's check)
+        state.tables[self.table.name] = copy.deepcopy(self.table)
 
     def describe(self) -> str:
         names = [*self.table.gsis, *self.table.multi_gsis]
@@ -181,7 +184,7 @@ class CreateEntity(Operation):
 
     def state_forwards(self, state: ProjectState) -> None:
         _table(state, self.entity.table, "CreateEntity")
-        state.entities[(self.entity.table, self.entity.entity_type)] = EntityState(**vars(self.entity))
+        state.entities[(self.entity.table, self.entity.entity_type)] = copy.deepcopy(self.entity)  # see CreateTable
 
     def describe(self) -> str:
         return f"record entity {self.entity.entity_type} ({self.entity.key_version}) in {self.entity.table}"
@@ -250,7 +253,7 @@ class RekeyEntity(Operation):
         if current.key_version != self.from_version:
             raise MigrationError(f"RekeyEntity {self.entity_type}: the state has key version {current.key_version!r}, "
                                  f"not {self.from_version!r}.")
-        state.entities[key] = EntityState(**vars(self.new))
+        state.entities[key] = copy.deepcopy(self.new)  # a copy: DropIndexes changes the state's keys in place
 
     def describe(self) -> str:
         return f"rekey {self.entity_type} in {self.table} from {self.from_version} to {self.to_version}"

@@ -128,7 +128,8 @@ def test_migrate_plan_json_and_showmigrations(migrating_config: Path) -> None:
 
     result = CliRunner().invoke(cli, ["--config", str(migrating_config), "migrate", "--json"], catch_exceptions=False)
     code, summary = result.exit_code, json.loads(result.stdout)  # stderr: JSON progress lines
-    assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2", "0003_seed_models"]
+    assert code == 0 and summary["applied"] == ["0001_initial", "0002_catalog_v2", "0003_seed_models",
+                                                "0004_library_by_category"]
     code, out = run("--config", str(migrating_config), "showmigrations")
     assert "[X] 0001_initial" in out and "[X] 0002_catalog_v2" in out
     code, out = run("--config", str(migrating_config), "migrate")
