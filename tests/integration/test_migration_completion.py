@@ -179,6 +179,7 @@ def test_delete_version_never_deletes_an_item_that_loses_its_copy_after_the_chec
 
 # -- DeleteVersion's batches respect --max-wcu ------------------------------------------------------------------
 
+@pytest.mark.slow(reason="paced by --max-wcu in real seconds (12 s)")
 def test_delete_version_batches_stay_within_the_write_budget(project: Project) -> None:
     load_v1(project, 100)
     project.write_models(**V2)

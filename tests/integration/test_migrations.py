@@ -46,6 +46,7 @@ def test_v1_to_v2_move_rewrites_every_item_and_index(project: Project) -> None:
     assert again.applied == [] and set(project.executor().applied()) == {"0001_initial", "0002_widget_v2"}
 
 
+@pytest.mark.slow(reason="a race soak: application writers during a whole migration (18 s)")
 def test_concurrent_application_writes_are_never_lost(project: Project) -> None:
     load_v1(project, 2000)
     project.write_models(**V2)
@@ -650,6 +651,7 @@ def test_plan_write_bound_is_an_upper_bound_with_mixed_item_sizes(project: Proje
     assert report.write_units <= bound.wcu, (report.write_units, bound.wcu)  # actual: 900 > 612
 
 
+@pytest.mark.slow(reason="paced by --max-wcu in real seconds (17 s)")
 def test_max_wcu_is_not_exceeded_by_one_transaction_many_times_over(project: Project) -> None:
     """--max-wcu 20 (one second of burst, docs): each moved item here costs 6 WCU by the documented
     rules (Put 2 + Delete 2 + one GSI entry removed and one written), yet a transaction of 50 items

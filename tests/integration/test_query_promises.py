@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import dynorm
 from dynorm import Entity, Index, Q, Table, backend, fields
 from tests.models import Employment, Order, Person
+from tests.tiers import examples
 
 
 class Board(Table):
@@ -263,7 +264,7 @@ def test_lsi_ranges_match_a_brute_force_oracle() -> None:
     ops = {"gt": lambda a, b: a > b, "gte": lambda a, b: a >= b, "lt": lambda a, b: a < b,
            "lte": lambda a, b: a <= b, "exact": lambda a, b: a == b}
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
     @given(conds=st.lists(st.tuples(lookups, values), min_size=1, max_size=3), desc=st.booleans())
     def check(conds: list[tuple[str, int]], desc: bool) -> None:
         expected = sorted((s for s in scores if all(ops[lk](s, v) for lk, v in conds)), reverse=desc)

@@ -113,6 +113,7 @@ def test_raw_item_without_token_is_moved_unchanged(project: Project) -> None:
     assert set(stored) == {"v2"} and stored["v2"]["extra"] == {"S": "x"} and stored["v2"]["counter"] == {"N": "5"}
 
 
+@pytest.mark.slow(reason="a soak: increments under load during a whole copy (50 s)")
 def test_increments_under_load_during_a_copy_all_read_back_right(project: Project) -> None:
     n = 300
     W = _setup(project, n)

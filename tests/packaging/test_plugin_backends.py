@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 APP_TESTS = '''
 import pytest
 import dynorm
@@ -59,6 +61,7 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                            "test_app.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow(reason="runs a second pytest session in a subprocess (15 s)")
 def test_moto_backend_runs_the_same_fixtures_and_skips_what_needs_dynamodb_local(tmp_path: Path) -> None:
     proc = _run(tmp_path, "--dynorm-backend=moto")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

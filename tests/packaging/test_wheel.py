@@ -36,6 +36,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow(reason="builds an sdist and a wheel (20 s)")
 def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(dist: Path) -> None:
     wheels, sdists = list(dist.glob("dynorm-*.whl")), list(dist.glob("dynorm-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1
@@ -53,6 +54,7 @@ def test_build_makes_an_sdist_and_a_wheel_that_twine_accepts(dist: Path) -> None
     assert any(n.endswith("CHANGELOG.md") for n in tarfile.open(sdists[0]).getnames())
 
 
+@pytest.mark.slow(reason="installs the wheel into a fresh virtualenv and starts DynamoDB Local from it (60-80 s)")
 def test_the_wheel_in_a_fresh_virtualenv_runs_the_readme_quick_start(dist: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

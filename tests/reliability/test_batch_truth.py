@@ -81,6 +81,7 @@ def test_a_chunk_refused_on_its_retry_counts_the_items_its_first_request_wrote()
     assert _stored_people() == {f"q{i:02d}" for i in range(45)}
 
 
+@pytest.mark.slow(reason="waits out botocore's retries of every lost answer (16-19 s)")
 def test_a_chunk_whose_answers_are_all_lost_is_reported_uncertain_not_failed() -> None:
     people = [Person(person_id=f"u{i:02d}", name="x") for i in range(30)]
     sent = {"n": 0}

@@ -87,6 +87,7 @@ def _dask(project: Project, client: Any) -> Any:
     return DaskExecutor(load_migrations(project.migrations), client=client)
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_dask_delete_version_keeps_the_items_of_the_current_version(project: Project, dask_client: Any) -> None:
     """`migrate --executor dask`: each task builds its VersionDeleter without `copies`, so `at_version()` is
     always True and no copy is checked. With `{version}` after the partition-key prefix the Scan also reads
@@ -116,6 +117,7 @@ def test_dask_delete_version_keeps_the_items_of_the_current_version(project: Pro
     assert m.Widget.objects.get(widget_id="fresh").maker == "created by the v2 app"
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_dask_delete_version_keeps_an_item_whose_copy_vanished_after_the_check(
         project: Project, dask_client: Any) -> None:
     """The driver checks the copies, then the tasks delete without the per-page re-check the thread engine
@@ -138,6 +140,7 @@ def test_dask_delete_version_keeps_an_item_whose_copy_vanished_after_the_check(
     assert report.partial == {"0003_drop_v1": 1}
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_dask_delete_version_keeps_a_v1_write_made_after_the_check(project: Project, dask_client: Any) -> None:
     """A v1 application updates an item after the driver's check and before the task reads its page: the
     task deletes the new revision (no copy check in the task), the acknowledged write is lost for good."""
@@ -193,6 +196,7 @@ def test_delete_version_keeps_a_raw_write_to_a_tokenless_item_that_sets_a_fresh_
 
 # -- the ledger's counts after an interruption or a lost response ----------------------------------------------
 
+@pytest.mark.slow(reason="signals a real migrate process mid-run, then re-runs it (18-23 s per signal)")
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGINT])
 def test_delete_version_counts_every_deleted_item_after_an_interrupted_run(project: Project, signum: int) -> None:
     """A run stopped mid-page (kill -9, or Ctrl-C at a checkpoint within the page) deleted items whose
@@ -282,6 +286,7 @@ def test_delete_version_leaves_no_v1_item_created_during_the_run_alone_at_v1(pro
 
 # -- --plan's write-request figure for DeleteVersion under --max-wcu ---------------------------------------------
 
+@pytest.mark.slow(reason="paced by --max-wcu in real seconds (10 s)")
 def test_plan_write_requests_bound_what_delete_version_sends_under_max_wcu(project: Project) -> None:
     """docs: "with --max-wcu 30 they go 10 at a time"; --plan promises upper bounds, yet counts requests as
     if every transaction held 100 Deletes: it says <= 3 write requests, the run sends 11."""

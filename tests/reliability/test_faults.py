@@ -17,6 +17,7 @@ from tests.faults import Hook, deliver, fake_response
 from tests.models import Counter, Person
 
 
+@pytest.mark.slow(reason="real botocore back-off over hundreds of requests (17 s)")
 def test_throttling_on_30_percent_of_calls_is_retried_by_botocore() -> None:
     import random
 
@@ -114,6 +115,7 @@ def test_connection_dropped_after_the_transaction_reached_the_server() -> None:
     assert Counter.objects.get(name="tx1").value == 1 and Counter.objects.get(name="tx2").value == 10
 
 
+@pytest.mark.slow(reason="waits out every retry of a dead connection (10-22 s)")
 def test_connection_that_never_recovers_is_a_clear_error_and_nothing_partial() -> None:
     c1 = Counter.objects.create(name="down1")
 

@@ -79,15 +79,12 @@ def _kill_one_worker_mid_run(project: Project, client: Any, n: int, segments: in
     assert ok and [(r.entity_type, r.old, r.new) for r in rows] == [("WIDGET", 0, n)]
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(project: Project, client: Any) -> None:
     _kill_one_worker_mid_run(project, client, 3000, 12)
 
 
-@pytest.mark.slow
-def test_20000_items_3_workers_one_sigkilled(project: Project, client: Any) -> None:
-    _kill_one_worker_mid_run(project, client, 20_000, 12)
-
-
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_ctrl_c_stops_every_task_and_the_run_resumes(project: Project, client: Any) -> None:
     load_v1(project, 3000)
     before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
@@ -118,6 +115,7 @@ def test_ctrl_c_stops_every_task_and_the_run_resumes(project: Project, client: A
     assert len(after) == 3000 and {i["widget_id"]["S"]: body(i) for i in after} == before
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_max_wcu_is_shared_by_the_worker_processes(project: Project, client: Any) -> None:
     """Each of the 3 processes paces at a third of the budget: together they stay under it."""
     load_v1(project, 600)
@@ -132,6 +130,7 @@ def test_max_wcu_is_shared_by_the_worker_processes(project: Project, client: Any
     assert report.write_units <= budget * (rekey.seconds + 1), (report.write_units, rekey.seconds)
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_cli_executor_dask_then_verify(project: Project) -> None:
     load_v1(project, 500)
     project.write_models(**V2)
@@ -161,6 +160,7 @@ def _group_alive(pgid: int) -> list[str]:
     return [line for line in out.splitlines() if line.split()[1] == str(pgid)]
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_ctrl_c_in_a_terminal_stops_the_driver_and_its_local_cluster(project: Project) -> None:
     """SIGINT to the whole process group (what Ctrl-C in a terminal does): driver, nannies and workers."""
     load_v1(project, 3000)
@@ -206,6 +206,7 @@ class _WorkerDied(BaseException):
     """Raised from a botocore hook: the process 'dies' right after a transaction committed."""
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_retried_segment_task_after_a_death_between_commit_and_checkpoint_is_idempotent(project: Project) -> None:
     """The worst moment to die: transactions of a page committed, its checkpoint not saved. The retry
     reads the page again; the moved items are gone from v1 and every Delete was conditional on the
@@ -249,6 +250,7 @@ def test_a_retried_segment_task_after_a_death_between_commit_and_checkpoint_is_i
     assert _segment_task("run-c", "0002#0", setup, 0)["scanned"] == 0  # a finished segment: a no-op
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_transform_in_the_migration_module_runs_on_the_workers(client: Any, project: Project) -> None:
     """The workers were started before the project existed: its path reaches them with each task."""
     load_v1(project, 200)
@@ -266,6 +268,7 @@ def test_a_transform_in_the_migration_module_runs_on_the_workers(client: Any, pr
     assert len(after) == 200 and all(i["migrated"] == {"BOOL": True} for i in after)
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_task_whose_driver_lost_the_lock_writes_nothing(project: Project) -> None:
     """A driver killed with -9 leaves its tasks on a remote cluster: once its lock is gone (or expired),
     they must stop, since another run may take the table."""
@@ -308,6 +311,7 @@ def test_an_unreachable_scheduler_is_a_clear_error_before_any_write(project: Pro
                 and ("0002" in i["SK"]["S"] or i["SK"]["S"].startswith("lock#"))]
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_sigkilled_driver_leaves_no_worker_process_and_resumes(project: Project) -> None:
     load_v1(project, 3000)
     before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
@@ -342,6 +346,7 @@ def test_a_sigkilled_driver_leaves_no_worker_process_and_resumes(project: Projec
     assert len(_applied(project, "0002_widget_v2")) == 1
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_verify_counts_with_parallel_select_count_scans(project: Project) -> None:
     import dynorm
 
@@ -368,6 +373,7 @@ def test_verify_counts_with_parallel_select_count_scans(project: Project) -> Non
 
 
 # -- per-run settings on shared workers, a dead driver's tasks, verify, scheduler addresses, counts --
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_two_runs_on_one_worker_process_do_not_swap_endpoints(project: Project) -> None:
     """A task reconfigures its *process-wide* settings (`conf.configure(endpoint=...)`) when they differ
     from its driver's. Two drivers sharing one cluster (the code keeps one progress topic per run for
@@ -414,6 +420,7 @@ def test_two_runs_on_one_worker_process_do_not_swap_endpoints(project: Project) 
     assert left_a == [], f"run A reported done, {len(left_a)} of its {n} items are still at v1 in its own database"
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_a_dask_task_of_a_dead_driver_stops_before_its_lock_expires(project: Project) -> None:
     """docs/migrations.md: a run stops "before another run could take the expired lock: there are never
     two writers". The threads engine stops 1/6 TTL *before* expiry; a Dask task of a driver killed with
@@ -482,6 +489,7 @@ class Widget(Entity):
 '''
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 @pytest.mark.parametrize("pk,sk", [("W#{widget_id}", "{version}#METADATA"), ("W#{widget_id}#{version}", "METADATA")])
 def test_verify_is_not_ok_when_items_are_left_at_the_old_version_outside_the_pk_prefix(
         project: Project, pk: str, sk: str) -> None:
@@ -537,6 +545,7 @@ def test_a_malformed_scheduler_address_is_refused_without_connecting(address: st
     assert scheduler_address("tls://[::1]:8786") == "tls://[::1]:8786"
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_the_report_counts_every_item_moved_once_when_a_worker_is_killed(project: Project) -> None:
     """A worker SIGKILLed mid-segment: the items it moved after its last progress event (sent every
     0.5 s) are moved (gone from v1, so the retry does not count them again) but never counted. The
@@ -586,6 +595,7 @@ def _count_v2(project: Project) -> int:
         params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
+@pytest.mark.slow(reason="starts a 3-process Dask LocalCluster (5-40 s each)")
 def test_max_wcu_holds_when_the_schedulers_workers_join_after_the_start(project: Project) -> None:
     """`--scheduler` of a cluster that is still starting (no worker registered yet, as with a fresh
     FargateCluster), fixed size 3: the driver counts max(1, 0) = 1 worker, so each of the 3 workers that

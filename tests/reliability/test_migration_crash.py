@@ -20,6 +20,7 @@ from tests.faults import Hook, fake_response
 from tests.migproject import REPO, V2, Project, body, load_v1, scan_all, widgets
 
 
+@pytest.mark.slow(reason="SIGKILLs real migrate processes at random moments (21 s)")
 def test_kill_minus_9_at_random_moments_then_finish(project: Project) -> None:
     load_v1(project, 5000)
     before = {i["widget_id"]["S"]: body(i) for i in widgets(project.table)}
@@ -56,6 +57,7 @@ def test_kill_minus_9_at_random_moments_then_finish(project: Project) -> None:
     assert len(applied) == 1
 
 
+@pytest.mark.slow(reason="signals real migrate processes, paced (15-18 s per case)")
 @pytest.mark.parametrize("signum, code, pace", [(signal.SIGINT, 130, ["--max-wcu", "3000"]),
                                                 (signal.SIGTERM, 143, [])])
 def test_sigint_and_sigterm_stop_at_a_checkpoint_release_the_lock_and_resume(

@@ -22,6 +22,7 @@ from dynorm import InvalidQuery
 from dynorm.exceptions import InvalidKeyValue
 from tests.integration.test_multi_keys import Film
 from tests.reliability.test_query_differential import holds, ios, leaf, run_shape, to_q
+from tests.tiers import examples
 
 __all__ = ["ios"]  # the module-scoped runners fixture (one sync, one asyncio), used here too
 
@@ -33,7 +34,7 @@ _tenants = itertools.count()
 
 
 @pytest.mark.usefixtures("dynorm_tables")
-@settings(max_examples=120, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=examples(120), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_multi_attribute_index_matches_a_brute_force_oracle(data: Any, ios: dict[str, Any]) -> None:

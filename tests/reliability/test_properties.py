@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import dynorm
 from dynorm.keys import KeyTemplate
 from tests.models import Order
+from tests.tiers import examples
 
 text = st.text(min_size=1, max_size=40)
 money = st.decimals(min_value=-10**9, max_value=10**9, places=2, allow_nan=False, allow_infinity=False)
@@ -69,7 +70,7 @@ def test_ten_thousand_random_key_values_give_distinct_keys_that_stay_in_their_pa
         assert owners == [v]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.binary(max_size=300))
 def test_fuzzed_cursors_never_crash(blob: bytes) -> None:
     from demo_project.catalog.models import Product

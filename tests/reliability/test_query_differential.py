@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from dynorm import Entity, Index, InvalidQuery, Q, Table, fields
+from tests.tiers import examples
 
 # -- models -----------------------------------------------------------------------------------
 
@@ -198,7 +199,7 @@ def ios(request: Any) -> Iterator[dict[str, Any]]:
 @pytest.mark.usefixtures("dynorm_tables")
 # no shrinking: every example writes to DynamoDB Local, and shrinking one took minutes; the
 # failure report lists every drawn value anyway
-@settings(max_examples=250, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=examples(250), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())

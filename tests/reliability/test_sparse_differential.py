@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import dynorm
 from dynorm import InvalidQuery, Q
 from tests.integration.test_sparse_indexes import Track
+from tests.tiers import examples
 
 _runs = itertools.count()
 TITLES = ["a", "ab", "b", "ba", "c"]
@@ -60,7 +61,7 @@ def _cond(draw: Any, field: str, pool: list[Any]) -> tuple[str, str, Any]:
 
 
 @pytest.mark.usefixtures("dynorm_tables")
-@settings(max_examples=80, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=examples(80), deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_planner_equals_the_oracle_or_refuses_before_any_request(data: Any) -> None:
