@@ -487,7 +487,8 @@ class Set(Field, pa.Attribute[Any]):
         bad = [v for v in value if isinstance(v, bool) or not isinstance(v, allowed)]
         if bad:
             self._fail(value, entity, f" (element {bad[0]!r} is not {self.of.__name__})")
-        _check_plain(self, set(value), entity)
+        if value:  # an empty set is not stored (the attribute is left out), so it needs no encoding
+            _check_plain(self, set(value), entity)
         return set(value)
 
     def serialize(self, value: Any) -> Any:
