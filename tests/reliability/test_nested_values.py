@@ -102,6 +102,25 @@ def test_the_error_names_entity_field_path_value_and_the_remedy() -> None:
         "nothing was sent.")
 
 
+@pytest.mark.parametrize("how", ["update", "F().add", "F().discard", "filter"])
+def test_an_empty_set_where_a_set_value_is_needed_says_what_to_do(how: str) -> None:
+    Measure.objects.create(sensor="old", nums={1})
+    qs = Measure.objects.filter(sensor="old")
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match=re.escape("Measure.nums=set() cannot be")) as info:
+            if how == "update":
+                qs.update(nums=set())
+            elif how == "F().add":
+                qs.update(nums=F("nums").add(set()))
+            elif how == "F().discard":
+                qs.update(nums=F("nums").discard([]))
+            else:
+                list(qs.filter(nums=set()))
+    assert c.count == 0
+    assert "DynamoDB has no empty sets" in str(info.value) and "nums=None removes it" in str(info.value)
+    assert Measure.objects.consistent().get(sensor="old").nums == {1}
+
+
 def test_a_top_level_empty_set_field_is_still_stored_as_absent() -> None:
     """The documented meaning of an empty ``fields.Set`` is unchanged: not stored, read back as ``set()``."""
     Measure.objects.create(sensor="e", nums=set(), words=frozenset(), doc={"tags": ["a"]}, entries=[{"x": {1}}])
