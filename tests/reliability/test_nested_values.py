@@ -129,3 +129,28 @@ def test_a_top_level_empty_set_field_is_still_stored_as_absent() -> None:
     assert got.doc == {"tags": ["a"]} and got.entries == [{"x": {1}}]
     stored = next(i for i in _table_items() if i["sensor"] == {"S": "e"})
     assert "nums" not in stored and "words" not in stored
+
+
+@pytest.mark.parametrize("how", ["create", "save", "update", "bulk_create", "filter", "transaction"])
+def test_sync_and_async_writes_refuse_it_before_any_request(io: Any, how: str) -> None:
+    Measure.objects.create(sensor="old", entries=["x"])
+    old = Measure.objects.get(sensor="old")
+    before = _table_items()
+    bad = {"deep": [{"s": frozenset()}]}
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError, match=re.escape("an empty set at .deep[0].s")):
+            if how == "create":
+                io(Measure.objects, "create", sensor="n", doc=bad)
+            elif how == "save":
+                io(_spoiled(old, doc=bad), "save")
+            elif how == "update":
+                io(old, "update", doc=bad)
+            elif how == "bulk_create":
+                io(Measure.objects, "bulk_create", [_spoiled(Measure(sensor=f"b{i}"), doc=bad if i == 30 else {})
+                                                    for i in range(40)])
+            elif how == "filter":
+                io.list(Measure.objects.filter(sensor="old", doc=bad))
+            else:
+                io.transaction(lambda tx: (tx.create(Measure(sensor="t1")), tx.update(old, doc=bad)))
+    assert c.count == 0, c.operations
+    assert _table_items() == before
