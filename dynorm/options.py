@@ -6,6 +6,7 @@ The user's ``Meta`` class is read, never mutated. Everything here is pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .exceptions import ModelError
@@ -179,7 +180,54 @@ class Options:
             out.append((bound.pk_attr, pk))
         if bound.sk_attr and bound.sk_attr != tmeta.sk_attribute:
             out.append((bound.sk_attr, sk))
+        shared = self.shared_key_attributes
+        if shared:
+            out = [(a, t) for a, t in out if a not in shared or self._writes_shared(bound, shared[a], t, values)]
         return out
+
+    @cached_property
+    def shared_key_attributes(self) -> dict[str, tuple[BoundIndex, ...]]:
+        """Attributes that several key templates of this entity write -> those access paths, primary first.
+
+        ``build_options`` refuses such templates unless they render alike (an inverted index on
+        ``SK``/``PK``; one ``Data`` attribute sorting GSI1 and GSI2).
+        """
+        tmeta = self.table._meta
+        writers: dict[str, list[BoundIndex]] = {}
+        for b in self.all_indexes:
+            attrs: list[str | None] = []
+            if b.kind == "table":
+                attrs = [tmeta.pk_attribute, tmeta.sk_attribute if b.sk is not None else None]
+            elif b.kind == "gsi":
+                attrs = [b.pk_attr, b.sk_attr if b.sk is not None else None]
+            elif b.kind == "lsi" and b.sk is not None:
+                attrs = [b.sk_attr]
+            for a in attrs:
+                if a:
+                    writers.setdefault(a, []).append(b)
+        return {a: tuple(ws) for a, ws in writers.items() if len(ws) > 1}
+
+    def _writes_shared(self, bound: BoundIndex, writers: tuple[BoundIndex, ...], text: str | None,
+                       values: Mapping[str, Any]) -> bool:
+        """Whether ``bound`` lists a shared attribute in :meth:`index_key` (each is listed once).
+
+        The attribute holds its text while any of its writers has every value (all render it
+        alike): the first such writer lists it, and an index missing a value (sparse) never
+        removes it from under another. When none has every value, the first index writing it
+        lists ``None``.
+        """
+        for w in writers:
+            complete = (text is not None) if w is bound else self._complete(w, values)
+            if complete:
+                return w is bound
+        return next(w for w in writers if w.kind != "table") is bound
+
+    def _complete(self, bound: BoundIndex, values: Mapping[str, Any]) -> bool:
+        if bound.kind == "table":
+            return True  # the primary key is always written (its fields are required)
+        if bound.kind == "gsi" and bound.pk.try_fill(values, self.key_version, entity=self.entity) is None:
+            return False
+        return bound.sk is None or bound.sk.try_fill(values, self.key_version, entity=self.entity) is not None
 
     def key_attributes(self, values: Mapping[str, Any]) -> dict[str, str | None]:
         """Render every key attribute of an item from its field values: the one key renderer.
