@@ -15,6 +15,7 @@ import pytest
 
 import dynorm
 from dynorm import Entity, Index, Table, backend, fields, tables
+from tests.models import Retail
 
 
 @pytest.fixture(params=["warehouse_first", "hired_first"])
@@ -98,3 +99,36 @@ def test_the_attribute_goes_when_no_index_writing_it_has_its_values(staff: Any) 
     assert not {"Data", "GSI1PK", "GSI2PK"} & set(stored)
     staff.objects.create(staff_id="c", name="Cy")
     assert not {"Data", "GSI1PK", "GSI2PK"} & set(_stored(staff, "c"))
+
+
+class Posting(Entity):
+    """An adjacency list read from both ends: Retail's INV index is keyed on SK, then PK."""
+
+    board = fields.String()
+    topic = fields.String()
+    note = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "POSTING"
+        pk = "{version}#BOARD#{board}"
+        sk = "TOPIC#{topic}"
+        indexes = {"by_topic": Index("INV", pk="TOPIC#{topic}", sk="{version}#BOARD#{board}")}
+
+
+def test_every_write_of_an_entity_on_an_inverted_index_keeps_its_table_keys() -> None:
+    Posting.objects.create(board="b1", topic="t1", note="x")
+    Posting.objects.bulk_create([Posting(board="b2", topic="t1"), Posting(board="b2", topic="t2")])
+    obj = Posting.objects.get(board="b1", topic="t1")
+    obj.note = "saved"
+    obj.save()
+    obj.save(update_fields=["note"])
+    obj.update(note="updated")
+    with dynorm.transaction() as tx:
+        tx.update(Posting, {"board": "b2", "topic": "t2"}, note="tx")
+        tx.save(Posting(board="b3", topic="t1", note="new"))
+    assert Posting.objects.get(board="b1", topic="t1").note == "updated"
+    assert Posting.objects.get(board="b2", topic="t2").note == "tx"
+    by_topic = Posting.objects.filter(topic="t1")
+    assert by_topic.explain().index == "INV"
+    assert [(p.board, p.note) for p in by_topic] == [("b1", "updated"), ("b2", None), ("b3", "new")]
