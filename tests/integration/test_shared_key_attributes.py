@@ -5,6 +5,8 @@ on DynamoDB Local.
 one template there (different templates are refused at class creation: tests/unit/test_key_declarations.py).
 An index that misses a value (sparse) must not remove ``Data`` from under the other, in either declaration
 order, on create, save, update and transactions, and an update that rewrites both sends ``Data`` once.
+An entity on an inverted index (``INV`` keyed on ``SK``, then ``PK``, with the entity's own templates)
+is written through every path without touching its table keys.
 """
 
 from __future__ import annotations
