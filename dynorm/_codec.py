@@ -4,8 +4,8 @@ Serialization refuses, with :class:`BadValue`, every value DynamoDB would refuse
 changed (measured on DynamoDB Local 3.3): NaN and infinity, numbers with more than 38
 significant digits or outside 1E-130 .. 9.99E+125 in magnitude, maps/lists nested more
 than 31 deep (32 levels counting the attribute), strings with lone surrogates (not UTF-8),
-empty map keys, map keys that collide once turned to strings, and number sets whose
-elements collide once rendered. Nothing here rounds a number.
+empty map keys, map keys that collide once turned to strings, empty sets (at any depth), and
+number sets whose elements collide once rendered. Nothing here rounds a number.
 """
 
 from __future__ import annotations
@@ -148,6 +148,14 @@ def to_av(value: Any) -> dict[str, Any]:
     return _to_av(value, 1)
 
 
+#: DynamoDB refuses an empty SS/NS/BS anywhere in a request (measured on DynamoDB Local: "An string set
+#: may not be empty", for the whole PutItem, UpdateItem, batch or transaction), at the top of an attribute
+#: and inside a map or list alike. A top-level ``fields.Set`` that is empty is not stored at all (the field
+#: never asks for its encoding), so this error is only ever seen for nested sets and expression operands.
+_EMPTY_SET = ("an empty set at {where} cannot be stored: DynamoDB has no empty sets (it refuses the whole "
+              "request); leave the entry out, or store None or an empty list there")
+
+
 def _too_deep() -> BadValue:
     return BadValue(f"maps and lists are nested more than {MAX_NESTING} deep at {{where}}; DynamoDB "
                     "refuses deeper nesting")
@@ -204,6 +212,8 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
                 raise
         return {"L": items}
     if isinstance(value, (set, frozenset)):
+        if not value:
+            raise BadValue(_EMPTY_SET)
         if all(isinstance(v, str) for v in value):
             return {"SS": sorted(check_text(v) for v in value)}
         if all(isinstance(v, (int, float, decimal.Decimal)) and not isinstance(v, bool) for v in value):

@@ -254,7 +254,12 @@ def serialize_value(meta: Options, field: str, value: Any, purpose: str = "compa
     value = f.validate(value, meta.entity)
     raw = f.serialize(value)
     if raw is None:
-        raise ValidationError(f"{meta.entity}.{field}={value!r} cannot be {purpose}.", entity=meta.entity,
+        why = ""
+        if getattr(f, "is_set", False) and not value:
+            why = (": DynamoDB has no empty sets (an empty fields.Set is stored as no attribute); use None "
+                   f"({field}=None removes it, {field}__exists=False finds it), or give at least one element; "
+                   "nothing was sent")
+        raise ValidationError(f"{meta.entity}.{field}={value!r} cannot be {purpose}{why}.", entity=meta.entity,
                               field=field, value=value)
     return {f.attr_type: raw}
 

@@ -42,6 +42,11 @@ class Field:
         name: the field's Python name (set when the entity class is built).
         sortable_text: True when the stored text sorts like the value (strings, ULIDs,
             datetimes), so range lookups may go into a KeyConditionExpression.
+        ordered_key_text: True when the field's text in a key template (``key_encoding =
+            "ordered"``, no format spec) sorts like its values: strings, ULIDs and datetimes, and
+            numbers, whose key text is canonical and sorts numerically. ``order_by(field)`` may
+            then stand for the sort key of an access path where the field is the first
+            sort-key field not pinned by an equality.
         kind: the dynorm field kind this field stores like (``"Integer"``, ``"DateTime"``, ...);
             a user's subclass inherits its base's kind (migration state files record it).
         is_version: the field is the item's optimistic-locking version (``fields.Version``).
@@ -50,6 +55,7 @@ class Field:
     """
 
     sortable_text: ClassVar[bool] = False
+    ordered_key_text: ClassVar[bool] = False
     kind: ClassVar[str] = "Field"
     is_version: ClassVar[bool] = False
     is_set: ClassVar[bool] = False
@@ -150,6 +156,7 @@ class String(Field, pa.UnicodeAttribute):
     kind = "String"
 
     sortable_text = True
+    ordered_key_text = True
     python_types = (str,)
     type_label = "a string"
 
@@ -165,6 +172,8 @@ class String(Field, pa.UnicodeAttribute):
 
 class _Numeric(Field):
     """Shared by the ``N`` fields: exact text both ways, values DynamoDB would change refused."""
+
+    ordered_key_text = True  # keys.number_text: canonical key text in numeric order
 
     def validate(self, value: Any, entity: str = "?") -> Any:
         value = super().validate(value, entity)
@@ -237,6 +246,7 @@ class Decimal(Field, pa.Attribute[decimal.Decimal]):
 
     kind = "Decimal"
 
+    ordered_key_text = True  # keys.number_text: canonical key text in numeric order
     attr_type = NUMBER
     python_types = (int, decimal.Decimal, float)
     type_label = "a Decimal or int"
@@ -282,6 +292,7 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
 
     attr_type = STRING
     sortable_text = True
+    ordered_key_text = True
     python_types = (_dt.datetime,)
     type_label = "a datetime"
 
@@ -356,6 +367,7 @@ class ULID(Field, pa.UnicodeAttribute):
     kind = "ULID"
 
     sortable_text = True
+    ordered_key_text = True
     python_types = (str,)
     type_label = "a ULID (26 characters of Crockford base32)"
 
@@ -487,7 +499,8 @@ class Set(Field, pa.Attribute[Any]):
         bad = [v for v in value if isinstance(v, bool) or not isinstance(v, allowed)]
         if bad:
             self._fail(value, entity, f" (element {bad[0]!r} is not {self.of.__name__})")
-        _check_plain(self, set(value), entity)
+        if value:  # an empty set is not stored (the attribute is left out), so it needs no encoding
+            _check_plain(self, set(value), entity)
         return set(value)
 
     def serialize(self, value: Any) -> Any:

@@ -357,6 +357,17 @@ class KeyTemplate:
         return hash(self.template)
 
     @property
+    def canonical(self) -> str:
+        """The template text in one normal form: two templates with equal ``canonical`` render
+        every value alike (``"A#{x:}"`` and ``"A#{x}"``; ``"{{"`` and a split literal)."""
+        out: list[str] = []
+        for literal, name, spec in self.tokens:
+            out.append(literal.replace("{", "{{").replace("}", "}}"))
+            if name is not None:
+                out.append(f"{{{name}:{spec}}}" if spec else f"{{{name}}}")
+        return "".join(out)
+
+    @property
     def is_constant(self) -> bool:
         """True when the template has no field placeholders (``"METADATA"``, ``"{version}#BRANDS"``)."""
         return not self.fields

@@ -6,6 +6,7 @@ The user's ``Meta`` class is read, never mutated. Everything here is pure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .exceptions import ModelError
@@ -179,7 +180,54 @@ class Options:
             out.append((bound.pk_attr, pk))
         if bound.sk_attr and bound.sk_attr != tmeta.sk_attribute:
             out.append((bound.sk_attr, sk))
+        shared = self.shared_key_attributes
+        if shared:
+            out = [(a, t) for a, t in out if a not in shared or self._writes_shared(bound, shared[a], t, values)]
         return out
+
+    @cached_property
+    def shared_key_attributes(self) -> dict[str, tuple[BoundIndex, ...]]:
+        """Attributes that several key templates of this entity write -> those access paths, primary first.
+
+        ``build_options`` refuses such templates unless they render alike (an inverted index on
+        ``SK``/``PK``; one ``Data`` attribute sorting GSI1 and GSI2).
+        """
+        tmeta = self.table._meta
+        writers: dict[str, list[BoundIndex]] = {}
+        for b in self.all_indexes:
+            attrs: list[str | None] = []
+            if b.kind == "table":
+                attrs = [tmeta.pk_attribute, tmeta.sk_attribute if b.sk is not None else None]
+            elif b.kind == "gsi":
+                attrs = [b.pk_attr, b.sk_attr if b.sk is not None else None]
+            elif b.kind == "lsi" and b.sk is not None:
+                attrs = [b.sk_attr]
+            for a in attrs:
+                if a:
+                    writers.setdefault(a, []).append(b)
+        return {a: tuple(ws) for a, ws in writers.items() if len(ws) > 1}
+
+    def _writes_shared(self, bound: BoundIndex, writers: tuple[BoundIndex, ...], text: str | None,
+                       values: Mapping[str, Any]) -> bool:
+        """Whether ``bound`` lists a shared attribute in :meth:`index_key` (each is listed once).
+
+        The attribute holds its text while any of its writers has every value (all render it
+        alike): the first such writer lists it, and an index missing a value (sparse) never
+        removes it from under another. When none has every value, the first index writing it
+        lists ``None``.
+        """
+        for w in writers:
+            complete = (text is not None) if w is bound else self._complete(w, values)
+            if complete:
+                return w is bound
+        return next(w for w in writers if w.kind != "table") is bound
+
+    def _complete(self, bound: BoundIndex, values: Mapping[str, Any]) -> bool:
+        if bound.kind == "table":
+            return True  # the primary key is always written (its fields are required)
+        if bound.kind == "gsi" and bound.pk.try_fill(values, self.key_version, entity=self.entity) is None:
+            return False
+        return bound.sk is None or bound.sk.try_fill(values, self.key_version, entity=self.entity) is not None
 
     def key_attributes(self, values: Mapping[str, Any]) -> dict[str, str | None]:
         """Render every key attribute of an item from its field values: the one key renderer.
@@ -276,12 +324,54 @@ def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping
                       sk_attrs=tuple(fields[f].attr_name for f in sk_fields))
 
 
+def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex,
+                             indexes: Mapping[str, BoundIndex]) -> None:
+    """Refuse two key templates of one entity that write one physical attribute differently.
+
+    One item holds one value per attribute. When an index's key attribute is also the table's
+    (the inverted index: a GSI keyed on ``SK`` and ``PK``) or is shared by several indexes (one
+    ``Data`` attribute overloaded across GSI1 and GSI2, as in AWS's examples), every template
+    that writes it must render the same text; otherwise the last one written wins and reads
+    through the others miss the item (``get()`` raises ``DoesNotExist``; a Query on the index
+    returns nothing). Templates are compared in their normal form (:attr:`KeyTemplate.canonical`).
+
+    Raises:
+        ModelError: naming the entity, the attribute, both templates and where they are declared.
+    """
+    writers: dict[str, list[tuple[str, str, KeyTemplate]]] = {}
+
+    def add(attr: str | None, where: str, role: str, tmpl: KeyTemplate | None) -> None:
+        if attr and tmpl is not None:
+            writers.setdefault(attr, []).append((where, role, tmpl))
+
+    add(tmeta.pk_attribute, "Meta.pk", "the table's partition key", primary.pk)
+    add(tmeta.sk_attribute, "Meta.sk", "the table's sort key", primary.sk)
+    for name, b in indexes.items():
+        if b.kind == "gsi":
+            add(b.pk_attr, f"Meta.indexes[{name!r}].pk", f"the partition key of {b.index_name}", b.pk)
+        if b.writes_key_attributes:
+            add(b.sk_attr, f"Meta.indexes[{name!r}].sk", f"the sort key of {b.index_name}", b.sk)
+    for attr, found in writers.items():
+        first_where, first_role, first = found[0]
+        for where, role, tmpl in found[1:]:
+            if tmpl.canonical == first.canonical:
+                continue
+            roles = first_role if role == first_role else f"{first_role} and {role}"
+            raise ModelError(
+                f"{entity}: {first_where} {first.template!r} and {where} {tmpl.template!r} both write attribute "
+                f"{attr!r} ({roles}) but render differently. One item holds one value per attribute: the last "
+                f"written would win and reads through the other would miss the item. Give {where} the same "
+                f"template as {first_where} ({first.template!r}), or key the index on attributes of its own "
+                "(Table.Meta.gsis).")
+
+
 def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Options:
     """Turn a user's ``Meta`` class into :class:`Options`, validating it.
 
     Raises:
-        ModelError: missing or invalid table, templates, index names, or placeholders
-            that name no field (the message names the entity and what to fix).
+        ModelError: missing or invalid table, templates, index names, placeholders
+            that name no field, or two templates that write one attribute differently (the
+            message names the entity and what to fix).
     """
     from .tables import Table
 
@@ -339,11 +429,13 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                 if idx.sk is not None:
                     raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} has no sort key; drop sk=.")
             elif sk_attr == tmeta.sk_attribute:
-                if idx.sk is not None and idx.sk != (sk.template if sk else None):
-                    raise ModelError(
-                        f"{entity}.Meta.indexes[{name!r}]: {idx.name} reuses the table's sort key "
-                        f"{sk_attr}, so its sk must be the entity's sk ({sk.template if sk else None!r}).")
+                # the index sorts on the table's own sort key: the entity's sk is what is stored there
+                # (a different sk= is refused by _check_shared_attributes, naming both templates)
                 isk = sk
+                if idx.sk is not None:
+                    given = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
+                    if sk is None or given.canonical != sk.canonical:
+                        isk = given
             else:
                 isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
             indexes[name] = BoundIndex(name, idx.name, "gsi", ipk, pk_attr, isk, sk_attr, comment=idx.comment)
@@ -386,6 +478,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
                         "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
                         "declared as 'B'), or store it as text (hex) in a String field.")
+    _check_shared_attributes(entity, tmeta, primary, indexes)
     version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")

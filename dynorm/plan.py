@@ -53,6 +53,7 @@ class QueryState:
             refuses an access path whose sort key does not order by it.
         order_then: the further fields ``order_by()`` named after ``order_field`` (``order_by("year",
             "title")``); the access path must order by all of them in that order.
+        ordered: ``order_by()`` was called (``"sk"`` too), so a Scan, which has no order, is refused.
     """
 
     model: type[Entity]
@@ -68,6 +69,7 @@ class QueryState:
     prefetch: tuple[str, ...] = ()
     order_field: str | None = None
     order_then: tuple[str, ...] = ()
+    ordered: bool = False
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""
@@ -277,7 +279,8 @@ def _text_orders(meta: Any, template: Any, fieldname: str) -> bool:
         if name == fieldname:
             f = meta.fields[fieldname]
             kind = spec_kind(spec)
-            return kind == EXACT and bool(spec or getattr(f, "sortable_text", False))
+            # a spec left EXACT is a zero-padded integer spec (0Nd), which refuses what it cannot order
+            return kind == EXACT and bool(spec or getattr(f, "ordered_key_text", False))
         if name is not None and spec_kind(spec) != EXACT:
             return False  # a lossy/unordered spec before the field: its text decides the order first
     return False
@@ -424,9 +427,10 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     entity_types = None if state.collection else frozenset({meta.entity_type})
 
     if state.scan:
-        if state.descending or state.order_field is not None:
-            raise InvalidQuery(f"{meta.entity}: a Scan returns items in no particular order; order_by() and "
-                               "reverse() need a Query (give the partition-key fields of an access path).")
+        if state.descending or state.ordered or state.order_field is not None:
+            raise InvalidQuery(f"{meta.entity}: a Scan returns items in no particular order; order_by() (also "
+                               "order_by('sk')) and reverse() need a Query (give the partition-key fields of an "
+                               "access path), or drop the order_by() and sort the results yourself.")
         filter_expr = _filter(b, meta, leaves, complex_)
         if not state.collection:
             # a Scan reads every entity type: keep only this one server-side, so count() and

@@ -312,11 +312,16 @@ class QuerySet(Generic[T]):
         that order: ``order_by("year", "title")`` (or ``"-year", "-title"``) on a multi-attribute
         GSI sorted by ``(year, title)``; fields pinned by an equality may appear anywhere. No I/O.
 
+        A number field (``fields.Integer``, ``Number``, ``Decimal`` and their subclasses: any field
+        whose ``ordered_key_text`` is true) orders like a string here: its key text sorts
+        numerically (``P#{part}#R#{rank}`` with ``part`` given orders by ``rank``).
+
         Raises:
             InvalidQuery: ``"sk"`` with other keys, mixed directions, or an unknown field. When
                 the queryset is evaluated or explained: no access path for its conditions orders
-                by those fields (the error lists what it can order by). DynamoDB sorts by the sort
-                key only, in one direction; dynorm never returns another order silently.
+                by those fields (the error lists what it can order by), or the queryset is a Scan
+                (no order, whatever the key: ``"sk"`` too). DynamoDB sorts by the sort key only, in
+                one direction; dynorm never returns another order silently.
         """
         self._check_unsliced("order")
         if not keys:
@@ -338,7 +343,8 @@ class QuerySet(Generic[T]):
                 raise InvalidQuery(f"order_by{keys!r}: 'sk' is the whole sort key; give it alone.")
             names.append(name)
         first = None if names[0] == "sk" else names[0]
-        return self._clone(descending=keys[0].startswith("-"), order_field=first, order_then=tuple(names[1:]))
+        return self._clone(descending=keys[0].startswith("-"), order_field=first, order_then=tuple(names[1:]),
+                           ordered=True)
 
     def reverse(self) -> QuerySet[T]:
         """Reverse the order (toggles ScanIndexForward); no I/O."""

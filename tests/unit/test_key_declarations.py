@@ -1,0 +1,112 @@
+"""Declarations whose key templates would overwrite one another are refused when the class is created
+(issue 21, section 5).
+
+One item holds one value per attribute. An index keyed on the table's own key attributes (the inverted
+index: ``INV`` on ``SK``/``PK``) or several indexes sharing one overloaded attribute (``Data`` as the sort
+key of GSI1 and GSI2, as in AWS's examples) are fine when every template that writes the attribute
+renders the same text; a different template made the last one written win, so ``get()`` or a query
+through the other index missed the item, and ``check()`` said nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import dynorm
+from dynorm import Entity, Index, Table, fields
+from dynorm.keys import KeyTemplate
+
+
+class KeyDecl(Table):
+    class Meta:
+        table_name = "keydecl"
+        gsis = {"INV": ("SK", "PK"), "GSI1": ("GSI1PK", "Data"), "GSI2": ("GSI2PK", "Data"),
+                "BYSK": ("BYSKPK", "SK"), "GSI3": ("GSI3PK", "GSI3SK")}
+        lsis = {"LSI1": "Data"}
+
+
+_names = iter(range(10_000))
+
+
+def _entity(indexes: dict[str, Index], pk: str = "{version}#ORDER#{order_id}",
+            sk: str = "ITEM#{product_id}") -> Any:
+    n = next(_names)
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": f"KD{n}", "pk": pk, "sk": sk, "indexes": indexes})
+    return type(f"KeyDeclEntity{n}", (Entity,), {
+        "__module__": __name__, "Meta": Meta, "order_id": fields.String(), "product_id": fields.String(),
+        "name": fields.String(null=True), "year": fields.Integer(null=True), "city": fields.String(null=True)})
+
+
+def _refused(indexes: dict[str, Index], *parts: str, **meta: str) -> str:
+    with pytest.raises(dynorm.ModelError) as info:
+        _entity(indexes, **meta)
+    message = str(info.value)
+    for part in parts:
+        assert part in message, message
+    return message
+
+
+# -- the inverted index --------------------------------------------------------------------------------------
+def test_an_inverted_index_whose_partition_template_differs_from_sk_is_refused_at_class_creation() -> None:
+    message = _refused({"by_product": Index("INV", pk="PRODUCT#{product_id}", sk="{version}#ORDER#{order_id}")},
+                       "KeyDeclEntity", "'SK'", "Meta.sk 'ITEM#{product_id}'",
+                       "Meta.indexes['by_product'].pk 'PRODUCT#{product_id}'", "the table's sort key",
+                       "the partition key of INV", "same template")
+    assert re.match(r"KeyDeclEntity\d+: ", message)
+
+
+def test_an_inverted_index_whose_sort_template_differs_from_pk_is_refused() -> None:
+    _refused({"by_product": Index("INV", pk="ITEM#{product_id}", sk="ORDER#{order_id}")},
+             "'PK'", "Meta.pk '{version}#ORDER#{order_id}'", "Meta.indexes['by_product'].sk 'ORDER#{order_id}'",
+             "the table's partition key and the sort key of INV")
+
+
+def test_an_index_sorting_on_the_table_sort_key_with_another_template_is_refused() -> None:
+    _refused({"by_city": Index("BYSK", pk="{version}#CITY#{city}", sk="C#{city}")},
+             "'SK'", "Meta.sk 'ITEM#{product_id}'", "Meta.indexes['by_city'].sk 'C#{city}'")
+
+
+def test_an_inverted_index_rendering_the_same_keys_is_accepted() -> None:
+    cls = _entity({"by_product": Index("INV", pk="ITEM#{product_id}", sk="{version}#ORDER#{order_id}"),
+                   "by_city": Index("BYSK", pk="{version}#CITY#{city}", sk="ITEM#{product_id:}")})
+    keys = cls(order_id="o1", product_id="p1", city="Oslo").key_attributes()
+    assert keys["PK"] == "v1#ORDER#o1" and keys["SK"] == "ITEM#p1" and keys["BYSKPK"] == "v1#CITY#Oslo"
+    plan = cls.objects.filter(product_id="p1").using("by_product").explain()
+    assert plan.index == "INV" and plan.readable(plan.key_condition) == 'SK = "ITEM#p1"'
+
+
+# -- one attribute overloaded across indexes -------------------------------------------------------------------
+def test_two_indexes_writing_one_overloaded_attribute_differently_are_refused() -> None:
+    _refused({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="N#{name}"),
+              "by_year": Index("GSI2", pk="{version}#YEAR#{year}", sk="P#{product_id}")},
+             "'Data'", "Meta.indexes['by_city'].sk 'N#{name}'", "Meta.indexes['by_year'].sk 'P#{product_id}'",
+             "the sort key of GSI1 and the sort key of GSI2")
+
+
+def test_an_lsi_template_and_a_gsi_sharing_one_attribute_must_agree() -> None:
+    _refused({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="N#{name}"),
+              "by_name": Index("LSI1", sk="NAME#{name}")},
+             "'Data'", "'N#{name}'", "'NAME#{name}'", "the sort key of GSI1 and the sort key of LSI1")
+
+
+def test_two_access_paths_on_one_gsi_with_different_templates_are_refused() -> None:
+    _refused({"by_city": Index("GSI3", pk="{version}#CITY#{city}", sk="N#{name}"),
+              "by_name": Index("GSI3", pk="{version}#NAME#{name}", sk="N#{name}")},
+             "'GSI3PK'", "'{version}#CITY#{city}'", "'{version}#NAME#{name}'")
+
+
+def test_one_overloaded_attribute_with_one_template_is_accepted_and_several_entity_types_may_differ() -> None:
+    a = _entity({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="N#{name}"),
+                 "by_year": Index("GSI2", pk="{version}#YEAR#{year}", sk="N#{name}")})
+    b = _entity({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="P#{product_id}")})  # another type
+    keys = a(order_id="o", product_id="p", name="Ann", city="Oslo", year=2024).key_attributes()
+    assert keys["Data"] == "N#Ann" and keys["GSI1PK"] == "v1#CITY#Oslo" and keys["GSI2PK"] == "v1#YEAR#P5032024"
+    assert b(order_id="o", product_id="p", city="Oslo").key_attributes()["Data"] == "P#p"
+
+
+def test_templates_equal_in_normal_form_count_as_one() -> None:
+    assert KeyTemplate("A#{x:}#{{b}}").canonical == KeyTemplate("A#{x}#{{b}}").canonical
+    assert KeyTemplate("A#{x:04d}").canonical != KeyTemplate("A#{x}").canonical
