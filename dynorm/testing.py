@@ -209,8 +209,8 @@ class _SessionTables:
     (ListTables, then one DescribeTable each):
 
     - a table the previous test created under the prefix that no declared ``Table`` names, or whose
-      shape (:func:`_shape`) a test changed, or whose declaring class changed, is deleted (and the
-      declared ones created again);
+      shape (:func:`_shape`) or declared TTL (DescribeTimeToLive) a test changed, or whose declaring
+      class changed, is deleted (and the declared ones created again);
     - a declared table holding items (``ItemCount``, exact on DynamoDB Local and moto) is emptied:
       Scan of its keys and BatchWriteItem deletes, or DeleteTable and CreateTable above
       :data:`_RECREATE_ABOVE` items;
@@ -237,7 +237,8 @@ class _SessionTables:
                 self.made.pop(name, None)
                 continue
             if made is None or wanted.get(name) is not made[0] or _shape(desc) != made[1] \
-                    or desc.get("TableStatus") != "ACTIVE" or int(desc.get("ItemCount") or 0) > _RECREATE_ABOVE:
+                    or desc.get("TableStatus") != "ACTIVE" or int(desc.get("ItemCount") or 0) > _RECREATE_ABOVE \
+                    or not _ttl_as_declared(made[0]):
                 _drop(name)
                 self.made.pop(name, None)
             elif desc.get("ItemCount"):
@@ -257,6 +258,15 @@ class _SessionTables:
             except Exception:  # noqa: BLE001 - best effort clean-up at the end of the session
                 pass
         self.made.clear()
+
+
+def _ttl_as_declared(table: Any) -> bool:
+    """False when a test turned off (or moved) the declared TTL attribute (DescribeTimeToLive)."""
+    attr = table._meta.ttl_attribute
+    if not attr:
+        return True
+    desc = backend.call("DescribeTimeToLive", {"TableName": table.table_name()}).get("TimeToLiveDescription", {})
+    return bool(desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attr)
 
 
 def _list_tables() -> list[str]:
