@@ -342,6 +342,10 @@ def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
         click.echo(f"Dry run: nothing was written. Would rewrite {totals.get('rewritten', 0)} item(s) "
                    f"of {totals.get('scanned', 0)} scanned.")
         return
+    idle = report.nothing_to_do()
+    if idle is not None:  # another run did it between our first read of the ledger and our lock
+        click.echo(idle[0].upper() + idle[1:] + ".")
+        return
     if report.unapplied:
         click.echo(f"Reversed {len(report.unapplied)} migration(s): {', '.join(report.unapplied)}")
     click.echo(f"Applied {len(report.applied)} migration(s) in {report.seconds:.1f} s: "

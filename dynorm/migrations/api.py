@@ -52,7 +52,7 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
         MigrationError: invalid migration files, a change DynamoDB cannot make in place, or a key
             version bump that splits an item collection (its entities must be bumped together).
     """
-    migrations = load_migrations(package)
+    migrations = load_migrations(package, missing_ok=True)
     old = build_state(migrations)
     new = state_from_models(tables)
     splits = collection_splits(_members(old), _members(new))

@@ -42,6 +42,7 @@ from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, C
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
+           "UnknownMigrationsApplied",
            "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
            "make_worker"]
 
@@ -107,6 +108,25 @@ class MigrateOptions:
     stop: threading.Event | None = field(default=None, repr=False)
 
 
+class UnknownMigrationsApplied(MigrationError):
+    """The ledger lists applied migrations that no migration file has: the code is older than the table.
+
+    Typically a deploy rolled back by reverting code after a migration (a rekey) ran: the older
+    entities would read nothing and write second copies at the old keys. Every command that reads
+    the ledger refuses until the files are back (roll forward) or the migrations were reversed
+    with the code that has them (docs/migrations.md, "Rolling back a deploy").
+
+    Attributes:
+        unknown: ``{migration name: applied_at}`` of the migrations without a file.
+        last_known: the newest applied migration that has a file (``None``: none).
+    """
+
+    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None) -> None:
+        super().__init__(message)
+        self.unknown = unknown
+        self.last_known = last_known
+
+
 class MigrationInterrupted(DynormError):
     """A stop (SIGINT/SIGTERM) ended the run at a checkpoint; the lock is released and progress saved.
 
@@ -152,6 +172,18 @@ class MigrateReport:
     #: RCU DynamoDB reported for the scans; estimated WCU of the writes (when paced)
     read_units: float = 0.0
     write_units: float = 0.0
+    #: migrations the plan read before the lock listed but another run applied (or reversed) before
+    #: this one took the lock: ``{"migration", "done": "applied"|"reversed", "at": ISO time or None}``
+    done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
+
+    def nothing_to_do(self) -> str | None:
+        """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
+        run meant to apply (or reverse) was done by another run before it took the lock; else ``None``."""
+        if not self.done_elsewhere or self.applied or self.unapplied or self.partial or self.operations:
+            return None
+        parts = [f"{d['migration']} was {d['done']} by another run" + (f" at {d['at']}" if d["at"] else "")
+                 for d in self.done_elsewhere]
+        return "nothing to do: " + "; ".join(parts)
 
     def totals(self) -> dict[str, int]:
         """Counters summed over operations."""
@@ -166,6 +198,7 @@ class MigrateReport:
         return {"applied": self.applied, "unapplied": self.unapplied, "partial": self.partial,
                 "failed_items": self.failed_items, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
+                "done_elsewhere": self.done_elsewhere,
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
                                 "catch_up_passes": o.catch_up_passes, "caught_up": o.caught_up,
@@ -333,11 +366,35 @@ class Executor:
         return Ledger(table, _physical(table.name))
 
     def applied(self) -> dict[str, dict[str, Any]]:
-        """Applied migrations by name (empty when the ledger table does not exist yet)."""
+        """Applied migrations by name (empty when the ledger table does not exist yet).
+
+        DynamoDB: DescribeTable, then a consistent Query of the ledger partition.
+
+        Raises:
+            UnknownMigrationsApplied: the ledger lists applied migrations that have no file here.
+        """
         if not self.migrations:
             return {}
         ledger = self.ledger()
-        return ledger.applied() if ledger.exists() else {}
+        applied = ledger.applied() if ledger.exists() else {}
+        self._check_known(ledger.name, applied)
+        return applied
+
+    def _check_known(self, table: str, applied: dict[str, dict[str, Any]]) -> None:
+        names = [m.name for m in self.migrations]
+        unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
+        if not unknown:
+            return
+        last = next((n for n in reversed(names) if n in applied), None)
+        listed = ", ".join(f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items())
+        back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
+        raise UnknownMigrationsApplied(
+            f"the ledger of table {table} lists applied migration(s) that this code has no file for: {listed}. "
+            "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
+            "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. "
+            f"Either roll forward (deploy the code that has {', '.join(unknown)}), or roll back in this order: "
+            f"with the code that has those files, run {back} (it reverses them), then deploy this code.",
+            unknown, last)
 
     def started(self) -> set[str]:
         """Migrations not applied with work recorded: partial, interrupted, or partly reversed (one Query)."""
@@ -451,7 +508,9 @@ class Executor:
         """Apply (or, with ``dry_run``, measure) the pending migrations, or reverse later ones.
 
         When ``options.target`` is applied and later migrations are too, those are reversed
-        (newest first) instead. A migration with failed items is left partial (not applied) and
+        (newest first) instead. The plan is made again from the ledger read once the lock is held:
+        what another run did meanwhile is not done again but listed in ``report.done_elsewhere``.
+        A migration with failed items is left partial (not applied) and
         the run stops there.
 
         Raises:
@@ -473,6 +532,8 @@ class Executor:
         check_lock_ttl(options.lock_ttl)
         self._stop = options.stop or threading.Event()
         self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
+        # the plan read before the lock: validates the target and reversibility early, runs a dry
+        # run, and is what the caller saw; a real run plans again from the ledger read under the lock
         backwards = self.backwards_plan(options.target)
         pending = [] if backwards else self.plan(options.target)
         try:
@@ -490,6 +551,7 @@ class Executor:
             ledger.acquire(worker, ttl=options.lock_ttl)
             self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
+                backwards, pending = self._replan(options.target, backwards, pending, report)
                 for m in backwards:
                     # from here on the migration is no longer applied: its forward records are void
                     # (a forward run starts it again) and an interruption leaves it partial
@@ -529,6 +591,29 @@ class Executor:
             report.read_units = self._pacer.read_units
             report.write_units = self._pacer.write_units
         return report
+
+    def _replan(self, target: str | None, backwards: list[Migration], pending: list[Migration],
+                report: MigrateReport) -> tuple[list[Migration], list[Migration]]:
+        """Plan again from the ledger read under the lock; note in ``report.done_elsewhere`` what
+        the plan read before the lock held but another run did meanwhile.
+
+        Between that first read and the lock, another run may have applied (or reversed) the same
+        migrations: running them again would repeat a ``RunPython`` and report work this run did
+        not do. Two consistent Queries of the ledger partition.
+        """
+        applied = self.applied()
+        new_backwards = self.backwards_plan(target)
+        new_pending = [] if new_backwards else self.plan(target)
+        now_back = {m.name for m in new_backwards}
+        now_pending = {m.name for m in new_pending}
+        for m in backwards:
+            if m.name not in now_back and m.name not in applied:
+                report.done_elsewhere.append({"migration": m.name, "done": "reversed", "at": None})
+        for m in pending:
+            if m.name not in now_pending and m.name in applied:
+                report.done_elsewhere.append({"migration": m.name, "done": "applied",
+                                              "at": applied[m.name].get("applied_at")})
+        return new_backwards, new_pending
 
     @staticmethod
     def _totals(report: MigrateReport, name: str) -> dict[str, int]:
