@@ -27,6 +27,14 @@ _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_sec
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
 
 
+#: numeric connection settings: (type, lowest, highest allowed, what it is), checked when loaded
+_RANGES: dict[str, tuple[type, float, float, str]] = {
+    "max_attempts": (int, 1, 100, "botocore's total attempts per request, the first included"),
+    "connect_timeout": (float, 0.01, 3600, "seconds to wait for a connection"),
+    "read_timeout": (float, 0.01, 3600, "seconds to wait for a response"),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Frozen dynorm settings.
@@ -114,7 +122,8 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         ``{field: value}`` for the keys present in the file.
 
     Raises:
-        ConfigurationError: unreadable file, invalid YAML, unknown keys or wrong types.
+        ConfigurationError: unreadable file, invalid YAML, unknown keys, wrong types, or a number
+            out of its range (``max_attempts`` 1 to 100, timeouts 0.01 to 3600 s), naming key and value.
     """
     import yaml
 
@@ -163,6 +172,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     out.update(conn)
     out["source"] = str(path)
+    _build(out)  # types and ranges now, naming the file: a bad value must not look like a network error
     return out
 
 
@@ -183,12 +193,21 @@ def _build(values: Mapping[str, Any]) -> Settings:
     vals = dict(values)
     if "models" in vals:
         vals["models"] = tuple(vals["models"])
-    for key, typ in (("max_attempts", int), ("connect_timeout", float), ("read_timeout", float)):
-        if key in vals:
-            try:
-                vals[key] = typ(vals[key])
-            except (TypeError, ValueError) as exc:
-                raise ConfigurationError(f"setting {key!r} must be a number, got {vals[key]!r}.") from exc
+    source = vals.get("source", "settings")
+    for key, (typ, low, high, what) in _RANGES.items():
+        if key not in vals:
+            continue
+        value = vals[key]
+        try:
+            if isinstance(value, bool) or (typ is int and isinstance(value, float) and not value.is_integer()):
+                raise TypeError
+            vals[key] = typ(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"setting {key!r} ({source}) must be a number from {low:g} to {high:g} ({what}), "
+                                     f"got {value!r}.") from exc
+        if not low <= vals[key] <= high:
+            raise ConfigurationError(f"setting {key!r} = {value!r} ({source}) is out of range: allowed {low:g} to "
+                                     f"{high:g} ({what}).")
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")

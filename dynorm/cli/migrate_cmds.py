@@ -225,7 +225,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                             [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
-    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
+    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted, OperationFailed
     from dynorm.migrations.loader import load_migrations
 
     state.load_models()
@@ -279,6 +279,11 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         options.stop = stop
         try:
             report = executor.migrate(options)
+        except OperationFailed as exc:
+            if not as_json:
+                raise
+            click.echo(json.dumps(exc.to_dict(), indent=2))
+            raise click.ClickException(str(exc).split("\n", 1)[0]) from exc
         except MigrationInterrupted as exc:
             _print_report(exc.report, as_json, dry_run)
             signum = caught[0] if caught else signal.SIGINT

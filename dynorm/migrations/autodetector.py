@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .operations import (
     AlterKeyEncoding,
     CreateEntity,
@@ -127,10 +129,17 @@ def _check_stored_types(before: EntityState, after: EntityState) -> None:
 
 
 def suggest_name(ops: list[Operation], first: bool) -> str:
-    """A migration name: ``initial``, ``product_v2`` for a rekey, else ``auto``."""
+    """A migration name: ``initial``, ``product_v2`` for a rekey, else ``auto``.
+
+    Always a Python identifier (a module name): every character of the entity type and version
+    that cannot be in one becomes ``_`` (``hr-ticket`` v2: ``hr_ticket_v2``); ``auto`` when nothing
+    usable is left.
+    """
     if first:
         return "initial"
     for op in ops:
         if isinstance(op, RekeyEntity):
-            return f"{op.entity_type.lower()}_{op.to_version}"
+            raw = f"{op.entity_type.lower()}_{op.to_version}"
+            name = re.sub(r"_+", "_", re.sub(r"\W", "_", raw, flags=re.ASCII)).strip("_")
+            return name if name and name.isidentifier() else "auto"
     return "auto"

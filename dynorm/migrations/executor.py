@@ -42,7 +42,7 @@ from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, C
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
-           "UnknownMigrationsApplied",
+           "UnknownMigrationsApplied", "OperationFailed",
            "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
            "make_worker"]
 
@@ -125,6 +125,47 @@ class UnknownMigrationsApplied(MigrationError):
         super().__init__(message)
         self.unknown = unknown
         self.last_known = last_known
+
+
+class OperationFailed(MigrationError):
+    """An operation's own code (a ``RunPython`` function) raised: the run stopped there.
+
+    The message names the migration and the operation, what this run applied before it, the
+    state the ledger is left in, and the traceback of the user code (dynorm's frames left out).
+
+    Attributes:
+        migration: the migration's name; index: the operation's position; operation: its description.
+        applied: migrations this run recorded applied before the failure (in order).
+        reversed: migrations this run reversed before the failure.
+        ledger_state: one sentence: what the ledger says now and what a re-run does.
+        user_traceback: the formatted traceback of the user code.
+        report: the :class:`MigrateReport` so far.
+    """
+
+    def __init__(self, message: str, *, migration: str, index: int, operation: str, applied: list[str],
+                 reversed: list[str], ledger_state: str, user_traceback: str, report: MigrateReport) -> None:
+        super().__init__(message)
+        self.migration, self.index, self.operation = migration, index, operation
+        self.applied, self.reversed, self.ledger_state = applied, reversed, ledger_state
+        self.user_traceback, self.report = user_traceback, report
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``dynorm migrate --json`` prints it as ``{"error": ...}``)."""
+        return {"error": str(self).split("\n", 1)[0], "migration": self.migration, "operation_index": self.index,
+                "operation": self.operation, "applied": self.applied, "reversed": self.reversed,
+                "ledger": self.ledger_state, "traceback": self.user_traceback, "report": self.report.to_dict()}
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` without dynorm's own frames (the user's function and what it called)."""
+    import os
+    import traceback
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(package)]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
+             *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines).rstrip("\n")
 
 
 class MigrationInterrupted(DynormError):
@@ -348,6 +389,7 @@ class Executor:
         self.reporter = reporter
         self.final_state = build_state(migrations)  # validates every operation against the state
         self._created: set[str] = set()
+        self._report = MigrateReport()  # the current run's (for OperationFailed)
         self._stop = threading.Event()
         self._pacer = Pacer()
 
@@ -517,9 +559,12 @@ class Executor:
             MigrationLocked: another run holds the lock.
             MigrationError: bad migrations or options, or a reversal without an inverse.
             MigrationInterrupted: ``options.stop`` was set; progress is saved, the lock released.
+            OperationFailed: a ``RunPython`` function raised (the lock is released; the message says
+                what was applied, the ledger's state and the user code's traceback).
         """
         started = time.monotonic()
         report = MigrateReport(dry_run=options.dry_run)
+        self._report = report
         if not self.migrations:
             return report
         if options.mode not in ("move", "copy"):
@@ -697,11 +742,40 @@ class Executor:
         if isinstance(op, RunPython):
             rep.status = "would run" if options.dry_run else "ran"
             if not options.dry_run:
-                op.fn(MigrationContext(state, m.name))
+                try:
+                    op.fn(MigrationContext(state, m.name))
+                except Exception as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                    rep.status = f"failed: {type(exc).__name__}"
+                    raise self._failed(label, i, op, exc, ledger is not None) from exc
             return "done"
         if isinstance(op, (RekeyEntity, DeleteVersion)):
             return self._scan_op(label, i, op, options, ledger, rep, [x.name for x in self.migrations].index(m.name))
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
+
+    def _failed(self, label: str, i: int, op: Operation, exc: Exception, recorded: bool) -> OperationFailed:
+        """The :class:`OperationFailed` for ``op`` (operation ``i`` of ``label``) that raised ``exc``."""
+        report = self._report
+        name, reverse = label.removesuffix("~reverse"), label.endswith("~reverse")
+        applied, undone = list(report.applied), list(report.unapplied)
+        done_ops = [str(o.index) for o in report.operations if o.migration == label and o.index != i]
+        if not recorded:
+            ledger = "dry run: nothing was recorded"
+        elif reverse:
+            ledger = (f"{name} is no longer applied (partly reversed): operations [{', '.join(done_ops) or 'none'}] "
+                      f"of its reversal are done; `dynorm migrate <earlier>` resumes the reversal at operation [{i}], "
+                      f"`dynorm migrate` applies {name} again")
+        else:
+            ledger = (f"{name} is not applied; its operations [{', '.join(done_ops) or 'none'}] are recorded done "
+                      f"and are skipped by the next run, which starts again at operation [{i}] "
+                      f"(fix the function first)")
+        tb = _user_traceback(exc)
+        what = "reversing " if reverse else ""
+        message = (f"{what}migration {name} failed at operation [{i}] {op.describe()}: {type(exc).__name__}: {exc}. "
+                   f"Applied by this run before it: {', '.join(applied) or 'none'}"
+                   + (f"; reversed: {', '.join(undone)}" if undone else "")
+                   + f". Ledger: {ledger}.\n{tb}")
+        return OperationFailed(message, migration=name, index=i, operation=op.describe(), applied=applied,
+                               reversed=undone, ledger_state=ledger, user_traceback=tb, report=report)
 
     def _create_table(self, table: TableState) -> None:
         name = _physical(table.name)
