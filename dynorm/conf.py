@@ -6,7 +6,7 @@ in order of precedence:
 1. keyword arguments given to :func:`configure` (highest),
 2. the environment: ``DYNORM_ENDPOINT``, ``DYNORM_REGION``, ``DYNORM_TABLE_PREFIX``,
 3. the YAML file named by ``DYNORM_CONFIG``, else ``dynorm.yaml`` in the working directory,
-4. defaults.
+4. defaults (the ``dynorm`` command's shorter timeouts, :data:`CLI_DEFAULTS`, replace some).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file"]
+__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file",
+           "set_defaults", "CLI_DEFAULTS"]
 
 _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
@@ -90,6 +91,7 @@ class Settings:
 _lock = threading.RLock()
 _settings: Settings | None = None
 _overrides: dict[str, Any] = {}
+_defaults: dict[str, Any] = {}
 _config_file: str | None = None
 _listeners: list[Callable[[Settings], None]] = []
 # settings of the current thread/context only (see overridden()); None: the process's settings
@@ -229,7 +231,7 @@ def get_settings() -> Settings:
         return current
     with _lock:
         if _settings is None:
-            values: dict[str, Any] = {}
+            values: dict[str, Any] = dict(_defaults)
             path = _config_path()
             if path is not None:
                 values.update(load_file(path))
@@ -296,6 +298,29 @@ def overridden(**settings: Any) -> Iterator[Settings]:
         yield _context.get() or base
     finally:
         _context.reset(token)
+
+
+def set_defaults(**settings: Any) -> None:
+    """Replace the built-in defaults of some settings for this process (below the file, the
+    environment and :func:`configure`).
+
+    The ``dynorm`` command line uses it for timeouts that fit a command someone waits for
+    (:data:`CLI_DEFAULTS`); a value in dynorm.yaml still wins. :func:`reset` keeps them.
+
+    Raises:
+        ConfigurationError: an unknown setting or a value of the wrong type or out of range.
+    """
+    global _settings
+    with _lock:
+        _build({**settings})
+        _defaults.clear()
+        _defaults.update(settings)
+        _settings = None
+
+
+#: what the ``dynorm`` command sets with :func:`set_defaults`: a silent endpoint costs at most
+#: ``max_attempts x (connect or read timeout)`` plus botocore's backoff (about 16 s), not minutes
+CLI_DEFAULTS: dict[str, Any] = {"connect_timeout": 2.0, "read_timeout": 5.0, "max_attempts": 3}
 
 
 def use_file(path: str | os.PathLike[str] | None) -> None:

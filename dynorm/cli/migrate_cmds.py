@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import sys
@@ -15,6 +16,9 @@ import click
 
 from ._common import State, pass_state
 from .confirm import confirm_changes, yes_option
+
+#: ``dynorm migrate``'s exit code when the run stopped because its lock's lease could not be renewed
+LOST_LEASE_EXIT = 75  # EX_TEMPFAIL: try again later
 
 
 def _worker(value: str | None) -> tuple[int, int]:
@@ -81,19 +85,55 @@ class _JsonProgress:
                                "eta_s": None if eta is None else round(eta, 1)}), err=True)
 
 
+class RequestInterrupted(BaseException):
+    """Raised in the main thread by the first SIGINT/SIGTERM when it arrives during a request.
+
+    A BaseException, as KeyboardInterrupt is: botocore turns any Exception raised while it sends
+    into a retried HTTPClientError, which would send the request again.
+    """
+
+
+def _in_request(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal found the main thread) is inside an HTTP request."""
+    while frame is not None:
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if "/botocore/" in name or "/urllib3/" in name:
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextmanager
-def _stop_on_signals() -> Iterator[tuple[threading.Event, list[int], list[float]]]:
-    """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards)."""
+def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0) -> Iterator[tuple[threading.Event, list[int],
+                                                                                list[float]]]:
+    """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards).
+
+    The first signal stops every segment at its next checkpoint (a request in flight ends within
+    the read timeout). A second one stops at once: it prints the resume line and exits ``128 +
+    signal`` without waiting (the lock then lasts until its lease ends, or ``--force-unlock``).
+    """
     stop = threading.Event()
     caught: list[int] = []
     received: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
-        if not caught:
-            received.append(time.monotonic())
-            click.echo(f"\n{signal.Signals(signum).name}: stopping at the next checkpoint...", err=True)
+        name = signal.Signals(signum).name
+        if caught:
+            # the second signal: stop now, whatever is in flight (as kill -9 would; the run is resumable)
+            sys.stderr.write(f"\n{name} again: stopped at once. Progress is saved up to the last checkpoint; the "
+                             f"lock stays until its lease ends (<= {lock_ttl:g} s; or run with --force-unlock once "
+                             f"this process is gone). Resume with:\n  {resume}\n")
+            sys.stderr.flush()
+            os._exit(128 + signum)
+        received.append(time.monotonic())
+        click.echo(f"\n{name}: stopping at the next checkpoint (a request in flight ends within the read "
+                   f"timeout); {name} again stops at once...", err=True)
         caught.append(signum)
         stop.set()
+        if _in_request(frame):
+            # this thread waits for an answer (taking the lock, recording the ledger): a silent endpoint
+            # would hold it for the whole read timeout and retries; end the wait now
+            raise RequestInterrupted(f"{name} arrived while a request was waiting for DynamoDB's answer")
 
     if threading.current_thread() is not threading.main_thread():  # signals can only be handled there
         yield stop, caught, received
@@ -275,7 +315,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                                              "--dask-workers": dask_workers if engine == "dask" and not scheduler
                                              else None})
     started = time.monotonic()
-    with _stop_on_signals() as (stop, caught, received):
+    with _stop_on_signals(resume, lock_ttl) as (stop, caught, received):
         options.stop = stop
         try:
             report = executor.migrate(options)
@@ -286,10 +326,26 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
             raise click.ClickException(str(exc).split("\n", 1)[0]) from exc
         except MigrationInterrupted as exc:
             _print_report(exc.report, as_json, dry_run)
+            if exc.lost_lease and not caught:
+                click.echo(f"Stopped after {time.monotonic() - started:.1f} s: the migration lock's lease was lost "
+                           f"({exc}). Progress is saved up to the last checkpoint. Check the network to DynamoDB "
+                           f"(or who ran --force-unlock). Resume with:\n  {resume}", err=True)
+                sys.exit(LOST_LEASE_EXIT)
             signum = caught[0] if caught else signal.SIGINT
             lag = time.monotonic() - received[0] if received else 0.0
             click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
                        f"({exc}; stopped {lag:.2f} s after the signal); progress is saved and the lock released. "
+                       f"Resume with:\n  {resume}", err=True)
+            sys.exit(128 + signum)
+        except (Exception, RequestInterrupted) as exc:
+            if not caught:
+                raise
+            # the stop came while a request was in flight: it failed (a timeout on a silent endpoint)
+            # after the signal; report the interruption, with its cause, not the request's error
+            signum = caught[0]
+            click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s; a "
+                       f"request in flight then failed ({type(exc).__name__}: {exc}). Progress is saved up to the "
+                       f"last checkpoint; the lock is released, or ends with its lease (<= {lock_ttl:g} s). "
                        f"Resume with:\n  {resume}", err=True)
             sys.exit(128 + signum)
     _print_report(report, as_json, dry_run)

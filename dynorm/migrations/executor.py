@@ -173,11 +173,14 @@ class MigrationInterrupted(DynormError):
 
     Attributes:
         report: the :class:`MigrateReport` of what was done before the stop.
+        lost_lease: True when the stop came from the lock: its lease could not be renewed in time
+            (not from a signal).
     """
 
-    def __init__(self, message: str, report: MigrateReport) -> None:
+    def __init__(self, message: str, report: MigrateReport, lost_lease: bool = False) -> None:
         super().__init__(message)
         self.report = report
+        self.lost_lease = lost_lease
 
 
 @dataclass
@@ -627,7 +630,8 @@ class Executor:
                 if ledger.lost.is_set():
                     raise MigrationInterrupted(
                         f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
-                        f"checkpoint so that no other run writes at the same time ({exc})", report) from exc
+                        f"checkpoint so that no other run writes at the same time ({exc})", report,
+                        lost_lease=True) from exc
                 raise
             finally:
                 ledger.release()

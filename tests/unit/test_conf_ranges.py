@@ -50,3 +50,24 @@ def test_the_cli_names_the_setting_not_the_network(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "setting 'max_attempts' = -3" in result.output and "allowed 1 to 100" in result.output
     assert "could not reach" not in result.output and "Is DynamoDB Local running" not in result.output
+
+
+def test_the_cli_timeouts_are_defaults_that_dynorm_yaml_overrides(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("connection: {read_timeout: 7}\n")
+    saved = dict(conf._overrides), conf._config_file
+    try:
+        conf.reset()
+        conf.set_defaults(**conf.CLI_DEFAULTS)
+        conf.use_file(cfg)
+        settings = conf.get_settings()
+        assert settings.read_timeout == 7.0  # the file wins
+        assert settings.connect_timeout == conf.CLI_DEFAULTS["connect_timeout"] == 2.0
+        assert settings.max_attempts == conf.CLI_DEFAULTS["max_attempts"] == 3
+        conf.set_defaults()
+        assert conf.get_settings().connect_timeout == 5.0  # the library's own default
+    finally:
+        conf.set_defaults()
+        conf.reset()
+        conf._overrides.update(saved[0])
+        conf.use_file(saved[1])
