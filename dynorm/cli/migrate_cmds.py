@@ -243,12 +243,15 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
 @click.option("--verify", "verify_name", default=None, metavar="NAME",
               help="Write nothing: count the rekeyed entities' items at the old and new key version "
                    "(exit 1 on a mismatch: move: any left at the old; copy: fewer at the new).")
+@click.option("--resolve", type=click.Choice(["keep-new", "keep-old"]), default=None,
+              help="Finish a partial rekey whose failed items conflict with a different item at their new key: "
+                   "keep-new keeps that item (the old one is deleted in move mode); keep-old replaces it.")
 @yes_option
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int | None,
             mode: str, worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
             lock_ttl: float, force_unlock: bool, as_json: bool, engine: str, scheduler: str | None,
-            dask_workers: int, verify_name: str | None, yes: bool) -> None:
+            dask_workers: int, verify_name: str | None, resolve: str | None, yes: bool) -> None:
     """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
     configured, create missing tables and GSIs).
 
@@ -292,7 +295,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                        err=True)
     options = MigrateOptions(target=target, mode=mode, segments=segments or 4, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
-                             max_wcu=max_wcu, lock_ttl=lock_ttl)
+                             max_wcu=max_wcu, lock_ttl=lock_ttl, resolve=resolve)
     backwards = executor.backwards_plan(target)
     pending = [] if backwards else executor.plan(target)
     if plan_only:
@@ -308,7 +311,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         confirm_changes(settings, what, tables, yes)
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
-                                             "--consistent-read": consistent_read,
+                                             "--consistent-read": consistent_read, "--resolve": resolve,
                                              "--lock-ttl": None if lock_ttl == 60.0 else lock_ttl,
                                              "--executor": None if engine == "threads" else engine,
                                              "--scheduler": scheduler,

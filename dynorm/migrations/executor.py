@@ -90,6 +90,8 @@ class MigrateOptions:
             whose Put does not compare the old item and so reads consistently.
         max_rcu, max_wcu: capacity units per second for the whole migration, split evenly
             between the ``worker`` processes and shared by this process's segments.
+        resolve: ``"keep-new"`` or ``"keep-old"``: a rekey's failed items whose new key holds a
+            different item are settled that way (:meth:`Rekeyer.resolve`) instead of failing again.
         stop: when set (SIGINT/SIGTERM), every segment stops at its next checkpoint and
             :meth:`Executor.migrate` raises :class:`MigrationInterrupted`. The executor sets it
             too when one segment fails with an error, to end the others before re-raising.
@@ -105,6 +107,7 @@ class MigrateOptions:
     consistent_read: bool | None = None
     max_rcu: float | None = None
     max_wcu: float | None = None
+    resolve: str | None = None
     stop: threading.Event | None = field(default=None, repr=False)
 
 
@@ -572,6 +575,8 @@ class Executor:
             return report
         if options.mode not in ("move", "copy"):
             raise MigrationError(f"--mode must be move or copy, not {options.mode!r}.")
+        if options.resolve not in (None, "keep-new", "keep-old"):
+            raise MigrationError(f"--resolve must be keep-new or keep-old, not {options.resolve!r}.")
         if options.segments < 1 or not 0 <= options.worker[0] < options.worker[1]:
             raise MigrationError("--segments must be >= 1 and --worker i/N needs 0 <= i < N.")
         for name, value in (("--max-rcu", options.max_rcu), ("--max-wcu", options.max_wcu)):
@@ -1100,7 +1105,10 @@ class Executor:
         for failure in ledger.failures(name, i):
             if stop.is_set():
                 return None
-            status, reason = worker.retry(failure["key"], tally=counter)
+            if options.resolve and isinstance(worker, Rekeyer):
+                status, reason = worker.resolve(failure["key"], options.resolve)
+            else:
+                status, reason = worker.retry(failure["key"], tally=counter)
             if status == "ok":
                 ledger.clear_failure(failure["sk"])
             elif status == "stopped":
