@@ -1,4 +1,5 @@
-"""`makemigrations` always suggests a name that is a Python identifier, whatever the entity type."""
+"""`makemigrations` always suggests a name that is a Python identifier, whatever the entity type, and
+refuses a key-version bump that would change no stored key."""
 
 from __future__ import annotations
 
@@ -28,3 +29,19 @@ def test_suggested_names_are_identifiers() -> None:
         op = RekeyEntity("t", entity_type, "v0", version, old=part, new=part)
         name = suggest_name([op], first=False)
         assert name == expected and (name.isidentifier() or name == "auto"), (entity_type, name)
+
+
+def test_a_key_version_bump_that_changes_no_key_is_refused(project: Project) -> None:
+    import pytest
+
+    from dynorm.migrations.operations import MigrationError
+
+    def unversioned_keys(**variant: str | None) -> str:
+        return _models(project, "WIDGET", **variant).replace('"{version}#W#', '"W#').replace('"{version}#M#', '"M#')
+
+    project.stage(TABLE_SRC, unversioned_keys(**V1))
+    assert project.makemigrations().name == "0001_initial"
+    project.stage(TABLE_SRC, unversioned_keys(**{**V1, "version": "v2"}))
+    with pytest.raises(MigrationError, match=r"none of its key templates contains \{version\}.*rewrite 0 items"):
+        project.makemigrations()
+    assert not (project.dir / "migrations" / "0002_widget_v2.py").exists()
