@@ -392,6 +392,10 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
     hint = (" Is DynamoDB Local running? Start it with `dynorm local start`." if settings.is_local
             else " Check `endpoint`/`region` in dynorm.yaml (or DYNORM_ENDPOINT).")
     where = describe_endpoint(settings)
+    if type(exc).__name__ in ("ReadTimeoutError", "ConnectTimeoutError"):
+        which = "read_timeout" if type(exc).__name__ == "ReadTimeoutError" else "connect_timeout"
+        hint = (f" No answer within {getattr(settings, which):g} s (connection.{which}), {settings.max_attempts} "
+                "attempt(s) (connection.max_attempts) in dynorm.yaml." + hint)
     return ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
                         f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation)
 

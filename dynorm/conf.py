@@ -6,7 +6,7 @@ in order of precedence:
 1. keyword arguments given to :func:`configure` (highest),
 2. the environment: ``DYNORM_ENDPOINT``, ``DYNORM_REGION``, ``DYNORM_TABLE_PREFIX``,
 3. the YAML file named by ``DYNORM_CONFIG``, else ``dynorm.yaml`` in the working directory,
-4. defaults.
+4. defaults (the ``dynorm`` command's shorter timeouts, :data:`CLI_DEFAULTS`, replace some).
 """
 
 from __future__ import annotations
@@ -21,10 +21,19 @@ from typing import Any, Callable, Iterator, Mapping
 
 from .exceptions import ConfigurationError
 
-__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file"]
+__all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file",
+           "set_defaults", "CLI_DEFAULTS"]
 
 _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
+
+
+#: numeric connection settings: (type, lowest, highest allowed, what it is), checked when loaded
+_RANGES: dict[str, tuple[type, float, float, str]] = {
+    "max_attempts": (int, 1, 100, "botocore's total attempts per request, the first included"),
+    "connect_timeout": (float, 0.01, 3600, "seconds to wait for a connection"),
+    "read_timeout": (float, 0.01, 3600, "seconds to wait for a response"),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +91,7 @@ class Settings:
 _lock = threading.RLock()
 _settings: Settings | None = None
 _overrides: dict[str, Any] = {}
+_defaults: dict[str, Any] = {}
 _config_file: str | None = None
 _listeners: list[Callable[[Settings], None]] = []
 # settings of the current thread/context only (see overridden()); None: the process's settings
@@ -114,7 +124,8 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         ``{field: value}`` for the keys present in the file.
 
     Raises:
-        ConfigurationError: unreadable file, invalid YAML, unknown keys or wrong types.
+        ConfigurationError: unreadable file, invalid YAML, unknown keys, wrong types, or a number
+            out of its range (``max_attempts`` 1 to 100, timeouts 0.01 to 3600 s), naming key and value.
     """
     import yaml
 
@@ -163,6 +174,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     out.update(conn)
     out["source"] = str(path)
+    _build(out)  # types and ranges now, naming the file: a bad value must not look like a network error
     return out
 
 
@@ -183,12 +195,21 @@ def _build(values: Mapping[str, Any]) -> Settings:
     vals = dict(values)
     if "models" in vals:
         vals["models"] = tuple(vals["models"])
-    for key, typ in (("max_attempts", int), ("connect_timeout", float), ("read_timeout", float)):
-        if key in vals:
-            try:
-                vals[key] = typ(vals[key])
-            except (TypeError, ValueError) as exc:
-                raise ConfigurationError(f"setting {key!r} must be a number, got {vals[key]!r}.") from exc
+    source = vals.get("source", "settings")
+    for key, (typ, low, high, what) in _RANGES.items():
+        if key not in vals:
+            continue
+        value = vals[key]
+        try:
+            if isinstance(value, bool) or (typ is int and isinstance(value, float) and not value.is_integer()):
+                raise TypeError
+            vals[key] = typ(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"setting {key!r} ({source}) must be a number from {low:g} to {high:g} ({what}), "
+                                     f"got {value!r}.") from exc
+        if not low <= vals[key] <= high:
+            raise ConfigurationError(f"setting {key!r} = {value!r} ({source}) is out of range: allowed {low:g} to "
+                                     f"{high:g} ({what}).")
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")
@@ -210,7 +231,7 @@ def get_settings() -> Settings:
         return current
     with _lock:
         if _settings is None:
-            values: dict[str, Any] = {}
+            values: dict[str, Any] = dict(_defaults)
             path = _config_path()
             if path is not None:
                 values.update(load_file(path))
@@ -277,6 +298,29 @@ def overridden(**settings: Any) -> Iterator[Settings]:
         yield _context.get() or base
     finally:
         _context.reset(token)
+
+
+def set_defaults(**settings: Any) -> None:
+    """Replace the built-in defaults of some settings for this process (below the file, the
+    environment and :func:`configure`).
+
+    The ``dynorm`` command line uses it for timeouts that fit a command someone waits for
+    (:data:`CLI_DEFAULTS`); a value in dynorm.yaml still wins. :func:`reset` keeps them.
+
+    Raises:
+        ConfigurationError: an unknown setting or a value of the wrong type or out of range.
+    """
+    global _settings
+    with _lock:
+        _build({**settings})
+        _defaults.clear()
+        _defaults.update(settings)
+        _settings = None
+
+
+#: what the ``dynorm`` command sets with :func:`set_defaults`: a silent endpoint costs at most
+#: ``max_attempts x (connect or read timeout)`` plus botocore's backoff (about 16 s), not minutes
+CLI_DEFAULTS: dict[str, Any] = {"connect_timeout": 2.0, "read_timeout": 5.0, "max_attempts": 3}
 
 
 def use_file(path: str | os.PathLike[str] | None) -> None:

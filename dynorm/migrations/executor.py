@@ -42,6 +42,7 @@ from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, C
 from .state import ProjectState, TableState
 
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
+           "UnknownMigrationsApplied", "OperationFailed",
            "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
            "make_worker"]
 
@@ -89,6 +90,8 @@ class MigrateOptions:
             whose Put does not compare the old item and so reads consistently.
         max_rcu, max_wcu: capacity units per second for the whole migration, split evenly
             between the ``worker`` processes and shared by this process's segments.
+        resolve: ``"keep-new"`` or ``"keep-old"``: a rekey's failed items whose new key holds a
+            different item are settled that way (:meth:`Rekeyer.resolve`) instead of failing again.
         stop: when set (SIGINT/SIGTERM), every segment stops at its next checkpoint and
             :meth:`Executor.migrate` raises :class:`MigrationInterrupted`. The executor sets it
             too when one segment fails with an error, to end the others before re-raising.
@@ -104,7 +107,68 @@ class MigrateOptions:
     consistent_read: bool | None = None
     max_rcu: float | None = None
     max_wcu: float | None = None
+    resolve: str | None = None
     stop: threading.Event | None = field(default=None, repr=False)
+
+
+class UnknownMigrationsApplied(MigrationError):
+    """The ledger lists applied migrations that no migration file has: the code is older than the table.
+
+    Typically a deploy rolled back by reverting code after a migration (a rekey) ran: the older
+    entities would read nothing and write second copies at the old keys. Every command that reads
+    the ledger refuses until the files are back (roll forward) or the migrations were reversed
+    with the code that has them (docs/migrations.md, "Rolling back a deploy").
+
+    Attributes:
+        unknown: ``{migration name: applied_at}`` of the migrations without a file.
+        last_known: the newest applied migration that has a file (``None``: none).
+    """
+
+    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None) -> None:
+        super().__init__(message)
+        self.unknown = unknown
+        self.last_known = last_known
+
+
+class OperationFailed(MigrationError):
+    """An operation's own code (a ``RunPython`` function) raised: the run stopped there.
+
+    The message names the migration and the operation, what this run applied before it, the
+    state the ledger is left in, and the traceback of the user code (dynorm's frames left out).
+
+    Attributes:
+        migration: the migration's name; index: the operation's position; operation: its description.
+        applied: migrations this run recorded applied before the failure (in order).
+        reversed: migrations this run reversed before the failure.
+        ledger_state: one sentence: what the ledger says now and what a re-run does.
+        user_traceback: the formatted traceback of the user code.
+        report: the :class:`MigrateReport` so far.
+    """
+
+    def __init__(self, message: str, *, migration: str, index: int, operation: str, applied: list[str],
+                 reversed: list[str], ledger_state: str, user_traceback: str, report: MigrateReport) -> None:
+        super().__init__(message)
+        self.migration, self.index, self.operation = migration, index, operation
+        self.applied, self.reversed, self.ledger_state = applied, reversed, ledger_state
+        self.user_traceback, self.report = user_traceback, report
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``dynorm migrate --json`` prints it as ``{"error": ...}``)."""
+        return {"error": str(self).split("\n", 1)[0], "migration": self.migration, "operation_index": self.index,
+                "operation": self.operation, "applied": self.applied, "reversed": self.reversed,
+                "ledger": self.ledger_state, "traceback": self.user_traceback, "report": self.report.to_dict()}
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` without dynorm's own frames (the user's function and what it called)."""
+    import os
+    import traceback
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(package)]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames),
+             *traceback.format_exception_only(type(exc), exc)]
+    return "".join(lines).rstrip("\n")
 
 
 class MigrationInterrupted(DynormError):
@@ -112,11 +176,14 @@ class MigrationInterrupted(DynormError):
 
     Attributes:
         report: the :class:`MigrateReport` of what was done before the stop.
+        lost_lease: True when the stop came from the lock: its lease could not be renewed in time
+            (not from a signal).
     """
 
-    def __init__(self, message: str, report: MigrateReport) -> None:
+    def __init__(self, message: str, report: MigrateReport, lost_lease: bool = False) -> None:
         super().__init__(message)
         self.report = report
+        self.lost_lease = lost_lease
 
 
 @dataclass
@@ -152,6 +219,18 @@ class MigrateReport:
     #: RCU DynamoDB reported for the scans; estimated WCU of the writes (when paced)
     read_units: float = 0.0
     write_units: float = 0.0
+    #: migrations the plan read before the lock listed but another run applied (or reversed) before
+    #: this one took the lock: ``{"migration", "done": "applied"|"reversed", "at": ISO time or None}``
+    done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
+
+    def nothing_to_do(self) -> str | None:
+        """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
+        run meant to apply (or reverse) was done by another run before it took the lock; else ``None``."""
+        if not self.done_elsewhere or self.applied or self.unapplied or self.partial or self.operations:
+            return None
+        parts = [f"{d['migration']} was {d['done']} by another run" + (f" at {d['at']}" if d["at"] else "")
+                 for d in self.done_elsewhere]
+        return "nothing to do: " + "; ".join(parts)
 
     def totals(self) -> dict[str, int]:
         """Counters summed over operations."""
@@ -166,6 +245,7 @@ class MigrateReport:
         return {"applied": self.applied, "unapplied": self.unapplied, "partial": self.partial,
                 "failed_items": self.failed_items, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
+                "done_elsewhere": self.done_elsewhere,
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
                                 "catch_up_passes": o.catch_up_passes, "caught_up": o.caught_up,
@@ -315,6 +395,7 @@ class Executor:
         self.reporter = reporter
         self.final_state = build_state(migrations)  # validates every operation against the state
         self._created: set[str] = set()
+        self._report = MigrateReport()  # the current run's (for OperationFailed)
         self._stop = threading.Event()
         self._pacer = Pacer()
 
@@ -333,11 +414,35 @@ class Executor:
         return Ledger(table, _physical(table.name))
 
     def applied(self) -> dict[str, dict[str, Any]]:
-        """Applied migrations by name (empty when the ledger table does not exist yet)."""
+        """Applied migrations by name (empty when the ledger table does not exist yet).
+
+        DynamoDB: DescribeTable, then a consistent Query of the ledger partition.
+
+        Raises:
+            UnknownMigrationsApplied: the ledger lists applied migrations that have no file here.
+        """
         if not self.migrations:
             return {}
         ledger = self.ledger()
-        return ledger.applied() if ledger.exists() else {}
+        applied = ledger.applied() if ledger.exists() else {}
+        self._check_known(ledger.name, applied)
+        return applied
+
+    def _check_known(self, table: str, applied: dict[str, dict[str, Any]]) -> None:
+        names = [m.name for m in self.migrations]
+        unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
+        if not unknown:
+            return
+        last = next((n for n in reversed(names) if n in applied), None)
+        listed = ", ".join(f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items())
+        back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
+        raise UnknownMigrationsApplied(
+            f"the ledger of table {table} lists applied migration(s) that this code has no file for: {listed}. "
+            "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
+            "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. "
+            f"Either roll forward (deploy the code that has {', '.join(unknown)}), or roll back in this order: "
+            f"with the code that has those files, run {back} (it reverses them), then deploy this code.",
+            unknown, last)
 
     def started(self) -> set[str]:
         """Migrations not applied with work recorded: partial, interrupted, or partly reversed (one Query)."""
@@ -451,20 +556,27 @@ class Executor:
         """Apply (or, with ``dry_run``, measure) the pending migrations, or reverse later ones.
 
         When ``options.target`` is applied and later migrations are too, those are reversed
-        (newest first) instead. A migration with failed items is left partial (not applied) and
+        (newest first) instead. The plan is made again from the ledger read once the lock is held:
+        what another run did meanwhile is not done again but listed in ``report.done_elsewhere``.
+        A migration with failed items is left partial (not applied) and
         the run stops there.
 
         Raises:
             MigrationLocked: another run holds the lock.
             MigrationError: bad migrations or options, or a reversal without an inverse.
             MigrationInterrupted: ``options.stop`` was set; progress is saved, the lock released.
+            OperationFailed: a ``RunPython`` function raised (the lock is released; the message says
+                what was applied, the ledger's state and the user code's traceback).
         """
         started = time.monotonic()
         report = MigrateReport(dry_run=options.dry_run)
+        self._report = report
         if not self.migrations:
             return report
         if options.mode not in ("move", "copy"):
             raise MigrationError(f"--mode must be move or copy, not {options.mode!r}.")
+        if options.resolve not in (None, "keep-new", "keep-old"):
+            raise MigrationError(f"--resolve must be keep-new or keep-old, not {options.resolve!r}.")
         if options.segments < 1 or not 0 <= options.worker[0] < options.worker[1]:
             raise MigrationError("--segments must be >= 1 and --worker i/N needs 0 <= i < N.")
         for name, value in (("--max-rcu", options.max_rcu), ("--max-wcu", options.max_wcu)):
@@ -473,6 +585,8 @@ class Executor:
         check_lock_ttl(options.lock_ttl)
         self._stop = options.stop or threading.Event()
         self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
+        # the plan read before the lock: validates the target and reversibility early, runs a dry
+        # run, and is what the caller saw; a real run plans again from the ledger read under the lock
         backwards = self.backwards_plan(options.target)
         pending = [] if backwards else self.plan(options.target)
         try:
@@ -490,6 +604,7 @@ class Executor:
             ledger.acquire(worker, ttl=options.lock_ttl)
             self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
+                backwards, pending = self._replan(options.target, backwards, pending, report)
                 for m in backwards:
                     # from here on the migration is no longer applied: its forward records are void
                     # (a forward run starts it again) and an interruption leaves it partial
@@ -520,7 +635,8 @@ class Executor:
                 if ledger.lost.is_set():
                     raise MigrationInterrupted(
                         f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
-                        f"checkpoint so that no other run writes at the same time ({exc})", report) from exc
+                        f"checkpoint so that no other run writes at the same time ({exc})", report,
+                        lost_lease=True) from exc
                 raise
             finally:
                 ledger.release()
@@ -529,6 +645,29 @@ class Executor:
             report.read_units = self._pacer.read_units
             report.write_units = self._pacer.write_units
         return report
+
+    def _replan(self, target: str | None, backwards: list[Migration], pending: list[Migration],
+                report: MigrateReport) -> tuple[list[Migration], list[Migration]]:
+        """Plan again from the ledger read under the lock; note in ``report.done_elsewhere`` what
+        the plan read before the lock held but another run did meanwhile.
+
+        Between that first read and the lock, another run may have applied (or reversed) the same
+        migrations: running them again would repeat a ``RunPython`` and report work this run did
+        not do. Two consistent Queries of the ledger partition.
+        """
+        applied = self.applied()
+        new_backwards = self.backwards_plan(target)
+        new_pending = [] if new_backwards else self.plan(target)
+        now_back = {m.name for m in new_backwards}
+        now_pending = {m.name for m in new_pending}
+        for m in backwards:
+            if m.name not in now_back and m.name not in applied:
+                report.done_elsewhere.append({"migration": m.name, "done": "reversed", "at": None})
+        for m in pending:
+            if m.name not in now_pending and m.name in applied:
+                report.done_elsewhere.append({"migration": m.name, "done": "applied",
+                                              "at": applied[m.name].get("applied_at")})
+        return new_backwards, new_pending
 
     @staticmethod
     def _totals(report: MigrateReport, name: str) -> dict[str, int]:
@@ -612,11 +751,40 @@ class Executor:
         if isinstance(op, RunPython):
             rep.status = "would run" if options.dry_run else "ran"
             if not options.dry_run:
-                op.fn(MigrationContext(state, m.name))
+                try:
+                    op.fn(MigrationContext(state, m.name))
+                except Exception as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                    rep.status = f"failed: {type(exc).__name__}"
+                    raise self._failed(label, i, op, exc, ledger is not None) from exc
             return "done"
         if isinstance(op, (RekeyEntity, DeleteVersion)):
             return self._scan_op(label, i, op, options, ledger, rep, [x.name for x in self.migrations].index(m.name))
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
+
+    def _failed(self, label: str, i: int, op: Operation, exc: Exception, recorded: bool) -> OperationFailed:
+        """The :class:`OperationFailed` for ``op`` (operation ``i`` of ``label``) that raised ``exc``."""
+        report = self._report
+        name, reverse = label.removesuffix("~reverse"), label.endswith("~reverse")
+        applied, undone = list(report.applied), list(report.unapplied)
+        done_ops = [str(o.index) for o in report.operations if o.migration == label and o.index != i]
+        if not recorded:
+            ledger = "dry run: nothing was recorded"
+        elif reverse:
+            ledger = (f"{name} is no longer applied (partly reversed): operations [{', '.join(done_ops) or 'none'}] "
+                      f"of its reversal are done; `dynorm migrate <earlier>` resumes the reversal at operation [{i}], "
+                      f"`dynorm migrate` applies {name} again")
+        else:
+            ledger = (f"{name} is not applied; its operations [{', '.join(done_ops) or 'none'}] are recorded done "
+                      f"and are skipped by the next run, which starts again at operation [{i}] "
+                      f"(fix the function first)")
+        tb = _user_traceback(exc)
+        what = "reversing " if reverse else ""
+        message = (f"{what}migration {name} failed at operation [{i}] {op.describe()}: {type(exc).__name__}: {exc}. "
+                   f"Applied by this run before it: {', '.join(applied) or 'none'}"
+                   + (f"; reversed: {', '.join(undone)}" if undone else "")
+                   + f". Ledger: {ledger}.\n{tb}")
+        return OperationFailed(message, migration=name, index=i, operation=op.describe(), applied=applied,
+                               reversed=undone, ledger_state=ledger, user_traceback=tb, report=report)
 
     def _create_table(self, table: TableState) -> None:
         name = _physical(table.name)
@@ -937,7 +1105,10 @@ class Executor:
         for failure in ledger.failures(name, i):
             if stop.is_set():
                 return None
-            status, reason = worker.retry(failure["key"], tally=counter)
+            if options.resolve and isinstance(worker, Rekeyer):
+                status, reason = worker.resolve(failure["key"], options.resolve)
+            else:
+                status, reason = worker.retry(failure["key"], tally=counter)
             if status == "ok":
                 ledger.clear_failure(failure["sk"])
             elif status == "stopped":

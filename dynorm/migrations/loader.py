@@ -74,16 +74,32 @@ def _parent_importable(package: str) -> bool:
         return False
 
 
-def load_migrations(package: str) -> list[Migration]:
+def load_migrations(package: str, missing_ok: bool = False) -> list[Migration]:
     """Import every ``NNNN_name.py`` module of ``package`` and return them in dependency order.
 
+    Args:
+        package: the dotted migrations package (``migrations:`` in dynorm.yaml).
+        missing_ok: return ``[]`` when the package does not exist (``makemigrations`` creates it);
+            otherwise a missing package is an error: a typo in ``migrations:`` must not read as
+            "no migrations to apply".
+
     Raises:
-        MigrationError: a module without ``operations``/``dependencies`` of the right shape,
-            a dependency on a missing migration, or a dependency cycle.
+        MigrationError: the package does not exist (unless ``missing_ok``), a module without
+            ``operations``/``dependencies`` of the right shape, a dependency on a missing
+            migration, or a dependency cycle.
     """
-    folder = package_path(package)
+    try:
+        folder = package_path(package)
+    except MigrationError:
+        if missing_ok:
+            return []
+        raise
     if not folder.is_dir():
-        return []
+        if missing_ok:
+            return []
+        raise MigrationError(
+            f"the migrations package {package!r} does not exist (looked for {folder}); check `migrations:` in "
+            "dynorm.yaml (a typo?), or run `dynorm makemigrations` to create it.")
     migrations: dict[str, Migration] = {}
     for path in sorted(folder.glob("*.py")):
         if not NAME_RE.match(path.stem):

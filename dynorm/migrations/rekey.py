@@ -454,6 +454,59 @@ class Rekeyer(_Base):
         self.counts.add(scanned=1)
         return self._one(raw, tally=tally)
 
+    def resolve(self, key: dict[str, Any], keep: str) -> tuple[str, str]:
+        """Settle one failed item whose new key holds a different item (``migrate --resolve``).
+
+        Args:
+            key: the old item's primary key (DynamoDB JSON).
+            keep: ``"keep-new"``: the item at the new key is current; in move mode the old item is
+                deleted (conditional on it unchanged), in copy mode it is left. ``"keep-old"``: the
+                old item, rewritten, replaces the one at the new key (conditional on that one's revision
+                unchanged) and, in move mode, is deleted in the same transaction.
+
+        Returns:
+            ``("ok" | "failed" | "stopped", reason)`` as :meth:`retry`; an item with no conflict any
+            more is rewritten as :meth:`retry` does.
+
+        DynamoDB: GetItem of both items, then DeleteItem (keep-new) or TransactWriteItems (keep-old).
+        """
+        raw = self._get(key)
+        if raw is None:
+            return "ok", "gone"
+        self.counts.add(scanned=1)
+        try:
+            new = self.new_item(raw)
+        except (InvalidKeyValue, TypeError, ValueError) as exc:
+            return "failed", str(exc)
+        if new is None or self._key_of(new) == self._key_of(raw):
+            return self._one(raw)
+        there = self._get(self._key_of(new))
+        if there is None or self._same_item(raw, new, there):
+            return self._one(raw)  # no conflict any more
+        if keep == "keep-new":
+            if self.mode == "move" and not self._delete_old(raw):
+                return "failed", "the old item changed while it was resolved; run `migrate --resolve` again"
+            self.counts.add(skipped=1)
+            return "ok", "kept the item at the new key"
+        rev = self.table.revision_attribute
+        acts = self.actions(raw, new)
+        put = acts[0]["Put"]
+        if rev in there:
+            put["ConditionExpression"] = "#rev = :rev"
+            put["ExpressionAttributeNames"] = {"#rev": rev}
+            put["ExpressionAttributeValues"] = {":rev": there[rev]}
+        else:  # no token: the item as read, attribute by attribute
+            cond, names, values = self._unchanged(there)
+            put["ConditionExpression"], put["ExpressionAttributeNames"] = cond, names
+            if values:
+                put["ExpressionAttributeValues"] = values
+        try:
+            self._transact(acts)
+        except TransactionCanceled:
+            return "failed", "an item changed while it was resolved; run `migrate --resolve` again"
+        self.counts.add(rewritten=1)
+        return "ok", "the old item replaced the one at the new key"
+
     def _reread(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """Count a conflict and read the old item again; ``None`` (counted as skipped) when it is gone."""
         self.counts.add(conflicts=1)
@@ -535,8 +588,9 @@ class Rekeyer(_Base):
                     rev = self.table.revision_attribute
                     theirs, ours = there.get(rev, {}).get("S"), raw.get(rev, {}).get("S")
                     return "failed", (f"the new key already holds a different item (revision {theirs!r}; this one "
-                                      f"has {ours!r}): both are kept; delete the one that is not current, then run "
-                                      "migrate again")
+                                      f"has {ours!r}): both are kept; run `dynorm migrate --resolve keep-new` (the "
+                                      "item at the new key is current: the old one is deleted in move mode) or "
+                                      "`--resolve keep-old` (the old item replaces it)")
                 # the same item was written there already (an earlier copy of it): nothing to copy
                 if self.mode == "move" and not self._delete_old(raw):
                     # the old item changed since it was read: read it again and compare anew

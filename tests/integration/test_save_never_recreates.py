@@ -1,0 +1,48 @@
+"""`save()`/`update()` of an instance read from the table never re-creates an item deleted or
+moved since it was read: an unversioned v1 application doing get() then save() while
+`migrate --mode move` runs used to write the item again at its v1 key (an UpdateItem without a
+condition), leaving a partial migration that no re-run could finish."""
+
+from __future__ import annotations
+
+import pytest
+
+from dynorm import backend
+from dynorm.migrations.executor import MigrateOptions
+from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
+
+
+def _raw(project: Project, pk: str) -> dict | None:
+    return backend.call("GetItem", {"TableName": project.table.table_name(), "ConsistentRead": True,
+                                    "Key": {"PK": {"S": pk}, "SK": {"S": "METADATA"}}}).get("Item")
+
+
+def test_a_v1_save_after_the_move_raises_does_not_exist_and_writes_nothing(project: Project) -> None:
+    models = load_v1(project, 5, version_field=UNVERSIONED)
+    old = models.Widget
+    read = old.objects.get(widget_id="w00001")
+    updated = old.objects.get(widget_id="w00002")
+    project.write_models(**{**V2, "version_field": UNVERSIONED})
+    project.makemigrations()
+    assert project.executor().migrate(MigrateOptions(mode="move")).applied == ["0002_widget_v2"]
+    read.note = "written by the v1 app"
+    with pytest.raises(old.DoesNotExist, match="moved to another key version by a migration"):
+        read.save()
+    with pytest.raises(old.DoesNotExist):
+        updated.update(note="also v1")
+    assert _raw(project, "v1#W#w00001") is None and _raw(project, "v1#W#w00002") is None
+    assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+    assert "note" not in (_raw(project, "v2#W#w00001") or {})  # the v2 copy untouched
+
+
+def test_a_deleted_unversioned_item_is_not_brought_back_by_save(project: Project) -> None:
+    models = load_v1(project, 2, version_field=UNVERSIONED)
+    obj = models.Widget.objects.get(widget_id="w00000")
+    models.Widget.objects.get(widget_id="w00000").delete()
+    obj.size = 9
+    with pytest.raises(models.Widget.DoesNotExist):
+        obj.save()
+    assert _raw(project, "v1#W#w00000") is None
+    fresh = models.Widget(widget_id="w00000", maker="m", size=3)
+    fresh.save()  # a new instance still saves (an upsert of what was never read)
+    assert _raw(project, "v1#W#w00000") is not None

@@ -1,0 +1,212 @@
+"""Ctrl-C and endpoints that stop answering (real processes, real signals, a local socket that
+accepts and never answers): CLI-sized timeouts, a first signal that ends a request in flight or
+stops at the next checkpoint, a second one that stops at once, exit 128 + signal and the resume
+line in every case; a lost lock lease is reported as such."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from dynorm import conf
+from tests.faults import Hook, fake_response
+from tests.migproject import REPO, V2, Project, load_v1, widgets
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 to ``target`` (a port); once :attr:`silent` is set it accepts
+    connections and never answers, and swallows what goes either way on the open ones."""
+
+    def __init__(self, target: int | None) -> None:
+        self.target = target
+        self.silent = threading.Event()
+        if target is None:
+            self.silent.set()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(128)
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.sockets.append(client)
+            if self.silent.is_set() or self.target is None:
+                continue  # held open: never read, never answered
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets.append(upstream)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    return
+                if not self.silent.is_set():
+                    b.sendall(data)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        for s in [self.listener, *self.sockets]:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def _config(project: Project, endpoint: str, extra: str = "") -> Path:
+    cfg = project.root / "dynorm.yaml"
+    cfg.write_text(f"models: [{project.pkg}.models]\nmigrations: {project.migrations}\n"
+                   f"table_prefix: '{conf.get_settings().table_prefix}'\n"
+                   f"connection: {{region: us-east-1, endpoint: '{endpoint}'{extra}}}\n")
+    return cfg
+
+
+def _env(project: Project) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{project.root}{os.pathsep}{REPO}"}
+
+
+def _dynorm(project: Project, cfg: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "dynorm", "--config", str(cfg), *args], env=_env(project),
+                            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_showmigrations_on_a_silent_endpoint_ends_within_the_configured_timeouts(project: Project) -> None:
+    project.write_models(**V2)
+    project.makemigrations()
+    silent = Proxy(None)
+    try:
+        cfg = _config(project, f"http://127.0.0.1:{silent.port}", ", read_timeout: 1, max_attempts: 2")
+        t0 = time.monotonic()
+        out, err = _dynorm(project, cfg, "showmigrations").communicate(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        silent.close()
+    assert took < 12, took  # 2 attempts x 1 s plus start-up; it was 194 s
+    assert "No answer within 1 s (connection.read_timeout), 2 attempt(s)" in err, err
+
+
+def test_ctrl_c_during_showmigrations_on_a_silent_endpoint_exits_130_at_once(project: Project) -> None:
+    project.write_models(**V2)
+    project.makemigrations()
+    silent = Proxy(None)
+    try:
+        cfg = _config(project, f"http://127.0.0.1:{silent.port}")  # the CLI's own timeouts
+        proc = _dynorm(project, cfg, "showmigrations")
+        for _ in range(100):  # the request is waiting: the proxy holds its connection
+            if silent.sockets:
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        silent.close()
+    assert proc.returncode == 130, err
+    assert took < 3, took
+    assert "Interrupted by SIGINT" in err and "Aborted!" not in err
+
+
+def _migrating(project: Project, proxy: Proxy) -> tuple[subprocess.Popen[str], Path]:
+    load_v1(project, 3000)
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = _config(project, f"http://127.0.0.1:{proxy.port}", ", read_timeout: 2, max_attempts: 2")
+    proc = _dynorm(project, cfg, "migrate", "--segments", "2", "--json", "--max-wcu", "1500")
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the rekey is under way
+        if '"event": "progress"' in line:
+            break
+    return proc, cfg
+
+
+def _resume_and_finish(project: Project, err: str, proxy: Proxy) -> None:
+    assert "Resume with:" in err, err
+    resume = err.split("Resume with:")[1].strip().splitlines()[0]
+    proxy.silent.clear()
+    finish = subprocess.run([sys.executable, "-m", *resume.split(), "--force-unlock"], env=_env(project),
+                            cwd=project.root, capture_output=True, text=True, timeout=300)
+    assert finish.returncode == 0, finish.stderr + finish.stdout
+    after = widgets(project.table)
+    assert len(after) == 3000 and all(i["PK"]["S"].startswith("v2#") for i in after)
+
+
+def test_ctrl_c_while_the_endpoint_hangs_exits_130_with_the_resume_line(project: Project) -> None:
+    port = int(str(conf.get_settings().endpoint).rsplit(":", 1)[1])
+    proxy = Proxy(port)
+    try:
+        proc, _ = _migrating(project, proxy)
+        proxy.silent.set()  # the endpoint stops answering mid-run
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+        assert proc.returncode == 130, rest[-2000:]  # was 1 (ServiceError) after 76-79 s
+        assert took < 20, took  # the requests in flight end within 2 attempts x 2 s, the lock's release too
+        assert "Interrupted by SIGINT" in rest
+        _resume_and_finish(project, rest, proxy)
+    finally:
+        proxy.close()
+
+
+def test_a_second_ctrl_c_stops_at_once(project: Project) -> None:
+    port = int(str(conf.get_settings().endpoint).rsplit(":", 1)[1])
+    proxy = Proxy(port)
+    try:
+        proc, _ = _migrating(project, proxy)
+        proxy.silent.set()
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+        assert proc.returncode == 130, rest[-2000:]
+        assert took < 2, took
+        assert "SIGINT again: stopped at once" in rest and "--force-unlock" in rest
+        _resume_and_finish(project, rest, proxy)
+    finally:
+        proxy.close()
+
+
+def test_a_lost_lease_is_reported_as_a_lost_lease(project: Project) -> None:
+    from dynorm.cli import cli
+    from dynorm.cli.migrate_cmds import LOST_LEASE_EXIT
+
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+
+    def fail_heartbeats(request: Any, **kwargs: Any) -> Any:
+        if b"lock#" in request.body and b"expires_at" in request.body:
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ValidationException",
+                                       "Message": "injected: heartbeat fails"})
+        return None
+
+    with Hook("before-send.dynamodb.UpdateItem", fail_heartbeats):
+        result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate", "--segments", "1",
+                                          "--lock-ttl", "1.5", "--max-wcu", "40"])
+    assert result.exit_code == LOST_LEASE_EXIT, result.output
+    assert "the migration lock's lease was lost" in result.output and "Interrupted by" not in result.output
+    assert "Resume with:" in result.output
