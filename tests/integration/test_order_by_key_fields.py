@@ -1,5 +1,5 @@
 """order_by() a sort-key field follows the documented key encoding, and a Scan refuses any order
-(issue 21, section 6), on DynamoDB Local.
+on DynamoDB Local.
 
 docs/modelling.md: numbers in a key template get text that sorts numerically (``key_encoding =
 "ordered"``), so ``order_by("sk")`` returns numeric order. ``order_by(field)`` must then be accepted for
@@ -17,8 +17,15 @@ from typing import Any
 import pytest
 
 import dynorm
-from dynorm import Entity, fields
-from tests.models import Retail
+from dynorm import Entity, Table, fields
+
+
+class Boards(Table):
+    """A table of its own: its entities share one partition-key template on purpose (``check()`` reports
+    that), which must not show up in the checks of other tables' tests."""
+
+    class Meta:
+        table_name = "order_boards"
 
 
 class Score(fields.Integer):
@@ -26,7 +33,7 @@ class Score(fields.Integer):
 
 
 def _ranked(name: str, rank: Any, sk: str = "P#{part}#R#{rank}") -> Any:
-    Meta = type("Meta", (), {"table": Retail, "entity_type": name.upper(), "pk": "{version}#BOARD#{board}",
+    Meta = type("Meta", (), {"table": Boards, "entity_type": name.upper(), "pk": "{version}#BOARD#{board}",
                              "sk": sk})
     return type(name, (Entity,), {"__module__": __name__, "Meta": Meta, "board": fields.String(),
                                   "part": fields.String(), "rank": rank})
