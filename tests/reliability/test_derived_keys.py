@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import dynorm
 from dynorm import Entity, F, Index, Table, backend, fields
@@ -104,9 +106,6 @@ def change_warehouse(obj: Entity, way: str, warehouse: str) -> None:
             tx.update(obj, warehouse=warehouse)
 
 
-_OPEN_1 = pytest.mark.xfail(strict=True, reason="index keys rebuilt from stale or unread values (not fixed yet)")
-_OPEN_2 = pytest.mark.xfail(strict=True, reason="a transaction leaves expression fields old (not fixed yet)")
-
 WAYS = ["update", "save_update_fields", "bulk_update", "transaction"]
 
 
@@ -118,7 +117,6 @@ def _stale_error(exc: BaseException) -> BaseException:
 
 
 # -- 1. index keys rebuilt from stale or unread values ---------------------------------------
-@_OPEN_1
 @pytest.mark.parametrize("way", WAYS)
 def test_a_write_from_a_stale_read_never_rebuilds_an_index_key_from_the_old_value(way: str) -> None:
     OItem.objects.create(sku="s1", warehouse="north", name="Alpha")
@@ -132,15 +130,14 @@ def test_a_write_from_a_stale_read_never_rebuilds_an_index_key_from_the_old_valu
     assert "name" in str(stale) and "refresh_from_db()" in str(stale) and "nothing was written" in str(stale)
     assert stored_item(OItem, sku="s1") == before  # a write reported failed changed nothing
     assert_keys_match_fields(OItem)
-    assert [o.sku for o in OItem.objects.filter(name="Beta")] == ["s1"]
-    assert list(OItem.objects.filter(name="Alpha")) == []
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Beta")] == ["s1"]
+    assert list(OItem.objects.using("by_name").filter(name="Alpha")) == []
     mine.refresh_from_db()  # the remedy: read again, apply again
     change_warehouse(mine, way, "south")
     assert_keys_match_fields(OItem)
-    assert [(o.sku, o.warehouse) for o in OItem.objects.filter(name="Beta")] == [("s1", "south")]
+    assert [(o.sku, o.warehouse) for o in OItem.objects.using("by_name").filter(name="Beta")] == [("s1", "south")]
 
 
-@_OPEN_1
 @pytest.mark.parametrize("way", WAYS)
 def test_a_field_read_as_none_is_pinned_as_absent(way: str) -> None:
     OItem.objects.create(sku="s3", warehouse="north")  # no name: out of the by_name index
@@ -151,11 +148,10 @@ def test_a_field_read_as_none_is_pinned_as_absent(way: str) -> None:
         change_warehouse(mine, way, "south")  # rendered with name None, it would REMOVE the GSI keys
     assert isinstance(_stale_error(err.value), dynorm.StaleWrite)
     assert stored_item(OItem, sku="s3") == before
-    assert [o.sku for o in OItem.objects.filter(name="Gamma")] == ["s3"]
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Gamma")] == ["s3"]
     assert_keys_match_fields(OItem)
 
 
-@_OPEN_1
 def test_a_field_assigned_but_not_written_is_not_used_for_an_index_key() -> None:
     OItem.objects.create(sku="s4", warehouse="north", name="Alpha")
     mine = OItem.objects.get(sku="s4")
@@ -169,7 +165,6 @@ def test_a_field_assigned_but_not_written_is_not_used_for_an_index_key() -> None
     assert_keys_match_fields(OItem)
 
 
-@_OPEN_1
 def test_save_update_fields_of_an_instance_never_read_refuses_a_key_it_cannot_compute() -> None:
     OItem.objects.create(sku="s2", warehouse="north", name="Alpha")
     before = stored_item(OItem, sku="s2")
@@ -200,7 +195,6 @@ def test_save_update_fields_of_an_instance_never_read_refuses_a_key_it_cannot_co
     assert (stored.warehouse, stored.name) == ("east", "Alpha")
 
 
-@_OPEN_1
 def test_an_instance_written_blind_stays_unknown_until_read() -> None:
     OItem.objects.create(sku="s5", warehouse="north", name="Alpha")
     blind = OItem(sku="s5", note="x")
@@ -211,11 +205,10 @@ def test_an_instance_written_blind_stays_unknown_until_read() -> None:
     blind.refresh_from_db()
     blind.update(warehouse="south")
     assert_keys_match_fields(OItem)
-    assert [o.sku for o in OItem.objects.filter(name="Alpha")] == ["s5"]
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Alpha")] == ["s5"]
 
 
 # -- 2. a transaction never leaves an instance older than its version ------------------------
-@_OPEN_2
 @pytest.mark.parametrize("name, change, expected", [
     ("n", F("n") - 3, 7),
     ("tags", F("tags").add({"b"}), {"a", "b"}),
@@ -235,7 +228,6 @@ def test_after_a_transaction_an_expression_field_is_never_written_back_old(name:
     assert getattr(obj, name) == expected
 
 
-@_OPEN_2
 def test_after_a_transaction_reading_an_expression_field_loads_its_new_value() -> None:
     VItem.objects.create(sku="v2", n=10)
     obj = VItem.objects.get(sku="v2")
@@ -258,3 +250,65 @@ def test_after_a_transaction_a_concurrent_change_makes_the_next_save_stale() -> 
         obj.save()
     stored = VItem.from_raw_data(stored_item(VItem, sku="v3"))
     assert (stored.n, stored.note, stored.version) == (107, None, 3)
+
+
+# -- random sequences of partial writes from several stale instances --------------------------
+_VALUES = {"warehouse": ["north", "south", None], "name": ["Alpha", "Beta", None], "note": ["x", "y", None]}
+_changes = st.dictionaries(st.sampled_from(sorted(_VALUES)), st.integers(0, 2), min_size=1, max_size=3).map(
+    lambda picks: {f: _VALUES[f][i] for f, i in picks.items()})
+_step = st.tuples(st.integers(0, 2),  # which of three instances acts
+                  st.sampled_from(["update", "save_update_fields", "bulk_update", "transaction", "by_key",
+                                   "blind", "assign", "refresh", "increment"]),
+                  _changes)
+_example = iter(range(10**6))
+
+
+def _act(objs: list[OItem], sku: str, who: int, kind: str, changes: dict[str, Any]) -> None:
+    obj = objs[who]
+    if kind == "update":
+        obj.update(**changes)
+    elif kind == "save_update_fields":
+        for f, v in changes.items():
+            setattr(obj, f, v)
+        obj.save(update_fields=list(changes))
+    elif kind == "bulk_update":
+        for f, v in changes.items():
+            setattr(obj, f, v)
+        OItem.objects.bulk_update([obj], list(changes))
+    elif kind == "transaction":
+        with dynorm.transaction() as tx:
+            tx.update(obj, n=F("n") + 1, **changes)
+    elif kind == "by_key":
+        OItem.objects.filter(sku=sku).update(**changes)
+    elif kind == "blind":
+        objs[who] = OItem(sku=sku, **changes)
+        objs[who].save(update_fields=list(changes))
+    elif kind == "assign":  # changed in memory only, never written
+        for f, v in changes.items():
+            setattr(obj, f, v)
+    elif kind == "refresh":
+        obj.refresh_from_db()
+    else:
+        obj.update(n=F("n") + 1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=_changes, steps=st.lists(_step, min_size=1, max_size=10))
+def test_random_partial_writes_from_stale_instances_keep_every_key_equal_to_its_fields(
+        start: dict[str, Any], steps: list[tuple[int, str, dict[str, Any]]]) -> None:
+    sku = f"h{next(_example)}"
+    OItem.objects.create(sku=sku, **start)
+    objs = [OItem.objects.get(sku=sku) for _ in range(3)]
+    for who, kind, changes in steps:
+        before = stored_item(OItem, sku=sku)
+        try:
+            _act(objs, sku, who, kind, changes)
+        except (dynorm.StaleWrite, dynorm.TransactionCanceled, dynorm.ValidationError) as exc:
+            if isinstance(exc, dynorm.TransactionCanceled):
+                assert all(isinstance(r["error"], dynorm.StaleWrite) for r in exc.reasons if r["error"]), exc
+            assert stored_item(OItem, sku=sku) == before, f"{kind} {changes} failed ({exc}) but changed the item"
+        else:
+            if kind not in ("assign", "refresh", "increment"):  # acknowledged means present
+                stored = OItem.from_raw_data(stored_item(OItem, sku=sku))
+                assert {f: getattr(stored, f) for f in changes} == changes, (kind, changes)
+        assert_keys_match_fields(OItem)
