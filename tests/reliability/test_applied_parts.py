@@ -126,3 +126,20 @@ def test_a_bulk_update_whose_only_chunk_is_throttled_raises_the_plain_error() ->
         with pytest.raises(dynorm.ServiceError):
             Person.objects.bulk_update([read], ["name"])  # nothing went in: a plain error says so
     assert Person.objects.get(person_id="r1").name == "old"
+
+
+def test_a_bulk_update_whose_only_chunk_gets_no_answer_says_it_may_have_gone_in() -> None:
+    Person.objects.bulk_create([Person(person_id="u1", name="old")])
+    read = Person.objects.get(person_id="u1")
+    read.name = "new"
+
+    def applied_then_lost(request: Any) -> Any:
+        deliver(request)
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems",
+                                               _nth(1, applied_then_lost)):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            Person.objects.bulk_update([read], ["name"])
+    assert err.value.written == [] and err.value.uncertain == [read]
+    assert Person.objects.get(person_id="u1").name == "new"  # it did go in: a plain error would hide that
