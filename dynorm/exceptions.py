@@ -88,6 +88,10 @@ class AlreadyExists(WriteError):
 class StaleWrite(WriteError):
     """Optimistic locking: the item changed (or vanished) since it was read.
 
+    Also raised, versioned or not, when a write rewrites an index key and a field that key is
+    built from (read, and pinned at its value read) no longer holds that value: writing the key
+    would have left it disagreeing with the stored fields. Nothing was written.
+
     Re-read it (``obj.refresh_from_db()``) and apply the change again, or use
     ``Entity.objects.update_with_retry``.
     """
