@@ -24,8 +24,13 @@ class ModelState:
             (``{}``: it had no token; ``None``: not known, a projected read); a write moves that
             item only while it is still this revision (:mod:`dynorm.fallback`).
         related: ``fields.Reference`` targets resolved by ``prefetch()``/``related()`` (name -> instance).
-        deferred: the fields an ``only()`` read left out and the loader that reads them on first
-            access (``(names, loader)``), else ``None``.
+        deferred: the fields whose stored value the instance does not hold and the loader that
+            reads them on first access (``(names, loader)``), else ``None``: the fields an ``only()``
+            read left out, and the fields a write changed with an ``F()`` expression whose result
+            did not come back (a transaction returns no values; see :mod:`dynorm._deferred`).
+        unread: fields whose stored value a written instance never read (``save(update_fields=...)``
+            of an instance built without a read writes only those fields): a key built from one
+            of them cannot be rewritten until the item is read (``refresh_from_db()``).
     """
 
     adding: bool = True
@@ -34,3 +39,4 @@ class ModelState:
     fallback_revision: dict[str, Any] | None = None
     related: dict[str, Any] = field(default_factory=dict)
     deferred: tuple[frozenset[str], Any] | None = None
+    unread: frozenset[str] = frozenset()

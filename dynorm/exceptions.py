@@ -88,6 +88,10 @@ class AlreadyExists(WriteError):
 class StaleWrite(WriteError):
     """Optimistic locking: the item changed (or vanished) since it was read.
 
+    Also raised, versioned or not, when a write rewrites an index key and a field that key is
+    built from (read, and pinned at its value read) no longer holds that value: writing the key
+    would have left it disagreeing with the stored fields. Nothing was written.
+
     Re-read it (``obj.refresh_from_db()``) and apply the change again, or use
     ``Entity.objects.update_with_retry``.
     """
@@ -127,6 +131,33 @@ class BatchIncomplete(WriteError):
         self.unprocessed = [*unprocessed, *uncertain]
         self.written = list(written)
         self.uncertain = list(uncertain)
+
+
+class ReadBackFailed(DynormError):
+    """A write was applied, but the request that reads the item back afterwards failed.
+
+    An unversioned ``update()`` with ``+``, ``-`` or ``append()`` is one TransactWriteItems
+    (applied exactly once, under a ClientRequestToken) followed by a consistent GetItem of the
+    item as written. When that GetItem fails (throttled after botocore's retries, no answer),
+    the write **stands**: sending it again would apply it a second time. Read the item later
+    instead (``refresh_from_db()`` on :attr:`instance`, or ``get()``). Not a
+    :class:`WriteError` (the table did change) and not a :class:`ServiceError` (retrying the
+    call is wrong); the failed read is the ``__cause__``.
+
+    Attributes:
+        key: the primary-key fields of the item written (``{"sku": "A-1"}``).
+        instance: the instance written, as far as it is known without the read: the values the
+            write set; the fields an expression changed (and, for a write by key, every field it
+            did not set) are deferred, loaded with one GetItem on first read.
+        changes: the changes the write applied (field -> value or ``F`` expression).
+    """
+
+    def __init__(self, message: str, *, key: Mapping[str, Any], instance: Any = None,
+                 changes: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.key = dict(key)
+        self.instance = instance
+        self.changes = dict(changes or {})
 
 
 class TransactionCanceled(WriteError):

@@ -274,15 +274,19 @@ class Entity(Model, metaclass=EntityMeta):
 
     def _save_steps(self, update_fields: Iterable[str] | None, create: bool) -> backend.Steps:
         state = self._state
-        if update_fields is not None and state.deferred is not None and not isinstance(update_fields, str):
+        if state.deferred is not None and not isinstance(update_fields, str):
             # as Django does: a deferred field the write needs (a named field, or a field of an
-            # index key it rewrites) is loaded first (one GetItem), never written as None
-            update_fields = list(update_fields)
-            names = set(update_fields)
-            needed = set(names)
-            for bound in self._meta.indexes.values():
-                if bound.writes_key_attributes and names & set(bound.fields):
-                    needed |= set(bound.fields)
+            # index key it rewrites) is loaded first (one GetItem), never written as None; a
+            # whole save needs every field (one changed by an F() whose result did not come back)
+            if update_fields is None:
+                needed = set() if state.partial else set(self._meta.fields)  # partial: refused whole
+            else:
+                update_fields = list(update_fields)
+                names = set(update_fields)
+                needed = set(names)
+                for bound in self._meta.indexes.values():
+                    if bound.writes_key_attributes and names & set(bound.fields):
+                        needed |= set(bound.fields)
             if any(n in state.deferred[0] and n not in self.attribute_values for n in needed):
                 loader = state.deferred[1]
                 steps = getattr(loader, "steps", None)
@@ -447,6 +451,7 @@ class Entity(Model, metaclass=EntityMeta):
             self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
             state.partial = False
             state.deferred = None
+            state.unread = frozenset()
             return
         loaded = decode_item(type(self), {**self._primary_key_av(), **resp["Item"]}).attribute_values
         for n in names:
@@ -454,6 +459,7 @@ class Entity(Model, metaclass=EntityMeta):
                 self.attribute_values[n] = loaded[n]
             else:  # not stored (an optional field left unset)
                 self.attribute_values.pop(n, None)
+        state.unread = state.unread - set(names)
         if state.deferred is not None:
             unread = frozenset(state.deferred[0]) - set(names)
             state.deferred = (unread, state.deferred[1]) if unread else None

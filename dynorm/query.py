@@ -25,13 +25,13 @@ from typing import (
 )
 
 from . import _codec, backend, conf
+from ._deferred import DeferredLoader
 from .cursor import decode_cursor, encode_cursor, signing_secret
 from .exceptions import (
     DynormError,
     InvalidCursor,
     InvalidQuery,
     ScanRequired,
-    SynchronousOnlyOperation,
     UnreadableItem,
     UnreadableItems,
 )
@@ -112,89 +112,6 @@ def _named_patterns(model: type[Entity]) -> list[str]:
         return []
     return sorted(n for n in dir(qs_class)
                   if not n.startswith("_") and not hasattr(QuerySet, n) and callable(getattr(qs_class, n)))
-
-
-class _DeferredLoader:
-    """``obj._state.deferred[1]``: loads the deferred fields (called: sync; ``.steps(obj)``: either driver).
-
-    A module-level class, not a closure: the instance stays picklable.
-    """
-
-    def __init__(self, consistent: bool) -> None:
-        self.consistent = consistent
-
-    def __call__(self, obj: Any, name: str | None = None) -> None:
-        _refuse_in_event_loop(obj, name)
-        backend.drive(_load_deferred_steps(obj, self.consistent))
-
-    def steps(self, obj: Any) -> backend.Steps:
-        return _load_deferred_steps(obj, self.consistent)
-
-
-def _load_deferred(obj: Any, consistent: bool) -> None:
-    """Load the deferred fields of ``obj`` (see :func:`_load_deferred_steps`)."""
-    _refuse_in_event_loop(obj, None)
-    backend.drive(_load_deferred_steps(obj, consistent))
-
-
-def _refuse_in_event_loop(obj: Any, name: str | None) -> None:
-    """Refuse to load deferred fields with a blocking GetItem inside a running asyncio event loop.
-
-    Raises:
-        SynchronousOnlyOperation: called from a coroutine (Django's ``SynchronousOnlyOperation``);
-            nothing is sent.
-    """
-    import sys
-
-    asyncio = sys.modules.get("asyncio")  # not imported: no event loop can be running
-    if asyncio is None or asyncio._get_running_loop() is None:
-        return
-    unread = sorted(obj._state.deferred[0]) if obj._state.deferred else []
-    field = name or (unread[0] if unread else "?")
-    entity = obj._meta.entity
-    listed = ", ".join(repr(n) for n in (unread or [field]))
-    raise SynchronousOnlyOperation(
-        f"{entity}.{field} was not read (only() deferred it) and loading it now would send a blocking "
-        f"GetItem inside the running event loop ({entity} {obj._describe_key()}). Load it first with "
-        f"`await obj.arefresh_from_db(fields=[{listed}])`, or do not defer it (leave it out of only()).")
-
-
-def _load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
-    """Load the fields an ``only()`` query did not read, with one GetItem (Django's deferred fields).
-
-    Raises:
-        Entity.DoesNotExist: the item is gone.
-        UnreadableItems: the stored item cannot be decoded (names key and attribute).
-    """
-    unread, _loader = obj._state.deferred
-    obj._state.deferred = None
-    meta = obj._meta
-    names = [meta.fields[n].attr_name for n in unread]
-    tmeta = meta.table._meta
-    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": obj._primary_key_av(),
-                              "ProjectionExpression": ", ".join(f"#d{i}" for i in range(len(names) + 1)),
-                              "ExpressionAttributeNames": {f"#d{i}": a for i, a in
-                                                           enumerate([tmeta.type_attribute, *names])},
-                              "ReturnConsumedCapacity": "TOTAL"}
-    if consistent:
-        params["ConsistentRead"] = True
-    resp = yield backend.Send("GetItem", params)
-    if "Item" not in resp:
-        obj._state.deferred = (unread, _loader)
-        raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
-                               f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
-    from .fields import decode_item
-
-    try:
-        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
-    except Exception:
-        obj._state.deferred = (unread, _loader)
-        raise
-    for name in unread:
-        # a deferred field assigned since the read keeps the assigned value
-        if name in loaded.attribute_values and name not in obj.attribute_values:
-            obj.attribute_values[name] = loaded.attribute_values[name]
-    obj._state.partial = False
 
 
 class QuerySet(Generic[T]):
@@ -457,7 +374,7 @@ class QuerySet(Generic[T]):
                 values.pop(name, None)  # never a default standing in for a value not read
             obj._state.partial = True  # saving it would drop the fields not read
             # a partial of a module function, not a lambda: the instance stays picklable
-            obj._state.deferred = (unread, _DeferredLoader(consistent))
+            obj._state.deferred = (unread, DeferredLoader(consistent))
             return obj
 
         return partial

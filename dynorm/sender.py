@@ -9,7 +9,9 @@ A non-idempotent op that no version condition protects (``op.once``: ``F("n") + 
 ``append()``) is sent as a one-action TransactWriteItems with a ``ClientRequestToken``: DynamoDB
 applies a token at most once within 10 minutes and botocore's retry resends the same token, so
 the write is applied once even when another write lands between a lost attempt and its retry.
-When the caller needs the item as written, a consistent GetItem follows.
+When the caller needs the item as written, a consistent GetItem follows; when that read fails,
+the call raises :class:`~dynorm.exceptions.ReadBackFailed` (the write stands), never a plain
+error that a caller would retry.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import backend
-from .exceptions import ConditionFailed, TransactionCanceled
+from .exceptions import ConditionFailed, DynormError, ReadBackFailed, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .models import Entity
@@ -55,6 +57,8 @@ def send_steps(op: WriteOp) -> backend.Steps:
             that its lost first attempt may have been applied and since been changed, and the
             error's ``maybe_applied`` attribute is True).
         ServiceError: DynamoDB refused the request or could not be reached.
+        ReadBackFailed: (``op.once``) the write was applied but the GetItem after it failed;
+            ``.instance`` holds what is known of the item as written.
     """
     if op.once:
         return (yield from _send_once_steps(op))
@@ -96,8 +100,19 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
             yield backend.Sleep(policy.delay(attempt))
     if not op.returns_item:
         return op.applied(None)
-    response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
-                                        "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+    try:
+        response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
+                                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+    except DynormError as exc:
+        # the write stands: a plain error here would have the caller send it again (applied twice)
+        written = op.applied_unread()
+        deferred = sorted(written._state.deferred[0]) if written._state.deferred else []
+        raise ReadBackFailed(
+            f"{op.description} was applied (a TransactWriteItems, applied exactly once), but reading the item "
+            f"back failed: {exc}. Do not send it again: it would be applied twice. .instance holds the values "
+            "written" + (f"; {', '.join(deferred)} {'is' if len(deferred) == 1 else 'are'} loaded on first read "
+                         "(one GetItem)" if deferred else "") + ".",
+            key=op.entity_key, instance=written, changes=op.changes) from exc
     item = response.get("Item")
     return op.applied(item) if item is not None else op.applied(None)
 

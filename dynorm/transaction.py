@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, cast
 
 from . import backend
-from .exceptions import BatchIncomplete, CreateCanceled, TransactionCanceled, ValidationError
+from .batch import answered
+from .exceptions import BatchIncomplete, CreateCanceled, DynormError, TransactionCanceled, ValidationError
 from .expressions import Q
 from .fallback import move_to_current, move_to_current_steps, resolve_older_steps
 from .sender import send_steps
@@ -313,8 +314,13 @@ def bulk_update_steps(model: type[Entity], objs: Iterable[Entity], fields: Itera
             a bad value (before any request; the table is unchanged).
         TransactionCanceled: the first chunk was cancelled (a stale version, a failed
             condition): nothing was written.
-        BatchIncomplete: a later chunk was cancelled; the message says how many items were
-            updated, ``unprocessed`` lists the objects that were not.
+        BatchIncomplete: a later chunk was cancelled, refused (throttled after botocore's retries)
+            or got no answer: ``written`` lists the objects updated, ``unprocessed`` those that were
+            not, ``uncertain`` (part of ``unprocessed``) those of a request that got no answer, which
+            may or may not have been applied (sending them again is safe: a re-sent chunk writes the
+            same values; a versioned one fails its version check if it was applied). Also raised
+            for the first chunk when it got no answer.
+        ServiceError: the first chunk was refused; nothing was written.
     """
     objs = list(objs)
     names = [fields] if isinstance(fields, str) else list(fields)
@@ -349,6 +355,23 @@ def bulk_update_steps(model: type[Entity], objs: Iterable[Entity], fields: Itera
             raise BatchIncomplete(
                 f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
                 f"objs[{start}:] were not ({exc})", unprocessed=objs[start:], written=objs[:done]) from exc
+        except DynormError as exc:
+            # refused (throttled after botocore's retries) or unanswered: the chunks before it
+            # went in, so a plain error would hide them from a caller who then sends them again
+            end = start + len(tx.actions)
+            unsure = not answered(exc)
+            if done == 0 and not unsure:
+                raise
+            if unsure:
+                what = (f"objs[{start}:{end}] may or may not have been updated (their request got no answer; "
+                        "sending them again is safe: .uncertain)")
+            else:
+                what = f"objs[{start}:{end}] were not"
+            raise BatchIncomplete(
+                f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}], "
+                f".written); {what}; objs[{end}:] were not sent (.unprocessed). Cause: {exc}",
+                unprocessed=objs[start:] if not unsure else objs[end:], written=objs[:done],
+                uncertain=objs[start:end] if unsure else ()) from exc
         done += len(tx.actions)
     return done
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import _codec
+from ._deferred import defer
 from .exceptions import (
     AlreadyExists,
     ConditionFailed,
@@ -81,6 +82,13 @@ class WriteOp:
             protects: sent alone, it goes as a one-action TransactWriteItems whose
             ``ClientRequestToken`` (DynamoDB applies a token once for 10 minutes) makes botocore's
             retry of a lost request harmless even when another write landed in between.
+        pins: fields a rewritten index key is built from that the write does not write, and the
+            value each is pinned at by the condition (:func:`pin_key_sources`).
+        expression_fields: fields changed by an ``F()`` expression: deferred on the instance when
+            the item as written does not come back (their new values are not known).
+        unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
+        entity_key: the primary-key fields of the item (``{"sku": "A-1"}``), for an update.
+        changes: an update's changes as asked (field -> value or ``F`` expression).
     """
 
     kind: str
@@ -98,6 +106,11 @@ class WriteOp:
     returns_item: bool = False
     once: bool = False
     older_version: str | None = None
+    pins: dict[str, Any] = field(default_factory=dict)
+    expression_fields: frozenset[str] = frozenset()
+    unread_after: frozenset[str] | None = None
+    entity_key: dict[str, Any] = field(default_factory=dict)
+    changes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def create(self) -> bool:
@@ -179,6 +192,16 @@ class WriteOp:
                     f"{name} with {_describe(self)} changed since it was read (expected version "
                     f"{self.expected_version}, it {what}); nothing was written. Re-read it "
                     "(refresh_from_db()) and apply the change again, or use update_with_retry().")
+        broken = _pins_broken(self, raw) if raw is not None else []
+        if broken:
+            what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"
+                             for n, held, stored in broken)
+            return StaleWrite(
+                f"{name} with {_describe(self)}: {what}. An index key this write rewrites is built from "
+                f"{'it' if len(broken) == 1 else 'them'}, so nothing was written (the key would have disagreed "
+                "with the stored fields). Either the item changed since it was read (safe to retry: re-read it "
+                "with refresh_from_db() and apply the change again, or use update_with_retry()), or the field "
+                "was assigned and not written (write it too: update_fields=[...]).")
         if self.verb == "save" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
@@ -212,6 +235,8 @@ class WriteOp:
         if decoded is not None:
             obj.attribute_values = decoded.attribute_values
             state.partial = False
+            state.deferred = None
+            state.unread = frozenset()
         else:  # nothing returned, or the item as written cannot be read: keep the planned values
             values = obj.attribute_values
             for name, value in self.key_values.items():
@@ -224,10 +249,32 @@ class WriteOp:
             vf = self.model._meta.version_field
             if vf and self.new_version is not None:
                 setattr(obj, vf, self.new_version)
+            # an F() result did not come back: the old value must not stand beside the new
+            # version (a later save() would write it back), so it is loaded on first read
+            defer(obj, self.expression_fields)
+            if self.unread_after is not None:
+                state.unread = self.unread_after
         if self.kind != "Delete":
             state.adding = False
             state.fallback = None
             state.fallback_revision = None
+        return obj
+
+    def applied_unread(self) -> Entity:
+        """Apply a write that succeeded but whose item as written could not be read, and return the instance.
+
+        The instance (built from the key when the write had none) holds the values the write
+        set; what the write changed with expressions, and for a write by key every field it did
+        not set, is deferred (loaded with one consistent GetItem on first read), so it never
+        shows a value from before the write.
+        """
+        if self.instance is not None:
+            return self.applied(None)  # type: ignore[return-value]
+        meta = self.model._meta
+        obj = self.model(**self.entity_key)
+        obj._state.adding = False
+        obj.attribute_values.update(self.local_changes)
+        defer(obj, {n for n in meta.fields if n not in meta.key_fields and n not in self.local_changes})
         return obj
 
 
@@ -397,6 +444,133 @@ def stored_key(obj: Entity) -> dict[str, Any]:
     return meta.primary_key(values)
 
 
+# -- derived keys: a rewritten index key is built from values the write knows ---------------
+# An index key attribute (a GSI's, a template LSI's) is derived client-side from fields. A write
+# that sets or removes it must know every field it is built from: each is either written by it,
+# or was read and is pinned by a condition on its stored value, so a concurrent change fails the
+# write (StaleWrite, nothing written) instead of leaving a key that disagrees with the fields
+# stored beside it. A field the write cannot know (never read, deferred) refuses the write
+# before any request.
+
+def stored_knowledge(model: type[Entity], instance: Entity | None,
+                     key: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+    """What a write knows of the stored item: ``(field -> value, unknown field -> why unknown)``.
+
+    An instance read (or written whole) knows every field except those deferred (``only()``,
+    an ``F()`` result not returned) and those a blind ``save(update_fields=...)`` did not write;
+    an instance never read knows only its primary key; a write by key knows the fields of its
+    key dict (values other than the primary key's are the caller's claim, pinned like a read).
+    The version field is left out (the version condition handles it).
+    """
+    meta = model._meta
+    keyf = set(meta.key_fields)
+    vf = meta.version_field
+    unknown: dict[str, str] = {}
+    if instance is None:
+        given = dict(key or {})
+        for n in meta.fields:
+            if n not in given and n != vf:
+                unknown[n] = "a write by key reads nothing"
+        return {n: v for n, v in given.items() if n in meta.fields}, unknown
+    state = instance._state
+    values = instance.attribute_values
+    if state.adding:
+        for n in meta.fields:
+            if n not in keyf and n != vf:
+                unknown[n] = "this instance was never read from the table"
+    elif state.partial and state.deferred is None:
+        for n in meta.fields:
+            if n not in keyf and n != vf:
+                unknown[n] = "only() did not read it"
+    else:
+        if state.deferred is not None:
+            why = "only() deferred it" if state.partial else "an F() expression changed it and its result was not read"
+            for n in state.deferred[0]:
+                if n not in values:  # a deferred field assigned since is pinned at the assigned value
+                    unknown[n] = why
+        for n in state.unread:
+            unknown.setdefault(n, "this instance wrote other fields without reading the item")
+    known = {n: values.get(n) for n in meta.fields if n not in unknown and n != vf}
+    return known, unknown
+
+
+def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable[str], known: Mapping[str, Any],
+                    unknown: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+    """Plan the conditions that pin the fields a rewritten index key is built from but this write does not write.
+
+    For every index whose key attributes are rewritten from templates (a written field is one
+    of its sources), every other non-key source field must be known: it is pinned at its
+    value (``#f = :v``, ``attribute_not_exists(#f)`` for ``None``; a value equal to the field's
+    default also matches an absent attribute, which reads as that default).
+
+    Args:
+        model: the entity class; b: the request's expression builder; written: the fields the
+            write sets or removes; known, unknown: from :func:`stored_knowledge`.
+
+    Returns:
+        (conditions, ``{field: value pinned}``).
+
+    Raises:
+        ValidationError: a source field is unknown (naming entity, field, index, key attributes
+            and the remedy); nothing is sent.
+    """
+    meta = model._meta
+    written = set(written)
+    keyf = set(meta.key_fields)
+    tmeta = meta.table._meta
+    conditions: list[str] = []
+    pins: dict[str, Any] = {}
+    for bound in meta.indexes.values():
+        if not bound.writes_key_attributes:
+            continue
+        sources = [n for n in bound.fields if n not in keyf]
+        touched = [n for n in sources if n in written]
+        if not touched:
+            continue
+        missing = [n for n in sources if n not in written and n in unknown]
+        if missing:
+            attrs = ", ".join(a for a in bound.key_attrs if a != tmeta.sk_attribute and a != tmeta.pk_attribute)
+            raise ValidationError(
+                f"{meta.entity}: writing {', '.join(touched)} rewrites index {bound.name} ({bound.index_name}: "
+                f"{attrs}), whose key also needs {', '.join(missing)}, and this write does not know the stored "
+                f"value ({unknown[missing[0]]}); nothing was sent. To change it, read the item first (get(), or "
+                f"refresh_from_db() on this instance) and write from the instance read, or write "
+                f"{', '.join(missing)} too (update(...) / update_fields=[...]).",
+                entity=meta.entity, field=missing[0], value=None)
+        for n in sources:
+            if n in written or n in pins:
+                continue
+            pins[n] = known.get(n)
+            conditions.append(_pin_condition(b, meta, n, pins[n]))
+    return conditions, pins
+
+
+def _pin_condition(b: ExpressionBuilder, meta: Any, name: str, value: Any) -> str:
+    f = meta.fields[name]
+    path = b.name(f.attr_name)
+    raw = f.serialize(value) if value is not None else None
+    if raw is None:
+        return f"attribute_not_exists({path})"
+    match = f"{path} = {b.value({f.attr_type: raw})}"
+    default = getattr(f, "default", None)
+    if default is not None and not callable(default) and default == value:
+        return f"{match} OR attribute_not_exists({path})"  # stored without it: read as the default
+    return match
+
+
+def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(field, value pinned, value stored) of each pinned field the stored item no longer matches."""
+    if not op.pins:
+        return []
+    item, _ = decode_written(op.model, raw)
+    out = []
+    for name, value in op.pins.items():
+        stored = item.attribute_values.get(name) if item is not None else None
+        if stored != value:
+            out.append((name, value, stored))
+    return out
+
+
 # -- Put / save ----------------------------------------------------------------------------
 def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
     """Serialize ``names`` of ``values``: (attribute -> DynamoDB JSON, attributes to remove)."""
@@ -440,6 +614,17 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
     tmeta = meta.table._meta
     state = obj._state
     entity = meta.entity
+    if state.deferred is not None and not (state.partial and update_fields is None):
+        # a deferred field (only(), or an F() result not returned) is unknown, never written as None
+        wanted = meta.fields if update_fields is None else [n for n in update_fields if n in meta.fields]
+        missing = [n for n in wanted if n in state.deferred[0] and n not in obj.attribute_values]
+        if missing:
+            raise ValidationError(
+                f"{entity} {_keytext(obj)}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} deferred (not "
+                "read by only(), or changed by an F() expression whose result did not come back, as in a "
+                "transaction), so saving would write a value this instance never saw; load "
+                f"{'it' if len(missing) == 1 else 'them'} first (obj.refresh_from_db(), or read the field: save() "
+                "does that itself). Nothing was sent.", entity=entity, field=missing[0])
     if state.partial and update_fields is not None:
         # read with only(): fields not read are unknown, not None, so plan it as update() does
         # (an index key needing a field that was not read is refused, never removed)
@@ -511,7 +696,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         _finish(params, b, conditions, meta.entity)
         return WriteOp("Put", model, params, key, description, instance=obj, verb=verb,
                        expected_version=current, new_version=new_version,
-                       local_changes=auto, key_values=key_values, token=token)
+                       local_changes=auto, key_values=key_values, token=token, unread_after=frozenset())
 
     # UpdateItem: SET what the model declares, keep what it does not
     if update_fields is not None:
@@ -525,6 +710,10 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         names += [n for n in auto if n not in names]
         names = [n for n in names if n != vf]
         touched = set(names)
+        # the index keys rewritten are built from fields written or pinned at their stored values
+        known, not_known = stored_knowledge(model, obj)
+        pin_conditions, pins = pin_key_sources(model, b, touched, known, not_known)
+        unread_after = _unread_after(obj, touched)
         index_attrs: dict[str, str | None] = {}
         for bound in meta.indexes.values():
             if bound.writes_key_attributes and touched & set(bound.fields):
@@ -541,6 +730,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
                for a, _ in meta.index_key(bound, {}, "")}
         index_attrs = {a: t for a, t in keys.items() if a in own}
         local = dict(auto)
+        pin_conditions, pins, unread_after = [], {}, frozenset()  # every field is written
     item, absent = _item_values(meta, values, names)
     if update_fields is not None:
         check_lsi_values(meta, item, values)
@@ -566,6 +756,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         elif current is not None:
             match = f"{vpath} = {b.value({'N': str(current)})}"
             conditions.append(f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR {match}" if fallback else match)
+    conditions += pin_conditions
     sets.append(f"{b.name(tmeta.revision_attribute)} = {b.value({'S': token})}")
     if update_fields is None:
         # the item as stored: the key, type and revision attributes count too (as in create)
@@ -582,7 +773,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
                    expected_version=0 if unversioned_read else current, new_version=new_version,
-                   local_changes=local, key_values=key_values, token=token)
+                   local_changes=local, key_values=key_values, token=token, pins=pins, unread_after=unread_after)
 
 
 def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
@@ -941,15 +1132,23 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
         if getattr(f, "auto_now", False) and name not in changes:
             sets.append(f"{b.name(f.attr_name)} = {b.value({'S': f.serialize(now)})}")
             plain[name] = now
+    written = set(changes) | set(plain)
 
-    # Index keys built from changed fields are rewritten in the same request.
-    known: dict[str, Any] = {}
-    if instance is not None and not instance._state.partial:
-        known.update(instance.to_dict())
-    elif instance is not None:
+    # Index keys built from changed fields are rewritten in the same request, from values the
+    # write knows: the other fields they are built from are pinned at their stored values
+    for bound in meta.indexes.values():
+        if bound.writes_key_attributes:
+            exprs = sorted(n for n in bound.fields if isinstance(changes.get(n), F))
+            if exprs:
+                raise ValidationError(
+                    f"{entity}.{exprs[0]} is part of index {bound.name} ({bound.index_name}); give a plain value, not "
+                    "an expression, so the index key can be recomputed in the same request.", entity=entity,
+                    field=exprs[0])
+    known, unknown = stored_knowledge(model, instance, key)
+    if instance is not None:
         known.update(instance.key)
-    known.update({k: v for k, v in (key or {}).items()})
     known.update(plain)
+    pin_conditions, pins = pin_key_sources(model, b, written, known, unknown)
     multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
     if multi_attrs:
         # the sum of a multi-attribute GSI's key attributes, with the values the item will hold
@@ -961,21 +1160,8 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
-        deps = set(bound.fields) - set(meta.key_fields if bound.kind == "lsi" else ())
-        touched = deps & set(changes)
-        if not touched:
+        if not (set(bound.fields) - set(meta.key_fields)) & written:
             continue
-        exprs = sorted(n for n in touched if isinstance(changes[n], F))
-        if exprs:
-            raise ValidationError(
-                f"{entity}.{exprs[0]} is part of index {bound.name} ({bound.index_name}); give a plain value, not an "
-                "expression, so the index key can be recomputed in the same request.", entity=entity, field=exprs[0])
-        unknown = sorted(n for n in deps if n not in known)
-        if unknown:
-            raise ValidationError(
-                f"{entity}: changing {', '.join(sorted(touched))} rewrites index {bound.name} ({bound.index_name}), "
-                f"whose key also needs {', '.join(unknown)}; pass them to update() or update an instance you read.",
-                entity=entity, field=unknown[0])
         for attr, key_text in meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]):
             key_values[model._dynamo_to_python_attr(attr)] = key_text
             if key_text is None:
@@ -996,6 +1182,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
             sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
         else:
             sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+    conditions += pin_conditions
     token = new_token()
     rev = b.name(tmeta.revision_attribute)
     tok = b.value({"S": token})
@@ -1020,7 +1207,22 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     return WriteOp("Update", model, params, target_key,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
-                   local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once)
+                   local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once,
+                   pins=pins, expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   unread_after=_unread_after(instance, written), entity_key=dict(shown), changes=dict(changes))
+
+
+def _unread_after(instance: Entity | None, written: Iterable[str]) -> frozenset[str] | None:
+    """The fields an instance still has not read once ``written`` are written (see ``ModelState.unread``)."""
+    if instance is None:
+        return None
+    meta = instance._meta
+    state = instance._state
+    if state.adding:
+        before = {n for n in meta.fields if n not in meta.key_fields and n != meta.version_field}
+    else:
+        before = set(state.unread)
+    return frozenset(before - set(written))
 
 
 # -- read_versions fallback: moving an item read under an older key version -------------------

@@ -271,3 +271,88 @@ def test_a_create_during_a_rollout_plans_one_check_per_older_key_and_an_update_n
     update = prepare_put(read)
     assert update.kind == "Update" and prepare_create_checks(update) == []  # may overwrite: not a create
     assert len(prepare_older_checks(update)) == 2
+
+
+class Shelf(Entity):  # unversioned; its GSI1 keys are built from three non-key fields
+    shelf_id = fields.String()
+    aisle = fields.String(null=True)
+    label = fields.String(null=True)
+    size = fields.Integer(default=0)
+    note = fields.String(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "W21_SHELF"
+        pk = "{version}#SHELF#{shelf_id}"
+        sk = "METADATA"
+        indexes = {"by_aisle": Index("GSI1", pk="{version}#AISLE#{aisle}", sk="L#{label}#S#{size}")}
+
+
+def _pinned(op: Any) -> str:
+    """The op's condition with placeholders replaced: names by attribute names, values by their text."""
+    text = _expr(op.params, "ConditionExpression")
+    for ph, av in sorted(op.params.get("ExpressionAttributeValues", {}).items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(ph, repr(next(iter(av.values()))))
+    return text
+
+
+def test_a_rewritten_index_key_pins_the_fields_it_is_built_from_at_the_values_read() -> None:
+    shelf = _read(Shelf, shelf_id="s", aisle="a", label="x", size=3)
+    op = prepare_update(Shelf, instance=shelf, changes={"aisle": "b"})
+    cond = _pinned(op)
+    assert "(label = 'x')" in cond and "(size = '3')" in cond
+    assert op.pins == {"label": "x", "size": 3}
+    assert {"S": "v1#AISLE#b"} in op.params["ExpressionAttributeValues"].values()
+    shelf.aisle = "b"
+    op = prepare_put(shelf, update_fields=["aisle"])  # save(update_fields): the same pins
+    assert op.pins == {"label": "x", "size": 3} and "(label = 'x')" in _pinned(op)
+
+
+def test_a_none_read_is_pinned_as_absent_and_a_default_also_matches_an_absent_attribute() -> None:
+    shelf = _read(Shelf, shelf_id="s", aisle="a", size=0)
+    cond = _pinned(prepare_update(Shelf, instance=shelf, changes={"aisle": "b"}))
+    assert "(attribute_not_exists(label))" in cond
+    assert "(size = '0' OR attribute_not_exists(size))" in cond  # stored without it: read as 0
+
+
+def test_a_write_of_every_source_field_or_of_none_pins_nothing() -> None:
+    shelf = _read(Shelf, shelf_id="s", aisle="a", label="x", size=3)
+    assert prepare_update(Shelf, instance=shelf, changes={"aisle": "b", "label": "y", "size": 4}).pins == {}
+    op = prepare_update(Shelf, instance=shelf, changes={"note": "n"})  # no index key rewritten
+    assert op.pins == {} and "GSI1" not in _expr(op.params, "UpdateExpression")
+    blind = Shelf(shelf_id="s", note="n")  # never read, but nothing derived from what it does not know
+    assert prepare_put(blind, update_fields=["note"]).pins == {}
+
+
+@pytest.mark.parametrize("plan", [
+    lambda: prepare_put(Shelf(shelf_id="s", aisle="b"), update_fields=["aisle"]),
+    lambda: prepare_put(Shelf(shelf_id="s", aisle="b", label=None, size=0), update_fields=["aisle"]),
+    lambda: prepare_update(Shelf, key={"shelf_id": "s"}, changes={"aisle": "b"}),
+    lambda: prepare_update(Shelf, key={"shelf_id": "s"}, changes={"aisle": "b", "label": "x"}),
+    lambda: prepare_update(Shelf, instance=Shelf(shelf_id="s"), changes={"aisle": "b"}),
+])
+def test_a_source_field_the_write_does_not_know_refuses_it(plan: Any) -> None:
+    with pytest.raises(dynorm.ValidationError) as err:
+        plan()
+    assert err.value.entity == "Shelf" and err.value.field in ("label", "size")
+    message = str(err.value)
+    assert "by_aisle (GSI1: GSI1PK, GSI1SK)" in message and "read the item first" in message
+
+
+def test_a_key_dict_naming_the_other_fields_pins_them() -> None:
+    op = prepare_update(Shelf, key={"shelf_id": "s", "label": "x", "size": 3}, changes={"aisle": "b"})
+    assert op.pins == {"label": "x", "size": 3}
+
+
+def test_a_broken_pin_maps_to_stale_write_naming_the_field_and_both_values() -> None:
+    shelf = _read(Shelf, shelf_id="s", aisle="a", label="x", size=3)
+    op = prepare_update(Shelf, instance=shelf, changes={"aisle": "b"})
+    now = _read(Shelf, shelf_id="s", aisle="a", label="y", size=3)
+    raw = {"PK": {"S": "v1#SHELF#s"}, "SK": {"S": "METADATA"}, "entityType": {"S": "W21_SHELF"},
+           "shelf_id": {"S": "s"}, "aisle": {"S": "a"}, "label": {"S": now.label}, "size": {"N": "3"}}
+    error = op.error(None, raw_item=raw)
+    assert isinstance(error, dynorm.StaleWrite)
+    assert "label is 'y' in the table, not 'x'" in str(error) and "refresh_from_db()" in str(error)
+    raw["label"] = {"S": "x"}  # the pins hold: another condition failed
+    assert isinstance(prepare_update(Shelf, instance=shelf, changes={"aisle": "b"}, condition=Q(note="z")).error(
+        None, raw_item=raw), dynorm.ConditionFailed)

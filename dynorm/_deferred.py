@@ -1,0 +1,119 @@
+"""Deferred fields: the fields an instance does not hold the stored value of, loaded on first read.
+
+A field is deferred when an ``only()`` read left it out, or when a write changed it with an
+``F()`` expression whose result was not returned (a transaction returns no values): the
+instance then never shows an older value beside a newer version. Reading the field loads every
+deferred field of the instance with one GetItem, as Django's deferred fields do
+(``obj._state.deferred = (names, loader)``; see :class:`dynorm._state.ModelState`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import backend
+from .exceptions import SynchronousOnlyOperation
+
+__all__ = ["DeferredLoader", "defer", "load_deferred", "load_deferred_steps"]
+
+
+class DeferredLoader:
+    """``obj._state.deferred[1]``: loads the deferred fields (called: sync; ``.steps(obj)``: either driver).
+
+    A module-level class, not a closure: the instance stays picklable.
+    """
+
+    def __init__(self, consistent: bool) -> None:
+        self.consistent = consistent
+
+    def __call__(self, obj: Any, name: str | None = None) -> None:
+        refuse_in_event_loop(obj, name)
+        backend.drive(load_deferred_steps(obj, self.consistent))
+
+    def steps(self, obj: Any) -> backend.Steps:
+        return load_deferred_steps(obj, self.consistent)
+
+
+def load_deferred(obj: Any, consistent: bool) -> None:
+    """Load the deferred fields of ``obj`` (see :func:`load_deferred_steps`)."""
+    refuse_in_event_loop(obj, None)
+    backend.drive(load_deferred_steps(obj, consistent))
+
+
+def refuse_in_event_loop(obj: Any, name: str | None) -> None:
+    """Refuse to load deferred fields with a blocking GetItem inside a running asyncio event loop.
+
+    Raises:
+        SynchronousOnlyOperation: called from a coroutine (Django's ``SynchronousOnlyOperation``);
+            nothing is sent.
+    """
+    import sys
+
+    asyncio = sys.modules.get("asyncio")  # not imported: no event loop can be running
+    if asyncio is None or asyncio._get_running_loop() is None:
+        return
+    unread = sorted(obj._state.deferred[0]) if obj._state.deferred else []
+    field = name or (unread[0] if unread else "?")
+    entity = obj._meta.entity
+    listed = ", ".join(repr(n) for n in (unread or [field]))
+    why = "only() deferred it" if obj._state.partial else "an F() expression changed it and its result was not returned"
+    raise SynchronousOnlyOperation(
+        f"{entity}.{field} was not read ({why}) and loading it now would send a blocking "
+        f"GetItem inside the running event loop ({entity} {obj._describe_key()}). Load it first with "
+        f"`await obj.arefresh_from_db(fields=[{listed}])`"
+        + (", or do not defer it (leave it out of only())." if obj._state.partial else "."))
+
+
+def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
+    """Load the deferred fields of ``obj`` with one GetItem (Django's deferred fields).
+
+    Raises:
+        Entity.DoesNotExist: the item is gone.
+        UnreadableItems: the stored item cannot be decoded (names key and attribute).
+    """
+    unread, _loader = obj._state.deferred
+    obj._state.deferred = None
+    meta = obj._meta
+    names = [meta.fields[n].attr_name for n in unread]
+    tmeta = meta.table._meta
+    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": obj._primary_key_av(),
+                              "ProjectionExpression": ", ".join(f"#d{i}" for i in range(len(names) + 1)),
+                              "ExpressionAttributeNames": {f"#d{i}": a for i, a in
+                                                           enumerate([tmeta.type_attribute, *names])},
+                              "ReturnConsumedCapacity": "TOTAL"}
+    if consistent:
+        params["ConsistentRead"] = True
+    resp = yield backend.Send("GetItem", params)
+    if "Item" not in resp:
+        obj._state.deferred = (unread, _loader)
+        raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
+                               f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
+    from .fields import decode_item
+
+    try:
+        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
+    except Exception:
+        obj._state.deferred = (unread, _loader)
+        raise
+    for name in unread:
+        # a deferred field assigned since the read keeps the assigned value
+        if name in loaded.attribute_values and name not in obj.attribute_values:
+            obj.attribute_values[name] = loaded.attribute_values[name]
+    obj._state.partial = False
+
+
+def defer(obj: Any, names: frozenset[str] | set[str]) -> None:
+    """Mark ``names`` of ``obj`` deferred: their values are dropped and loaded (ConsistentRead) on first read.
+
+    Used after a write changed them with an ``F()`` expression whose result did not come back:
+    the instance must not keep the value from before the write (a later ``save()`` would write
+    it back). Fields already deferred stay deferred.
+    """
+    if not names:
+        return
+    state = obj._state
+    for name in names:
+        obj.attribute_values.pop(name, None)
+    if state.deferred is not None:
+        names = frozenset(state.deferred[0]) | frozenset(names)
+    state.deferred = (frozenset(names), DeferredLoader(True))

@@ -1,0 +1,145 @@
+"""A call made of several requests says exactly which of its parts were applied.
+
+An unversioned ``update(n=F("n") + 1)`` is a TransactWriteItems then a consistent GetItem;
+``bulk_update`` is one TransactWriteItems per 100 items. When a later request fails after an
+earlier one was applied, the error says what went in (``ReadBackFailed`` carrying the written
+state, ``BatchIncomplete`` with ``.written``/``.unprocessed``), never a plain ``ServiceError``
+that a caller would retry, applying the write twice. Faults are injected on real requests to
+DynamoDB Local with botocore event hooks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import botocore.exceptions
+import pytest
+
+import dynorm
+from dynorm import F, conf
+from tests.faults import Hook, deliver, stored_item
+from tests.faults import fake_response as _response
+from tests.models import Person, Reading
+
+THROTTLED = {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+             "message": "The level of configured provisioned throughput for the table was exceeded."}
+
+
+
+def _throttled(**kwargs: Any) -> Any:
+    return _response(400, THROTTLED)
+
+
+def _lost(request: Any, **kwargs: Any) -> Any:
+    raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+
+def _nth(n: int, action: Any) -> Any:
+    """A before-send hook that answers the n-th request it sees (1-based) with ``action(request)``."""
+    seen = {"n": 0}
+
+    def hook(request: Any, **kwargs: Any) -> Any:
+        seen["n"] += 1
+        return action(request) if seen["n"] >= n else None
+
+    return hook
+
+
+@pytest.mark.parametrize("how", ["queryset", "instance"])
+def test_an_increment_whose_read_back_is_throttled_says_it_was_written(how: str, io: Any) -> None:
+    Reading.objects.create(sensor="s", year=2026, seq=1, value=10)
+    obj = Reading.objects.get(sensor="s", year=2026, seq=1)
+    # botocore's standard retry mode backs off ~0.5 s per throttle: two attempts keep it short.
+    # On aiobotocore (whose responses a hook cannot fake here) the read-back gets no answer instead
+    fault = _lost if io.is_async else _throttled
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.GetItem", fault):
+        with dynorm.capture() as c, pytest.raises(dynorm.ReadBackFailed) as err:
+            if how == "queryset":
+                io(Reading.objects.filter(sensor="s", year=2026, seq=1), "update", value=F("value") + 1)
+            else:
+                io(obj, "update", value=F("value") + 1)
+    assert c.operations == ["TransactWriteItems", "GetItem"]
+    e = err.value
+    assert not isinstance(e, dynorm.ServiceError)  # a caller retrying ServiceError would count twice
+    assert "was applied" in str(e) and "do not send it again" in str(e).lower()
+    assert e.key == {"sensor": "s", "year": 2026, "seq": 1}
+    assert isinstance(e.__cause__, dynorm.ServiceError)
+    assert e.__cause__.code == ("ConnectionClosedError" if io.is_async else "ProvisionedThroughputExceededException")
+    assert stored_item(Reading, sensor="s", year=2026, seq=1)["value"] == {"N": "11"}  # applied once
+    # the written state: the expression's field is loaded on first read, never the old value
+    item = e.instance
+    assert item is not None and item.key == e.key
+    if how == "instance":
+        assert item is obj
+    with dynorm.capture() as c:
+        assert item.value == 11  # (outside the event loop: a plain read may send a GetItem)
+    assert c.operations == ["GetItem"]
+
+
+def test_a_bulk_update_whose_second_chunk_is_throttled_lists_what_went_in() -> None:
+    people = [Person(person_id=f"p{i:03d}", name="old") for i in range(150)]
+    Person.objects.bulk_create(people)
+    read = sorted(Person.objects.scan(), key=lambda p: p.person_id)
+    for p in read:
+        p.name = "new"
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems",
+                                               _nth(2, lambda request: _response(400, THROTTLED))):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            Person.objects.bulk_update(read, ["name"])
+    e = err.value
+    assert [p.person_id for p in e.written] == [f"p{i:03d}" for i in range(100)]
+    assert [p.person_id for p in e.unprocessed] == [f"p{i:03d}" for i in range(100, 150)]
+    assert e.uncertain == []
+    assert "100 of 150" in str(e)
+    stored = {p.person_id: p.name for p in Person.objects.scan()}
+    assert stored == {f"p{i:03d}": "new" if i < 100 else "old" for i in range(150)}
+
+
+def test_a_bulk_update_whose_second_chunk_gets_no_answer_lists_it_as_uncertain() -> None:
+    people = [Person(person_id=f"q{i:03d}", name="old") for i in range(150)]
+    Person.objects.bulk_create(people)
+    read = sorted(Person.objects.scan(), key=lambda p: p.person_id)
+    for p in read:
+        p.name = "new"
+
+    def applied_then_lost(request: Any) -> Any:
+        deliver(request)  # DynamoDB applies it; the answer never arrives
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems",
+                                               _nth(2, applied_then_lost)):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            Person.objects.bulk_update(read, ["name"])
+    e = err.value
+    assert [p.person_id for p in e.written] == [f"q{i:03d}" for i in range(100)]
+    assert [p.person_id for p in e.uncertain] == [f"q{i:03d}" for i in range(100, 150)]
+    assert e.unprocessed == e.uncertain
+    assert {p.name for p in Person.objects.scan()} == {"new"}  # the truth: it did go in
+
+
+def test_a_bulk_update_whose_only_chunk_is_throttled_raises_the_plain_error() -> None:
+    Person.objects.bulk_create([Person(person_id="r1", name="old")])
+    read = Person.objects.get(person_id="r1")
+    read.name = "new"
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems",
+                                               _nth(1, lambda request: _response(400, THROTTLED))):
+        with pytest.raises(dynorm.ServiceError):
+            Person.objects.bulk_update([read], ["name"])  # nothing went in: a plain error says so
+    assert Person.objects.get(person_id="r1").name == "old"
+
+
+def test_a_bulk_update_whose_only_chunk_gets_no_answer_says_it_may_have_gone_in() -> None:
+    Person.objects.bulk_create([Person(person_id="u1", name="old")])
+    read = Person.objects.get(person_id="u1")
+    read.name = "new"
+
+    def applied_then_lost(request: Any) -> Any:
+        deliver(request)
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems",
+                                               _nth(1, applied_then_lost)):
+        with pytest.raises(dynorm.BatchIncomplete) as err:
+            Person.objects.bulk_update([read], ["name"])
+    assert err.value.written == [] and err.value.uncertain == [read]
+    assert Person.objects.get(person_id="u1").name == "new"  # it did go in: a plain error would hide that

@@ -1,0 +1,331 @@
+"""Key attributes derived from fields never disagree with the fields stored beside them.
+
+A GSI or LSI key is computed client-side from other fields (``sk="W#{warehouse}#N#{name}"``).
+A write that rewrites it from a value the client does not actually know (a stale read, a field
+never read) would leave an item whose keys say one thing and whose fields another: queries then
+return wrong answers with no error. Every write path either knows each field a key it rewrites
+is built from (it writes it, or it read it and the write is conditional on its stored value) or
+refuses before any request. Checked on the table itself (raw GetItem/Scan), not only through
+dynorm's reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dynorm
+from dynorm import Entity, F, Index, Table, backend, fields
+from tests.faults import stored_item
+
+
+class Depots(Table):
+    class Meta:
+        table_name = "derived_keys"
+        gsi_count = 2
+        lsis = {"LSI1": "LSI1SK"}
+
+
+class OItem(Entity):
+    """Unversioned, with index keys built from two fields each (AWS's HR/order example style)."""
+
+    sku = fields.String()
+    warehouse = fields.String(null=True)
+    name = fields.String(null=True)
+    n = fields.Integer(default=0)
+    note = fields.String(null=True)
+
+    class Meta:
+        table = Depots
+        entity_type = "OITEM"
+        pk = "{version}#I#{sku}"
+        sk = "METADATA"
+        indexes = {
+            "by_name": Index("GSI1", pk="{version}#N#{name}", sk="W#{warehouse}"),
+            "by_place": Index("GSI2", pk="{version}#ITEMS", sk="W#{warehouse}#N#{name}"),
+            "local": Index("LSI1", sk="N#{name}#W#{warehouse}"),
+        }
+
+
+class VItem(Entity):
+    """Versioned, with a counter, a set and a list changed by expressions."""
+
+    sku = fields.String()
+    warehouse = fields.String(null=True)
+    n = fields.Integer(default=0)
+    tags = fields.Set(str)
+    log = fields.List(null=True)
+    note = fields.String(null=True)
+    version = fields.Version()
+
+    class Meta:
+        table = Depots
+        entity_type = "VITEM"
+        pk = "{version}#V#{sku}"
+        sk = "METADATA"
+        indexes = {"by_place": Index("GSI2", pk="{version}#VITEMS", sk="W#{warehouse}#V#{sku}")}
+
+
+# -- what is checked on the table ------------------------------------------------------------
+def raw_items(model: type[Entity]) -> list[dict[str, Any]]:
+    """Every stored item of ``model``'s entity type, as DynamoDB JSON (a consistent Scan, all pages)."""
+    tmeta = model._meta.table._meta
+    params: dict[str, Any] = {"TableName": model._meta.table.table_name(), "ConsistentRead": True}
+    out: list[dict[str, Any]] = []
+    while True:
+        resp = backend.call("Scan", params)
+        out += [i for i in resp.get("Items", []) if i.get(tmeta.type_attribute) == {"S": model._meta.entity_type}]
+        if "LastEvaluatedKey" not in resp:
+            return out
+        params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def assert_keys_match_fields(model: type[Entity]) -> None:
+    """Every stored item's key attributes equal the keys rendered from its stored fields."""
+    for raw in raw_items(model):
+        values = model.from_raw_data(dict(raw)).attribute_values
+        for attr, text in model._meta.key_attributes(values).items():
+            assert raw.get(attr) == ({"S": text} if text is not None else None), (
+                f"{attr} of {raw['PK']['S']} is {raw.get(attr)} but its fields give {text!r}: {raw}")
+
+
+def change_warehouse(obj: Entity, way: str, warehouse: str) -> None:
+    if way == "update":
+        obj.update(warehouse=warehouse)
+    elif way == "save_update_fields":
+        obj.warehouse = warehouse  # type: ignore[attr-defined]
+        obj.save(update_fields=["warehouse"])
+    elif way == "bulk_update":
+        obj.warehouse = warehouse  # type: ignore[attr-defined]
+        type(obj).objects.bulk_update([obj], ["warehouse"])
+    else:
+        with dynorm.transaction() as tx:
+            tx.update(obj, warehouse=warehouse)
+
+
+WAYS = ["update", "save_update_fields", "bulk_update", "transaction"]
+
+
+def _stale_error(exc: BaseException) -> BaseException:
+    """The StaleWrite behind ``exc`` (itself, or the reason of a one-action transaction)."""
+    if isinstance(exc, dynorm.TransactionCanceled):
+        return exc.reasons[0]["error"]  # type: ignore[no-any-return]
+    return exc
+
+
+# -- 1. index keys rebuilt from stale or unread values ---------------------------------------
+@pytest.mark.parametrize("way", WAYS)
+def test_a_write_from_a_stale_read_never_rebuilds_an_index_key_from_the_old_value(way: str) -> None:
+    OItem.objects.create(sku="s1", warehouse="north", name="Alpha")
+    mine = OItem.objects.get(sku="s1")
+    OItem.objects.get(sku="s1").update(name="Beta")  # another process renames it
+    before = stored_item(OItem, sku="s1")
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, "south")
+    stale = _stale_error(err.value)
+    assert isinstance(stale, dynorm.StaleWrite)
+    assert "name" in str(stale) and "refresh_from_db()" in str(stale) and "nothing was written" in str(stale)
+    assert stored_item(OItem, sku="s1") == before  # a write reported failed changed nothing
+    assert_keys_match_fields(OItem)
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Beta")] == ["s1"]
+    assert list(OItem.objects.using("by_name").filter(name="Alpha")) == []
+    mine.refresh_from_db()  # the remedy: read again, apply again
+    change_warehouse(mine, way, "south")
+    assert_keys_match_fields(OItem)
+    assert [(o.sku, o.warehouse) for o in OItem.objects.using("by_name").filter(name="Beta")] == [("s1", "south")]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_field_read_as_none_is_pinned_as_absent(way: str) -> None:
+    OItem.objects.create(sku="s3", warehouse="north")  # no name: out of the by_name index
+    mine = OItem.objects.get(sku="s3")
+    OItem.objects.get(sku="s3").update(name="Gamma")
+    before = stored_item(OItem, sku="s3")
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, "south")  # rendered with name None, it would REMOVE the GSI keys
+    assert isinstance(_stale_error(err.value), dynorm.StaleWrite)
+    assert stored_item(OItem, sku="s3") == before
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Gamma")] == ["s3"]
+    assert_keys_match_fields(OItem)
+
+
+def test_a_field_assigned_but_not_written_is_not_used_for_an_index_key() -> None:
+    OItem.objects.create(sku="s4", warehouse="north", name="Alpha")
+    mine = OItem.objects.get(sku="s4")
+    mine.name = "Zed"  # assigned in memory, never written
+    mine.warehouse = "south"
+    before = stored_item(OItem, sku="s4")
+    with pytest.raises(dynorm.StaleWrite) as err:
+        mine.save(update_fields=["warehouse"])
+    assert "'Alpha'" in str(err.value) and "'Zed'" in str(err.value)
+    assert stored_item(OItem, sku="s4") == before
+    assert_keys_match_fields(OItem)
+
+
+def test_save_update_fields_of_an_instance_never_read_refuses_a_key_it_cannot_compute() -> None:
+    OItem.objects.create(sku="s2", warehouse="north", name="Alpha")
+    before = stored_item(OItem, sku="s2")
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError) as err:
+        OItem(sku="s2", warehouse="south").save(update_fields=["warehouse"])  # Django's update-without-read
+    assert c.count == 0  # refused before any request
+    message = str(err.value)
+    assert err.value.entity == "OItem" and err.value.field == "name"
+    assert "name" in message and "GSI1PK" in message and "read the item first" in message
+    # an explicit None is no knowledge of the stored value either
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError):
+        OItem(sku="s2", warehouse="south", name=None).save(update_fields=["warehouse"])
+    assert c.count == 0
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError):
+        OItem.objects.filter(sku="s2").update(warehouse="south")
+    with pytest.raises(dynorm.ValidationError):
+        with dynorm.transaction() as tx:
+            tx.update(OItem, {"sku": "s2"}, warehouse="south")
+    assert c.count == 0
+    assert stored_item(OItem, sku="s2") == before
+    # every field of the keys given: nothing unknown, the write goes through
+    OItem(sku="s2", warehouse="south", name="Alpha").save(update_fields=["warehouse", "name"])
+    OItem.objects.filter(sku="s2").update(warehouse="east", name="Alpha")
+    # a field that no key needs is written without reading anything
+    OItem(sku="s2").save(update_fields=["note"])
+    assert_keys_match_fields(OItem)
+    stored = OItem.objects.get(sku="s2")
+    assert (stored.warehouse, stored.name) == ("east", "Alpha")
+
+
+def test_an_instance_written_blind_stays_unknown_until_read() -> None:
+    OItem.objects.create(sku="s5", warehouse="north", name="Alpha")
+    blind = OItem(sku="s5", note="x")
+    blind.save(update_fields=["note"])  # written, but name and warehouse were never read
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError):
+        blind.update(warehouse="south")
+    assert c.count == 0
+    blind.refresh_from_db()
+    blind.update(warehouse="south")
+    assert_keys_match_fields(OItem)
+    assert [o.sku for o in OItem.objects.using("by_name").filter(name="Alpha")] == ["s5"]
+
+
+# -- 2. a transaction never leaves an instance older than its version ------------------------
+@pytest.mark.parametrize("name, change, expected", [
+    ("n", F("n") - 3, 7),
+    ("tags", F("tags").add({"b"}), {"a", "b"}),
+    ("log", F("log").append(["y"]), ["x", "y"]),
+])
+def test_after_a_transaction_an_expression_field_is_never_written_back_old(name: str, change: Any,
+                                                                            expected: Any) -> None:
+    VItem.objects.create(sku="v1", n=10, tags={"a"}, log=["x"])
+    obj = VItem.objects.get(sku="v1")
+    with dynorm.transaction() as tx:
+        tx.update(obj, **{name: change})
+    assert obj.version == 2
+    obj.note = "after"
+    obj.save()  # used to pass the version check and write the old value back
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v1"))
+    assert getattr(stored, name) == expected and stored.note == "after" and stored.version == 3
+    assert getattr(obj, name) == expected
+
+
+def test_after_a_transaction_reading_an_expression_field_loads_its_new_value() -> None:
+    VItem.objects.create(sku="v2", n=10)
+    obj = VItem.objects.get(sku="v2")
+    with dynorm.transaction() as tx:
+        tx.update(obj, n=F("n") + 5, note="tx")
+    assert obj.note == "tx" and obj.version == 2
+    with dynorm.capture() as c:
+        assert obj.n == 15  # never the old 10 beside version 2
+    assert c.operations == ["GetItem"]
+
+
+def test_after_an_async_transaction_asave_loads_the_expression_field_first(io: Any) -> None:
+    VItem.objects.create(sku="v4", n=10)
+    obj = VItem.objects.get(sku="v4")
+    io.transaction(lambda tx: tx.update(obj, n=F("n") - 3))
+    if io.is_async:  # a blocking GetItem inside the event loop is refused, never an old value shown
+        with pytest.raises(dynorm.SynchronousOnlyOperation, match="F\\(\\) expression"):
+            io.run(_read_n(obj))
+    obj.note = "after"
+    io(obj, "save")
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v4"))
+    assert (stored.n, stored.note, stored.version) == (7, "after", 3)
+
+
+async def _read_n(obj: Any) -> Any:
+    return obj.n
+
+
+def test_after_a_transaction_a_concurrent_change_makes_the_next_save_stale() -> None:
+    VItem.objects.create(sku="v3", n=10)
+    obj = VItem.objects.get(sku="v3")
+    with dynorm.transaction() as tx:
+        tx.update(obj, n=F("n") - 3)
+    VItem.objects.get(sku="v3").update(n=F("n") + 100)  # another writer: n = 107, version 3
+    obj.note = "late"
+    with pytest.raises(dynorm.StaleWrite):
+        obj.save()
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v3"))
+    assert (stored.n, stored.note, stored.version) == (107, None, 3)
+
+
+# -- random sequences of partial writes from several stale instances --------------------------
+_VALUES = {"warehouse": ["north", "south", None], "name": ["Alpha", "Beta", None], "note": ["x", "y", None]}
+_changes = st.dictionaries(st.sampled_from(sorted(_VALUES)), st.integers(0, 2), min_size=1, max_size=3).map(
+    lambda picks: {f: _VALUES[f][i] for f, i in picks.items()})
+_step = st.tuples(st.integers(0, 2),  # which of three instances acts
+                  st.sampled_from(["update", "save_update_fields", "bulk_update", "transaction", "by_key",
+                                   "blind", "assign", "refresh", "increment"]),
+                  _changes)
+_example = iter(range(10**6))
+
+
+def _act(objs: list[OItem], sku: str, who: int, kind: str, changes: dict[str, Any]) -> None:
+    obj = objs[who]
+    if kind == "update":
+        obj.update(**changes)
+    elif kind == "save_update_fields":
+        for f, v in changes.items():
+            setattr(obj, f, v)
+        obj.save(update_fields=list(changes))
+    elif kind == "bulk_update":
+        for f, v in changes.items():
+            setattr(obj, f, v)
+        OItem.objects.bulk_update([obj], list(changes))
+    elif kind == "transaction":
+        with dynorm.transaction() as tx:
+            tx.update(obj, n=F("n") + 1, **changes)
+    elif kind == "by_key":
+        OItem.objects.filter(sku=sku).update(**changes)
+    elif kind == "blind":
+        objs[who] = OItem(sku=sku, **changes)
+        objs[who].save(update_fields=list(changes))
+    elif kind == "assign":  # changed in memory only, never written
+        for f, v in changes.items():
+            setattr(obj, f, v)
+    elif kind == "refresh":
+        obj.refresh_from_db()
+    else:
+        obj.update(n=F("n") + 1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=_changes, steps=st.lists(_step, min_size=1, max_size=10))
+def test_random_partial_writes_from_stale_instances_keep_every_key_equal_to_its_fields(
+        start: dict[str, Any], steps: list[tuple[int, str, dict[str, Any]]]) -> None:
+    sku = f"h{next(_example)}"
+    OItem.objects.create(sku=sku, **start)
+    objs = [OItem.objects.get(sku=sku) for _ in range(3)]
+    for who, kind, changes in steps:
+        before = stored_item(OItem, sku=sku)
+        try:
+            _act(objs, sku, who, kind, changes)
+        except (dynorm.StaleWrite, dynorm.TransactionCanceled, dynorm.ValidationError) as exc:
+            if isinstance(exc, dynorm.TransactionCanceled):
+                assert all(isinstance(r["error"], dynorm.StaleWrite) for r in exc.reasons if r["error"]), exc
+            assert stored_item(OItem, sku=sku) == before, f"{kind} {changes} failed ({exc}) but changed the item"
+        else:
+            if kind not in ("assign", "refresh", "increment"):  # acknowledged means present
+                stored = OItem.from_raw_data(stored_item(OItem, sku=sku))
+                assert {f: getattr(stored, f) for f in changes} == changes, (kind, changes)
+        assert_keys_match_fields(OItem)
