@@ -196,18 +196,19 @@ def test_makemigrations_check_is_clean_on_the_demo_project(empty_demo: str) -> N
 
 def test_a_model_change_without_its_migration_fails_the_check_and_migrate_warns(
         empty_demo: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from demo_project.library.models import KeywordArticle
+    from demo_project.catalog.models import Product
 
-    monkeypatch.setattr(KeywordArticle._meta, "key_version", "v2")  # a new key version, no migration
-    op = "rekey keyword_article in library from v1 to v2"
+    # a new key version (its templates hold {version}: a real rekey), and no migration for it
+    monkeypatch.setattr(Product._meta, "key_version", "v3")
+    op = "rekey PRODUCT in fromatoz from v2 to v3"
     check = dynorm_cmd("makemigrations", "--check")
     assert check.exit_code == 1 and op in check.output and "models have changes with no migration" in check.output
     for args in (["showmigrations"], ["migrate", "--plan"]):
         result = dynorm_cmd(*args)
         assert result.exit_code == 0, result.output
-        assert ("WARNING: Your models in app(s) 'library' have changes that are not yet reflected in a migration"
+        assert ("WARNING: Your models in app(s) 'catalog' have changes that are not yet reflected in a migration"
                 in result.stderr), args
-        assert f"  library: {op}" in result.stderr and "Run `dynorm makemigrations`" in result.stderr
+        assert f"  catalog: {op}" in result.stderr and "Run `dynorm makemigrations`" in result.stderr
 
 
 def test_without_0004_the_library_index_change_is_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
