@@ -110,3 +110,36 @@ def test_one_overloaded_attribute_with_one_template_is_accepted_and_several_enti
 def test_templates_equal_in_normal_form_count_as_one() -> None:
     assert KeyTemplate("A#{x:}#{{b}}").canonical == KeyTemplate("A#{x}#{{b}}").canonical
     assert KeyTemplate("A#{x:04d}").canonical != KeyTemplate("A#{x}").canonical
+
+
+# -- the table's own attributes ------------------------------------------------------------------------------
+def _table(**meta: Any) -> Any:
+    return type("OwnAttrs", (Table,), {"__module__": __name__, "Meta": type("Meta", (), {"table_name": "own", **meta})})
+
+
+@pytest.mark.parametrize("meta, attr, role", [
+    ({"gsi_count": 1, "type_attribute": "GSI1SK"}, "GSI1SK", "the sort key of GSI1"),
+    ({"gsi_count": 1, "type_attribute": "GSI1PK"}, "GSI1PK", "the partition key of GSI1"),
+    ({"type_attribute": "SK"}, "SK", "the table's sort key"),
+    ({"type_attribute": "PK"}, "PK", "the table's partition key"),
+    ({"lsis": {"LSI1": "created"}, "type_attribute": "created"}, "created", "the sort key of LSI1"),
+])
+def test_a_type_attribute_that_a_key_uses_is_refused_when_the_table_is_defined(
+        meta: dict[str, Any], attr: str, role: str) -> None:
+    """Key text written there overwrote the entity type: ``get()`` raised DoesNotExist for the item just saved."""
+    with pytest.raises(dynorm.ModelError) as info:
+        _table(**meta)
+    assert str(info.value) == (
+        f"OwnAttrs.Meta.type_attribute is {attr!r}, which is also {role}; an item holds one value per attribute, "
+        "so the key text and the entity type would overwrite each other. Give Meta.type_attribute a name no key "
+        "uses.")
+
+
+def test_a_revision_attribute_equal_to_the_type_attribute_or_an_lsi_sort_key_is_refused() -> None:
+    with pytest.raises(dynorm.ModelError, match=re.escape(
+            "OwnAttrs.Meta.revision_attribute is 'Type', which is also Meta.type_attribute; an item holds one "
+            "value per attribute, so the entity type and the revision token every write sets would overwrite")):
+        _table(type_attribute="Type", revision_attribute="Type")
+    with pytest.raises(dynorm.ModelError, match=re.escape("'at', which is also the sort key of LSI1")):
+        _table(lsis={"LSI1": "at"}, revision_attribute="at")
+    assert _table(gsi_count=2, lsis={"LSI1": "at"}, type_attribute="Type")._meta.type_attribute == "Type"
