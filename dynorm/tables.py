@@ -7,6 +7,7 @@ entity-type discriminator; every entity of the table is a subclass of that model
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -84,6 +85,9 @@ def parse_multi_key(where: str, value: Any) -> MultiKeySchema:
     if dup:
         raise ModelError(f"{where}: attribute(s) {', '.join(dup)} used twice in one key.")
     return MultiKeySchema(parts[0], parts[1])
+
+#: DynamoDB's rule for index names (CreateTable refuses any other name).
+_INDEX_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
@@ -291,6 +295,12 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
     _check_own_attribute(name, opts, "revision_attribute", "the revision token every write sets")
     if len(opts.gsis) + len(opts.multi_gsis) > 20:
         raise ModelError(f"{name}.Meta.gsis: DynamoDB allows at most 20 global secondary indexes.")
+    for iname in [*opts.index_names, *opts.lsis]:
+        if not (isinstance(iname, str) and _INDEX_NAME.fullmatch(iname)):
+            kind = "lsis" if iname in opts.lsis else "gsis"
+            raise ModelError(
+                f"{name}.Meta.{kind}: index name {iname!r} breaks DynamoDB's naming rule (3 to 255 characters, "
+                "each a letter, digit, '_', '-' or '.'); CreateTable would refuse it. Rename the index.")
     clash = set(opts.index_names) & set(opts.lsis)
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")

@@ -143,3 +143,28 @@ def test_a_revision_attribute_equal_to_the_type_attribute_or_an_lsi_sort_key_is_
     with pytest.raises(dynorm.ModelError, match=re.escape("'at', which is also the sort key of LSI1")):
         _table(lsis={"LSI1": "at"}, revision_attribute="at")
     assert _table(gsi_count=2, lsis={"LSI1": "at"}, type_attribute="Type")._meta.type_attribute == "Type"
+
+
+@pytest.mark.parametrize("meta, kind, name", [
+    ({"gsis": {"G": ("GPK", "GSK")}}, "gsis", "G"),
+    ({"gsis": {"GSI1": ("A", None), "ab": ("B", None)}}, "gsis", "ab"),
+    ({"gsis": {"by region": {"pk": {"region": "S"}}}}, "gsis", "by region"),
+    ({"gsis": {"x" * 256: ("GPK", None)}}, "gsis", "x" * 256),
+    ({"lsis": {"L1": "at"}}, "lsis", "L1"),
+    ({"lsis": {"LSI#1": "at"}}, "lsis", "LSI#1"),
+])
+def test_an_index_name_dynamodb_refuses_is_refused_when_the_table_is_defined(
+        meta: dict[str, Any], kind: str, name: str) -> None:
+    """Before, CreateTable was the first to refuse it (ValidationException), after the code had shipped."""
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ModelError) as info:
+            _table(**meta)
+    assert c.count == 0
+    assert str(info.value) == (
+        f"OwnAttrs.Meta.{kind}: index name {name!r} breaks DynamoDB's naming rule (3 to 255 characters, each a "
+        "letter, digit, '_', '-' or '.'); CreateTable would refuse it. Rename the index.")
+
+
+def test_index_names_at_the_edges_of_dynamodbs_rule_are_accepted() -> None:
+    t = _table(gsis={"G-1": ("GPK", None), "a.b_c": ("APK", None), "y" * 255: ("YPK", None)}, lsis={"LS1": "at"})
+    assert t._meta.index_names == ["G-1", "a.b_c", "y" * 255] and list(t._meta.lsis) == ["LS1"]
