@@ -370,8 +370,8 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
 
     Raises:
         ModelError: missing or invalid table, templates, index names, placeholders
-            that name no field, or two templates that write one attribute differently (the
-            message names the entity and what to fix).
+            that name no field, two fields stored as one attribute, or two templates that write
+            one attribute differently (the message names the entity and what to fix).
     """
     from .tables import Table
 
@@ -405,7 +405,14 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
         sk = _template(entity, "sk", sk_raw, delim, enc)
     primary = BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
 
-    attr_to_field = {f.attr_name: n for n, f in fields.items()}
+    attr_to_field: dict[str, str] = {}
+    for fname, f in fields.items():
+        other = attr_to_field.setdefault(f.attr_name, fname)
+        if other != fname:
+            raise ModelError(
+                f"{entity}: fields {other} and {fname} are both stored as attribute {f.attr_name!r}; an item holds "
+                f"one value per attribute, so one of the two values would be lost. Give {fname} (or {other}) "
+                "another attr_name.")
     indexes: dict[str, BoundIndex] = {}
     declared = getattr(meta, "indexes", None) or {}
     if not isinstance(declared, Mapping):

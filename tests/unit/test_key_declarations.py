@@ -168,3 +168,29 @@ def test_an_index_name_dynamodb_refuses_is_refused_when_the_table_is_defined(
 def test_index_names_at_the_edges_of_dynamodbs_rule_are_accepted() -> None:
     t = _table(gsis={"G-1": ("GPK", None), "a.b_c": ("APK", None), "y" * 255: ("YPK", None)}, lsis={"LS1": "at"})
     assert t._meta.index_names == ["G-1", "a.b_c", "y" * 255] and list(t._meta.lsis) == ["LS1"]
+
+
+# -- two fields, one attribute ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("declared, first, second, attr", [
+    ({"x": fields.String(attr_name="dup"), "y": fields.String(attr_name="dup")}, "x", "y", "dup"),
+    ({"x": fields.String(attr_name="y"), "y": fields.String()}, "x", "y", "y"),
+    ({"y": fields.Integer(), "x": fields.String(attr_name="y")}, "y", "x", "y"),
+])
+def test_two_fields_stored_as_one_attribute_are_refused_at_class_creation(
+        declared: dict[str, Any], first: str, second: str, attr: str) -> None:
+    """Before, the class was accepted and one of the two values was silently lost on every write."""
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": "TwoFieldsOneAttr", "pk": "O#{order_id}", "sk": "M"})
+    with pytest.raises(dynorm.ModelError) as info:
+        type("TwoFieldsOneAttr", (Entity,), {"__module__": __name__, "Meta": Meta, "order_id": fields.String(),
+                                             **declared})
+    assert str(info.value) == (
+        f"TwoFieldsOneAttr: fields {first} and {second} are both stored as attribute {attr!r}; an item holds one "
+        f"value per attribute, so one of the two values would be lost. Give {second} (or {first}) another "
+        "attr_name.")
+
+
+def test_a_field_swapping_attribute_names_with_another_is_accepted() -> None:
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": "Swapped", "pk": "O#{order_id}", "sk": "M"})
+    cls = type("Swapped", (Entity,), {"__module__": __name__, "Meta": Meta, "order_id": fields.String(),
+                                      "x": fields.String(attr_name="y"), "y": fields.String(attr_name="x")})
+    assert cls._meta.attr_name("x") == "y" and cls._meta.attr_name("y") == "x"
