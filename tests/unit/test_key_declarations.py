@@ -194,3 +194,51 @@ def test_a_field_swapping_attribute_names_with_another_is_accepted() -> None:
     cls = type("Swapped", (Entity,), {"__module__": __name__, "Meta": Meta, "order_id": fields.String(),
                                       "x": fields.String(attr_name="y"), "y": fields.String(attr_name="x")})
     assert cls._meta.attr_name("x") == "y" and cls._meta.attr_name("y") == "x"
+
+
+# -- a key template writing a field's attribute ----------------------------------------------------------------
+class LsiOnField(Table):
+    class Meta:
+        table_name = "lsionfield"
+        lsis = {"LSI1": "created"}
+
+
+def _lsi_entity(indexes: dict[str, Index], **extra: Any) -> Any:
+    n = next(_names)
+    Meta = type("Meta", (), {"table": LsiOnField, "entity_type": f"LF{n}", "pk": "E#{a}", "sk": "B#{b}",
+                             "indexes": indexes})
+    declared = {"a": fields.String(), "b": fields.String(), "label": fields.String(null=True), **extra}
+    return type(f"LsiOnField{n}", (Entity,), {"__module__": __name__, "Meta": Meta, **declared})
+
+
+@pytest.mark.parametrize("indexes, extra, fname, where, template", [
+    ({"by_label": Index("LSI1", sk="L#{label}")}, {"created": fields.String()}, "created",
+     "Meta.indexes['by_label'].sk", "L#{label}"),
+    ({"by_label": Index("LSI1", sk="L#{label}")}, {"when": fields.String(attr_name="created")}, "when",
+     "Meta.indexes['by_label'].sk", "L#{label}"),
+    ({"by_created": Index("LSI1"), "by_b": Index("LSI1", sk="X#{b}")}, {"created": fields.String(null=True)},
+     "created", "Meta.indexes['by_b'].sk", "X#{b}"),
+])
+def test_an_lsi_template_writing_a_fields_attribute_is_refused_at_class_creation(
+        indexes: dict[str, Index], extra: dict[str, Any], fname: str, where: str, template: str) -> None:
+    """Before, the class was accepted and ``check()`` said nothing; the key text and the field's value fought
+    over ``created`` and a Query through LSI1 found nothing."""
+    with pytest.raises(dynorm.ModelError) as info:
+        _lsi_entity(indexes, **extra)
+    message = str(info.value)
+    assert re.match(r"LsiOnField\d+: ", message), message
+    assert message.endswith(
+        f"{where} {template!r} writes attribute 'created' (the sort key of LSI1), which is where field {fname} is "
+        "stored. One item holds one value per attribute: the key text and the field's value would overwrite each "
+        f"other, and reads through the index would miss the item. Drop sk= so LSI1 sorts on {fname}'s own value, "
+        f"or give field {fname} another attr_name."), message
+
+
+def test_an_lsi_on_a_fields_attribute_or_with_a_template_and_no_such_field_is_accepted() -> None:
+    on_field = _lsi_entity({"by_created": Index("LSI1")}, created=fields.String(null=True))
+    assert on_field._meta.indexes["by_created"].sort_field == "created"
+    assert "created" not in on_field(a="a", b="b", created="2024").key_attributes()
+    templated = _lsi_entity({"by_label": Index("LSI1", sk="L#{label}")})
+    assert templated(a="a", b="b", label="x").key_attributes()["created"] == "L#x"
+    plan = templated.objects.filter(a="a", label="x").explain()
+    assert plan.index == "LSI1"
