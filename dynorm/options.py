@@ -425,10 +425,11 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
 
     attr_to_field: dict[str, str] = {}
     for fname, f in fields.items():
-        other = attr_to_field.setdefault(f.attr_name, fname)
+        attr = f.attr_name or fname  # a field not yet bound to a class (set by __set_name__) is stored as its name
+        other = attr_to_field.setdefault(attr, fname)
         if other != fname:
             raise ModelError(
-                f"{entity}: fields {other} and {fname} are both stored as attribute {f.attr_name!r}; an item holds "
+                f"{entity}: fields {other} and {fname} are both stored as attribute {attr!r}; an item holds "
                 f"one value per attribute, so one of the two values would be lost. Give {fname} (or {other}) "
                 "another attr_name.")
     indexes: dict[str, BoundIndex] = {}
