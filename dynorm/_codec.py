@@ -4,8 +4,10 @@ Serialization refuses, with :class:`BadValue`, every value DynamoDB would refuse
 changed (measured on DynamoDB Local 3.3): NaN and infinity, numbers with more than 38
 significant digits or outside 1E-130 .. 9.99E+125 in magnitude, maps/lists nested more
 than 31 deep (32 levels counting the attribute), strings with lone surrogates (not UTF-8),
-empty map keys, map keys that collide once turned to strings, empty sets (at any depth), and
-number sets whose elements collide once rendered. Nothing here rounds a number.
+empty map keys, map keys that are not strings (never turned into text), empty sets (at any
+depth), and number sets whose elements collide once rendered. Nothing here rounds a number.
+A value of a type DynamoDB cannot store raises ``TypeError`` at the top, and ``BadValue`` with
+its path when it is inside a map or list.
 """
 
 from __future__ import annotations
@@ -141,9 +143,9 @@ def to_av(value: Any) -> dict[str, Any]:
     """Serialize a Python value to a DynamoDB attribute value, exactly or not at all.
 
     Raises:
-        TypeError: a value of a type DynamoDB cannot store.
-        BadValue: a value DynamoDB would refuse or change (see the module docs); ``.path``
-            says where inside the value.
+        TypeError: ``value`` itself is of a type DynamoDB cannot store.
+        BadValue: a value DynamoDB would refuse or change, or one of a type it cannot store
+            inside a map or list (see the module docs); ``.path`` says where inside the value.
     """
     return _to_av(value, 1)
 
@@ -154,6 +156,17 @@ def to_av(value: Any) -> dict[str, Any]:
 #: never asks for its encoding), so this error is only ever seen for nested sets and expression operands.
 _EMPTY_SET = ("an empty set at {where} cannot be stored: DynamoDB has no empty sets (it refuses the whole "
               "request); leave the entry out, or store None or an empty list there")
+
+
+#: A map key that is not a string: DynamoDB map keys are strings, and turning one into text would store a
+#: different value than was given (``{b"k": 1}`` read back as ``{"b'k'": 1}``, ``{1: "x"}`` as ``{"1": "x"}``).
+_NOT_TEXT_KEY = ("the map key {key} at {{where}} is not a string ({kind}): DynamoDB map keys are strings, and dynorm "
+                 "never turns one into text (it would read back as {text}); convert the keys to str yourself")
+
+
+def _key_repr(key: Any) -> str:
+    text = repr(key)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _too_deep() -> BadValue:
@@ -187,18 +200,17 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
             raise _too_deep()
         out: dict[str, Any] = {}
         for k, v in value.items():
-            name = k if isinstance(k, str) else str(k)
-            if not name:
+            if not isinstance(k, str):
+                raise BadValue(_NOT_TEXT_KEY.format(key=_key_repr(k), kind=type(k).__name__, text=_key_repr(str(k))))
+            if not k:
                 raise BadValue("a map key at {where} is empty; DynamoDB needs non-empty keys")
-            if name in out:
-                other = next(o for o in value if o is not k and (o if isinstance(o, str) else str(o)) == name)
-                raise BadValue(f"map keys {other!r} and {k!r} at {{where}} are both stored as {name!r}; "
-                               "one would overwrite the other")
             try:
-                out[check_text(name)] = _to_av(v, depth + 1)
+                out[k if k.isascii() else check_text(k)] = _to_av(v, depth + 1)
             except BadValue as exc:
-                exc.path = f".{name}{exc.path}"
+                exc.path = f".{k}{exc.path}"
                 raise
+            except TypeError as exc:  # an unstorable value inside: say where it is
+                raise BadValue(str(exc), f".{k}") from None
         return {"M": out}
     if isinstance(value, (list, tuple)):
         if depth > MAX_NESTING:
@@ -210,6 +222,8 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
             except BadValue as exc:
                 exc.path = f"[{i}]{exc.path}"
                 raise
+            except TypeError as exc:
+                raise BadValue(str(exc), f"[{i}]") from None
         return {"L": items}
     if isinstance(value, (set, frozenset)):
         if not value:
@@ -227,7 +241,8 @@ def _to_av(value: Any, depth: int) -> dict[str, Any]:
         raise TypeError("a set must hold only strings, only numbers or only bytes")
     if hasattr(value, "__str__") and type(value).__name__ == "ULID":
         return {"S": str(value)}
-    raise TypeError(f"cannot store a {type(value).__name__} in DynamoDB")
+    raise TypeError(f"cannot store a {type(value).__name__} in DynamoDB (store a str, number, bool, None, bytes, "
+                    "datetime, set, list or dict there)")
 
 
 def _parse_number(text: str) -> int | decimal.Decimal:

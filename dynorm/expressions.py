@@ -277,7 +277,8 @@ def plain_value(meta: Options, field: str, value: Any, what: str = "") -> dict[s
 
     Raises:
         ValidationError: naming entity, field and value (NaN/infinity, over 38 digits, out of
-            range, nested over 31 deep, lone surrogates, colliding map keys, unstorable types).
+            range, nested over 31 deep, lone surrogates, map keys that are not strings, unstorable
+            types).
     """
     try:
         return _codec.to_av(value)

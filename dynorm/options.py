@@ -324,9 +324,10 @@ def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping
                       sk_attrs=tuple(fields[f].attr_name for f in sk_fields))
 
 
-def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex,
-                             indexes: Mapping[str, BoundIndex]) -> None:
-    """Refuse two key templates of one entity that write one physical attribute differently.
+def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, indexes: Mapping[str, BoundIndex],
+                             attr_to_field: Mapping[str, str]) -> None:
+    """Refuse two key templates of one entity that write one physical attribute differently, and a
+    key template that writes the attribute a field is stored as.
 
     One item holds one value per attribute. When an index's key attribute is also the table's
     (the inverted index: a GSI keyed on ``SK`` and ``PK``) or is shared by several indexes (one
@@ -335,8 +336,15 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex,
     through the others miss the item (``get()`` raises ``DoesNotExist``; a Query on the index
     returns nothing). Templates are compared in their normal form (:attr:`KeyTemplate.canonical`).
 
+    A field stored as an attribute that a template writes (an LSI declared on ``created`` with
+    ``sk="L#{label}"`` on an entity with a field ``created``) is refused too: the key text and the
+    field's value would overwrite each other. The table's own key and GSI attributes are refused
+    for every field of the table by the entity metaclass; an LSI's sort attribute may be a field's
+    (``Index("LSI1")`` sorts on that field), so it is checked here, per entity.
+
     Raises:
-        ModelError: naming the entity, the attribute, both templates and where they are declared.
+        ModelError: naming the entity, the attribute, both templates (or the template and the
+            field) and where they are declared.
     """
     writers: dict[str, list[tuple[str, str, KeyTemplate]]] = {}
 
@@ -352,6 +360,16 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex,
         if b.writes_key_attributes:
             add(b.sk_attr, f"Meta.indexes[{name!r}].sk", f"the sort key of {b.index_name}", b.sk)
     for attr, found in writers.items():
+        fname = attr_to_field.get(attr)
+        if fname is not None:
+            where, role, tmpl = found[-1]
+            lsi = next((n for n, a in tmeta.lsis.items() if a == attr), None)
+            remedy = (f"Drop sk= so {lsi} sorts on {fname}'s own value, or give field {fname} another attr_name."
+                      if lsi else f"Give field {fname} another attr_name.")
+            raise ModelError(
+                f"{entity}: {where} {tmpl.template!r} writes attribute {attr!r} ({role}), which is where field "
+                f"{fname} is stored. One item holds one value per attribute: the key text and the field's value "
+                f"would overwrite each other, and reads through the index would miss the item. {remedy}")
         first_where, first_role, first = found[0]
         for where, role, tmpl in found[1:]:
             if tmpl.canonical == first.canonical:
@@ -370,8 +388,8 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
 
     Raises:
         ModelError: missing or invalid table, templates, index names, placeholders
-            that name no field, or two templates that write one attribute differently (the
-            message names the entity and what to fix).
+            that name no field, two fields stored as one attribute, or two templates that write
+            one attribute differently (the message names the entity and what to fix).
     """
     from .tables import Table
 
@@ -405,7 +423,15 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
         sk = _template(entity, "sk", sk_raw, delim, enc)
     primary = BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
 
-    attr_to_field = {f.attr_name: n for n, f in fields.items()}
+    attr_to_field: dict[str, str] = {}
+    for fname, f in fields.items():
+        attr = f.attr_name or fname  # a field not yet bound to a class (set by __set_name__) is stored as its name
+        other = attr_to_field.setdefault(attr, fname)
+        if other != fname:
+            raise ModelError(
+                f"{entity}: fields {other} and {fname} are both stored as attribute {attr!r}; an item holds "
+                f"one value per attribute, so one of the two values would be lost. Give {fname} (or {other}) "
+                "another attr_name.")
     indexes: dict[str, BoundIndex] = {}
     declared = getattr(meta, "indexes", None) or {}
     if not isinstance(declared, Mapping):
@@ -478,7 +504,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
                         "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
                         "declared as 'B'), or store it as text (hex) in a String field.")
-    _check_shared_attributes(entity, tmeta, primary, indexes)
+    _check_shared_attributes(entity, tmeta, primary, indexes, attr_to_field)
     version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")

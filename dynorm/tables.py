@@ -7,6 +7,7 @@ entity-type discriminator; every entity of the table is a subclass of that model
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -84,6 +85,9 @@ def parse_multi_key(where: str, value: Any) -> MultiKeySchema:
     if dup:
         raise ModelError(f"{where}: attribute(s) {', '.join(dup)} used twice in one key.")
     return MultiKeySchema(parts[0], parts[1])
+
+#: DynamoDB's rule for index names (CreateTable refuses any other name).
+_INDEX_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
@@ -190,6 +194,44 @@ def _check_attribute_types(name: str, opts: TableOptions) -> None:
         seen.setdefault(attr, (typ, where))
 
 
+def _key_roles(opts: TableOptions) -> dict[str, str]:
+    """Every attribute the table's own keys and indexes use -> what uses it first (for messages)."""
+    roles: dict[str, str] = {}
+    uses = [(opts.pk_attribute, "the table's partition key"), (opts.sk_attribute, "the table's sort key")]
+    for gname, (pk_attr, sk_attr) in opts.gsis.items():
+        uses += [(pk_attr, f"the partition key of {gname}"), (sk_attr, f"the sort key of {gname}")]
+    for gname, multi in opts.multi_gsis.items():
+        uses += [(a, f"a key attribute of {gname}") for a, _ in (*multi.pk, *multi.sk)]
+    uses += [(attr, f"the sort key of {lname}") for lname, attr in opts.lsis.items()]
+    for attr, role in uses:
+        if attr:
+            roles.setdefault(attr, role)
+    return roles
+
+
+def _check_own_attribute(name: str, opts: TableOptions, option: str, holds: str) -> None:
+    """Refuse ``Meta.type_attribute``/``Meta.revision_attribute`` naming an attribute a key uses.
+
+    The attribute holds ``holds`` on every item; a key attribute of the same name holds key text,
+    and the last one written wins (an item whose type is overwritten by key text is never read
+    back: ``get()`` raises ``DoesNotExist``).
+
+    Raises:
+        ModelError: naming the table, the option, the attribute and the key that uses it.
+    """
+    attr = getattr(opts, option)
+    if not isinstance(attr, str) or not attr:
+        raise ModelError(f"{name}.Meta.{option} must be a non-empty attribute name, got {attr!r}.")
+    roles = {a: (role, "the key text") for a, role in _key_roles(opts).items()}
+    if option == "revision_attribute":
+        roles.setdefault(opts.type_attribute, ("Meta.type_attribute", "the entity type"))
+    if attr in roles:
+        role, other = roles[attr]
+        raise ModelError(
+            f"{name}.Meta.{option} is {attr!r}, which is also {role}; an item holds one value per attribute, so "
+            f"{other} and {holds} would overwrite each other. Give Meta.{option} a name no key uses.")
+
+
 def _build_table_options(name: str, meta: Any) -> TableOptions:
     if meta is None:
         raise ModelError(f"Table {name} needs a Meta class with table_name.")
@@ -249,12 +291,16 @@ def _build_table_options(name: str, meta: Any) -> TableOptions:
         check_delimiter(opts.delimiter, opts.key_encoding)
     except ModelError as exc:
         raise ModelError(f"{name}.Meta: {exc}") from None
-    if not isinstance(opts.revision_attribute, str) or not opts.revision_attribute \
-            or opts.revision_attribute in opts.key_attributes:
-        raise ModelError(f"{name}.Meta.revision_attribute must be a non-empty attribute name that no key uses, "
-                         f"got {opts.revision_attribute!r}.")
+    _check_own_attribute(name, opts, "type_attribute", "the entity type")
+    _check_own_attribute(name, opts, "revision_attribute", "the revision token every write sets")
     if len(opts.gsis) + len(opts.multi_gsis) > 20:
         raise ModelError(f"{name}.Meta.gsis: DynamoDB allows at most 20 global secondary indexes.")
+    for iname in [*opts.index_names, *opts.lsis]:
+        if not (isinstance(iname, str) and _INDEX_NAME.fullmatch(iname)):
+            kind = "lsis" if iname in opts.lsis else "gsis"
+            raise ModelError(
+                f"{name}.Meta.{kind}: index name {iname!r} breaks DynamoDB's naming rule (3 to 255 characters, "
+                "each a letter, digit, '_', '-' or '.'); CreateTable would refuse it. Rename the index.")
     clash = set(opts.index_names) & set(opts.lsis)
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")

@@ -154,3 +154,68 @@ def test_sync_and_async_writes_refuse_it_before_any_request(io: Any, how: str) -
                 io.transaction(lambda tx: (tx.create(Measure(sensor="t1")), tx.update(old, doc=bad)))
     assert c.count == 0, c.operations
     assert _table_items() == before
+
+
+# -- map keys that are not strings, and unstorable values inside a map or list --------------------------------
+KEY_CASES: list[tuple[Any, str, str]] = [
+    ({"n": {b"k": 1}}, "the map key b'k' at .n is not a string (bytes)", "it would read back as \"b'k'\""),
+    ({"n": {1: "x"}}, "the map key 1 at .n is not a string (int)", "it would read back as '1'"),
+    ({"n": {None: 1}}, "the map key None at .n is not a string (NoneType)", "'None'"),
+    ({"n": [{(1, 2): 1}]}, "the map key (1, 2) at .n[0] is not a string (tuple)", "'(1, 2)'"),
+    ({1.0: "f"}, "the map key 1.0 at the top is not a string (float)", "'1.0'"),
+    ({True: 1}, "the map key True at the top is not a string (bool)", "'True'"),
+]
+
+
+@pytest.mark.parametrize("value, problem, read_back", KEY_CASES, ids=[c[1].split(" at ")[0] for c in KEY_CASES])
+@pytest.mark.parametrize("how", ["create", "update", "F().if_not_exists", "filter"])
+def test_a_map_key_that_is_not_a_string_is_refused_before_any_request(value: Any, problem: str, read_back: str,
+                                                                      how: str) -> None:
+    """Before, the key was turned into text: ``{b"k": 1}`` was stored and read back as ``{"b'k'": 1}``."""
+    Measure.objects.create(sensor="old", doc={"k": 1})
+    before = _table_items()
+    qs = Measure.objects.filter(sensor="old")
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError) as info:
+            if how == "create":
+                Measure.objects.create(sensor="new", doc=value)
+            elif how == "update":
+                qs.update(doc=value)
+            elif how == "F().if_not_exists":
+                qs.update(doc=F("doc").if_not_exists(value))
+            else:
+                list(qs.filter(doc=value))
+    assert c.count == 0, c.operations
+    assert _table_items() == before
+    message = str(info.value)
+    assert message.startswith("Measure.doc") and info.value.entity == "Measure" and info.value.field == "doc"
+    assert problem in message and read_back in message, message
+    assert "DynamoDB map keys are strings" in message and "convert the keys to str yourself" in message
+    assert message.endswith("nothing was sent."), message
+
+
+def test_str_keys_still_round_trip_exactly() -> None:
+    doc = {"a": {"b": [{"c": 1}]}, "é": "x", "1": {"2": None}}
+    Measure.objects.create(sensor="k", doc=doc)
+    assert Measure.objects.consistent().get(sensor="k").doc == doc
+
+
+@pytest.mark.parametrize("field, value, path, problem", [
+    ("doc", {"k": {True}}, ".k", "a set must hold only strings, only numbers or only bytes"),
+    ("doc", {"a": [1, {"b": object()}]}, ".a[1].b", "cannot store a object in DynamoDB (store a str, number, "
+     "bool, None, bytes, datetime, set, list or dict there)"),
+    ("entries", [1, [2, {3j}]], "[1][1]", "a set must hold only strings, only numbers or only bytes"),
+    ("entries", ["x", 1j], "[1]", "cannot store a complex in DynamoDB (store a str"),
+])
+def test_a_value_of_an_unstorable_type_inside_a_map_or_list_is_reported_with_its_path(
+        field: str, value: Any, path: str, problem: str) -> None:
+    """Before: ``Measure.doc={...}: expected a dict, got dict (a set must hold ...)``, with no path."""
+    before = _table_items()
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError) as info:
+            Measure.objects.create(sensor="t", **{field: value})
+    assert c.count == 0 and _table_items() == before
+    message = str(info.value)
+    assert message.startswith(f"Measure.{field}=") and problem in message, message
+    assert message.endswith(f" (at {path}); nothing was sent."), message
+    assert "expected a" not in message

@@ -110,3 +110,135 @@ def test_one_overloaded_attribute_with_one_template_is_accepted_and_several_enti
 def test_templates_equal_in_normal_form_count_as_one() -> None:
     assert KeyTemplate("A#{x:}#{{b}}").canonical == KeyTemplate("A#{x}#{{b}}").canonical
     assert KeyTemplate("A#{x:04d}").canonical != KeyTemplate("A#{x}").canonical
+
+
+# -- the table's own attributes ------------------------------------------------------------------------------
+def _table(**meta: Any) -> Any:
+    return type("OwnAttrs", (Table,), {"__module__": __name__, "Meta": type("Meta", (), {"table_name": "own", **meta})})
+
+
+@pytest.mark.parametrize("meta, attr, role", [
+    ({"gsi_count": 1, "type_attribute": "GSI1SK"}, "GSI1SK", "the sort key of GSI1"),
+    ({"gsi_count": 1, "type_attribute": "GSI1PK"}, "GSI1PK", "the partition key of GSI1"),
+    ({"type_attribute": "SK"}, "SK", "the table's sort key"),
+    ({"type_attribute": "PK"}, "PK", "the table's partition key"),
+    ({"lsis": {"LSI1": "created"}, "type_attribute": "created"}, "created", "the sort key of LSI1"),
+])
+def test_a_type_attribute_that_a_key_uses_is_refused_when_the_table_is_defined(
+        meta: dict[str, Any], attr: str, role: str) -> None:
+    """Key text written there overwrote the entity type: ``get()`` raised DoesNotExist for the item just saved."""
+    with pytest.raises(dynorm.ModelError) as info:
+        _table(**meta)
+    assert str(info.value) == (
+        f"OwnAttrs.Meta.type_attribute is {attr!r}, which is also {role}; an item holds one value per attribute, "
+        "so the key text and the entity type would overwrite each other. Give Meta.type_attribute a name no key "
+        "uses.")
+
+
+def test_a_revision_attribute_equal_to_the_type_attribute_or_an_lsi_sort_key_is_refused() -> None:
+    with pytest.raises(dynorm.ModelError, match=re.escape(
+            "OwnAttrs.Meta.revision_attribute is 'Type', which is also Meta.type_attribute; an item holds one "
+            "value per attribute, so the entity type and the revision token every write sets would overwrite")):
+        _table(type_attribute="Type", revision_attribute="Type")
+    with pytest.raises(dynorm.ModelError, match=re.escape("'at', which is also the sort key of LSI1")):
+        _table(lsis={"LSI1": "at"}, revision_attribute="at")
+    assert _table(gsi_count=2, lsis={"LSI1": "at"}, type_attribute="Type")._meta.type_attribute == "Type"
+
+
+@pytest.mark.parametrize("meta, kind, name", [
+    ({"gsis": {"G": ("GPK", "GSK")}}, "gsis", "G"),
+    ({"gsis": {"GSI1": ("A", None), "ab": ("B", None)}}, "gsis", "ab"),
+    ({"gsis": {"by region": {"pk": {"region": "S"}}}}, "gsis", "by region"),
+    ({"gsis": {"x" * 256: ("GPK", None)}}, "gsis", "x" * 256),
+    ({"lsis": {"L1": "at"}}, "lsis", "L1"),
+    ({"lsis": {"LSI#1": "at"}}, "lsis", "LSI#1"),
+])
+def test_an_index_name_dynamodb_refuses_is_refused_when_the_table_is_defined(
+        meta: dict[str, Any], kind: str, name: str) -> None:
+    """Before, CreateTable was the first to refuse it (ValidationException), after the code had shipped."""
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ModelError) as info:
+            _table(**meta)
+    assert c.count == 0
+    assert str(info.value) == (
+        f"OwnAttrs.Meta.{kind}: index name {name!r} breaks DynamoDB's naming rule (3 to 255 characters, each a "
+        "letter, digit, '_', '-' or '.'); CreateTable would refuse it. Rename the index.")
+
+
+def test_index_names_at_the_edges_of_dynamodbs_rule_are_accepted() -> None:
+    t = _table(gsis={"G-1": ("GPK", None), "a.b_c": ("APK", None), "y" * 255: ("YPK", None)}, lsis={"LS1": "at"})
+    assert t._meta.index_names == ["G-1", "a.b_c", "y" * 255] and list(t._meta.lsis) == ["LS1"]
+
+
+# -- two fields, one attribute ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("declared, first, second, attr", [
+    ({"x": fields.String(attr_name="dup"), "y": fields.String(attr_name="dup")}, "x", "y", "dup"),
+    ({"x": fields.String(attr_name="y"), "y": fields.String()}, "x", "y", "y"),
+    ({"y": fields.Integer(), "x": fields.String(attr_name="y")}, "y", "x", "y"),
+])
+def test_two_fields_stored_as_one_attribute_are_refused_at_class_creation(
+        declared: dict[str, Any], first: str, second: str, attr: str) -> None:
+    """Before, the class was accepted and one of the two values was silently lost on every write."""
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": "TwoFieldsOneAttr", "pk": "O#{order_id}", "sk": "M"})
+    with pytest.raises(dynorm.ModelError) as info:
+        type("TwoFieldsOneAttr", (Entity,), {"__module__": __name__, "Meta": Meta, "order_id": fields.String(),
+                                             **declared})
+    assert str(info.value) == (
+        f"TwoFieldsOneAttr: fields {first} and {second} are both stored as attribute {attr!r}; an item holds one "
+        f"value per attribute, so one of the two values would be lost. Give {second} (or {first}) another "
+        "attr_name.")
+
+
+def test_a_field_swapping_attribute_names_with_another_is_accepted() -> None:
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": "Swapped", "pk": "O#{order_id}", "sk": "M"})
+    cls = type("Swapped", (Entity,), {"__module__": __name__, "Meta": Meta, "order_id": fields.String(),
+                                      "x": fields.String(attr_name="y"), "y": fields.String(attr_name="x")})
+    assert cls._meta.attr_name("x") == "y" and cls._meta.attr_name("y") == "x"
+
+
+# -- a key template writing a field's attribute ----------------------------------------------------------------
+class LsiOnField(Table):
+    class Meta:
+        table_name = "lsionfield"
+        lsis = {"LSI1": "created"}
+
+
+def _lsi_entity(indexes: dict[str, Index], **extra: Any) -> Any:
+    n = next(_names)
+    Meta = type("Meta", (), {"table": LsiOnField, "entity_type": f"LF{n}", "pk": "E#{a}", "sk": "B#{b}",
+                             "indexes": indexes})
+    declared = {"a": fields.String(), "b": fields.String(), "label": fields.String(null=True), **extra}
+    return type(f"LsiOnField{n}", (Entity,), {"__module__": __name__, "Meta": Meta, **declared})
+
+
+@pytest.mark.parametrize("indexes, extra, fname, where, template", [
+    ({"by_label": Index("LSI1", sk="L#{label}")}, {"created": fields.String()}, "created",
+     "Meta.indexes['by_label'].sk", "L#{label}"),
+    ({"by_label": Index("LSI1", sk="L#{label}")}, {"when": fields.String(attr_name="created")}, "when",
+     "Meta.indexes['by_label'].sk", "L#{label}"),
+    ({"by_created": Index("LSI1"), "by_b": Index("LSI1", sk="X#{b}")}, {"created": fields.String(null=True)},
+     "created", "Meta.indexes['by_b'].sk", "X#{b}"),
+])
+def test_an_lsi_template_writing_a_fields_attribute_is_refused_at_class_creation(
+        indexes: dict[str, Index], extra: dict[str, Any], fname: str, where: str, template: str) -> None:
+    """Before, the class was accepted and ``check()`` said nothing; the key text and the field's value fought
+    over ``created`` and a Query through LSI1 found nothing."""
+    with pytest.raises(dynorm.ModelError) as info:
+        _lsi_entity(indexes, **extra)
+    message = str(info.value)
+    assert re.match(r"LsiOnField\d+: ", message), message
+    assert message.endswith(
+        f"{where} {template!r} writes attribute 'created' (the sort key of LSI1), which is where field {fname} is "
+        "stored. One item holds one value per attribute: the key text and the field's value would overwrite each "
+        f"other, and reads through the index would miss the item. Drop sk= so LSI1 sorts on {fname}'s own value, "
+        f"or give field {fname} another attr_name."), message
+
+
+def test_an_lsi_on_a_fields_attribute_or_with_a_template_and_no_such_field_is_accepted() -> None:
+    on_field = _lsi_entity({"by_created": Index("LSI1")}, created=fields.String(null=True))
+    assert on_field._meta.indexes["by_created"].sort_field == "created"
+    assert "created" not in on_field(a="a", b="b", created="2024").key_attributes()
+    templated = _lsi_entity({"by_label": Index("LSI1", sk="L#{label}")})
+    assert templated(a="a", b="b", label="x").key_attributes()["created"] == "L#x"
+    plan = templated.objects.filter(a="a", label="x").explain()
+    assert plan.index == "LSI1"
