@@ -331,6 +331,27 @@ def use_file(path: str | os.PathLike[str] | None) -> None:
         _settings = None
 
 
+def snapshot() -> tuple[dict[str, Any], str | None]:
+    """Return the process's :func:`configure` overrides and settings file, for :func:`restore`.
+
+    The test plugin takes one before each test and restores it after, so a test that configures
+    another endpoint and fails before undoing it leaves no trace.
+    """
+    with _lock:
+        return dict(_overrides), _config_file
+
+
+def restore(state: tuple[dict[str, Any], str | None]) -> None:
+    """Put back the overrides and settings file of a :func:`snapshot` (settings reload on next use)."""
+    global _settings, _config_file
+    overrides, config_file = state
+    with _lock:
+        _overrides.clear()
+        _overrides.update(overrides)
+        _config_file = config_file
+        _settings = None
+
+
 def reset() -> None:
     """Forget :func:`configure` overrides, :func:`use_file` and cached settings (reloaded on next use)."""
     global _settings, _config_file

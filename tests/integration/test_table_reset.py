@@ -3,8 +3,10 @@ declared, whatever the test before it did to them and through whichever client o
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -87,3 +89,76 @@ def test_reset_of_clean_tables_sends_only_reads(_dynorm_session_tables: _Session
     ops = {r.operation for r in cap.requests}
     assert ops <= {"ListTables", "DescribeTable", "DescribeTimeToLive"}, ops
     assert sum(r.operation == "DescribeTable" for r in cap.requests) == len({t.table_name() for t in all_tables()})
+
+
+# -- what one test leaves behind never reaches the next (a pytest session of an application's tests) ----------
+
+APP_TESTS = '''
+import pytest
+import dynorm
+from dynorm import Entity, Table, backend, conf, fields
+
+
+class Pads(Table):
+    class Meta:
+        table_name = "reset-pads"
+
+
+class Pad(Entity):
+    pad_id = fields.String()
+
+    class Meta:
+        table = Pads
+        pk = "P#{pad_id}"
+        sk = "METADATA"
+
+
+def items():
+    return backend.call("Scan", {"TableName": Pads.table_name(), "ConsistentRead": True})["Items"]
+
+
+@pytest.fixture
+def overridden():
+    with conf.overridden(read_timeout=60):
+        yield
+
+
+def test_1_points_dynorm_elsewhere_and_fails(dynorm_tables):
+    Pad.objects.create(pad_id="a")
+    dynorm.configure(endpoint="http://127.0.0.1:9", cursor_secret="s" * 32)
+    raise AssertionError("failed before undoing its configure()")
+
+
+def test_2_turns_on_deletion_protection_and_adds_a_gsi(dynorm_tables):
+    assert items() == [], "the previous test's item"
+    Pad.objects.create(pad_id="b")
+    name = Pads.table_name()
+    backend.call("UpdateTable", {"TableName": name, "DeletionProtectionEnabled": True})
+    backend.call("UpdateTable", {"TableName": name, "AttributeDefinitions": [
+        {"AttributeName": "X", "AttributeType": "S"}], "GlobalSecondaryIndexUpdates": [{"Create": {
+        "IndexName": "GSIX", "KeySchema": [{"AttributeName": "X", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"}}}]})
+
+
+def test_3_starts_on_the_tables_as_declared(dynorm_tables):
+    desc = Pads.describe()
+    assert not desc.get("DeletionProtectionEnabled") and not desc.get("GlobalSecondaryIndexes")
+    assert items() == [] and conf.get_settings().cursor_secret != "s" * 32
+
+
+def test_4_a_context_override_set_up_first_is_a_clear_error(overridden, dynorm_tables):
+    pass
+'''
+
+
+def test_a_failed_tests_settings_and_altered_tables_never_reach_the_next(dynamodb_local: str, tmp_path: Path) -> None:
+    (tmp_path / "test_app.py").write_text(APP_TESTS)
+    env = {**os.environ, "DYNORM_TEST_ENDPOINT": dynamodb_local}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "test_app.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout
+    assert "FAILED test_app.py::test_1_points_dynorm_elsewhere_and_fails" in out, out[-3000:]
+    assert "PASSED test_app.py::test_2_turns_on_deletion_protection_and_adds_a_gsi" in out, out[-3000:]
+    assert "PASSED test_app.py::test_3_starts_on_the_tables_as_declared" in out, out[-3000:]
+    assert "ERROR test_app.py::test_4_a_context_override_set_up_first_is_a_clear_error" in out, out[-3000:]
+    assert "hide the session's table prefix" in out
