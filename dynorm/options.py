@@ -207,6 +207,26 @@ class Options:
                     writers.setdefault(a, []).append(b)
         return {a: tuple(ws) for a, ws in writers.items() if len(ws) > 1}
 
+    @cached_property
+    def key_sources(self) -> dict[str, tuple[str, ...]]:
+        """Access-path name -> every field that decides the key attributes it writes.
+
+        An index's own template fields, and, for each attribute it shares with other key
+        templates (:attr:`shared_key_attributes`), the fields of every other index writing it:
+        whether a shared ``Data`` stays or goes when one sparse index loses a value depends on
+        whether another writer of it still has all of its values (:meth:`_writes_shared`). A
+        write that rewrites the index must know each of them (:func:`dynorm.writes.pin_key_sources`).
+        """
+        out: dict[str, tuple[str, ...]] = {}
+        shared = self.shared_key_attributes
+        for bound in self.all_indexes:
+            names = list(bound.fields)
+            for writers in shared.values():
+                if bound in writers:
+                    names += [n for w in writers if w is not bound for n in w.fields if n not in names]
+            out[bound.name] = tuple(names)
+        return out
+
     def _writes_shared(self, bound: BoundIndex, writers: tuple[BoundIndex, ...], text: str | None,
                        values: Mapping[str, Any]) -> bool:
         """Whether ``bound`` lists a shared attribute in :meth:`index_key` (each is listed once).

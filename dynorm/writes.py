@@ -196,12 +196,13 @@ class WriteOp:
         if broken:
             what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"
                              for n, held, stored in broken)
+            it = "it" if len(broken) == 1 else "them"
             return StaleWrite(
-                f"{name} with {_describe(self)}: {what}. An index key this write rewrites is built from "
-                f"{'it' if len(broken) == 1 else 'them'}, so nothing was written (the key would have disagreed "
-                "with the stored fields). Either the item changed since it was read (safe to retry: re-read it "
-                "with refresh_from_db() and apply the change again, or use update_with_retry()), or the field "
-                "was assigned and not written (write it too: update_fields=[...]).")
+                f"{name} with {_describe(self)}: {what}. An index key this write rewrites depends on {it} (is built "
+                f"from {it}, or shares an attribute with an index built from {it}), so nothing was written (the key "
+                "would have disagreed with the stored fields). Either the item changed since it was read (safe to "
+                "retry: re-read it with refresh_from_db() and apply the change again, or use update_with_retry()), "
+                "or the field was assigned and not written (write it too: update_fields=[...]).")
         if self.verb == "save" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
@@ -499,9 +500,13 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
     """Plan the conditions that pin the fields a rewritten index key is built from but this write does not write.
 
     For every index whose key attributes are rewritten from templates (a written field is one
-    of its sources), every other non-key source field must be known: it is pinned at its
+    of its template fields), every other non-key source field must be known: it is pinned at its
     value (``#f = :v``, ``attribute_not_exists(#f)`` for ``None``; a value equal to the field's
-    default also matches an absent attribute, which reads as that default).
+    default also matches an absent attribute, which reads as that default). The sources are
+    :attr:`Options.key_sources`: the index's template fields and, for an attribute it shares
+    with other indexes (one ``Data`` sorting GSI1 and GSI2), theirs too, because whether the
+    attribute stays when this index loses a value depends on whether another writer of it has
+    every value.
 
     Args:
         model: the entity class; b: the request's expression builder; written: the fields the
@@ -523,19 +528,19 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
-        sources = [n for n in bound.fields if n not in keyf]
-        touched = [n for n in sources if n in written]
+        touched = [n for n in bound.fields if n not in keyf and n in written]
         if not touched:
             continue
+        sources = [n for n in meta.key_sources[bound.name] if n not in keyf]
         missing = [n for n in sources if n not in written and n in unknown]
         if missing:
             attrs = ", ".join(a for a in bound.key_attrs if a != tmeta.sk_attribute and a != tmeta.pk_attribute)
             raise ValidationError(
                 f"{meta.entity}: writing {', '.join(touched)} rewrites index {bound.name} ({bound.index_name}: "
-                f"{attrs}), whose key also needs {', '.join(missing)}, and this write does not know the stored "
-                f"value ({unknown[missing[0]]}); nothing was sent. To change it, read the item first (get(), or "
-                f"refresh_from_db() on this instance) and write from the instance read, or write "
-                f"{', '.join(missing)} too (update(...) / update_fields=[...]).",
+                f"{attrs}), whose key also needs {', '.join(missing)}{_shared_with(meta, bound, missing[0])}, and "
+                f"this write does not know the stored value ({unknown[missing[0]]}); nothing was sent. To change "
+                "it, read the item first (get(), or refresh_from_db() on this instance) and write from the "
+                f"instance read, or write {', '.join(missing)} too (update(...) / update_fields=[...]).",
                 entity=meta.entity, field=missing[0], value=None)
         for n in sources:
             if n in written or n in pins:
@@ -543,6 +548,20 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
             pins[n] = known.get(n)
             conditions.append(_pin_condition(b, meta, n, pins[n]))
     return conditions, pins
+
+
+def _shared_with(meta: Any, bound: Any, name: str) -> str:
+    """`` (index X also writes Data, and whether it stays depends on it)`` when ``name`` is not one of
+    ``bound``'s own fields but a field of another index sharing a key attribute with it."""
+    if name in bound.fields:
+        return ""
+    for attr, writers in meta.shared_key_attributes.items():
+        if bound in writers:
+            other = next((w for w in writers if w is not bound and name in w.fields), None)
+            if other is not None:
+                return (f" (index {other.name} also writes {attr}, which stays while {other.name} has every "
+                        "value of its key)")
+    return ""
 
 
 def _pin_condition(b: ExpressionBuilder, meta: Any, name: str, value: Any) -> str:

@@ -69,6 +69,48 @@ class VItem(Entity):
         indexes = {"by_place": Index("GSI2", pk="{version}#VITEMS", sk="W#{warehouse}#V#{sku}")}
 
 
+class SharedDepots(Table):
+    """``Data`` is the sort key of GSI1 and GSI2 (docs/modelling.md's overloaded layout)."""
+
+    class Meta:
+        table_name = "derived_keys_shared"
+        gsis = {"GSI1": ("GSI1PK", "Data"), "GSI2": ("GSI2PK", "Data")}
+
+
+class Staff(Entity):
+    """Two sparse indexes writing one ``Data``: whether it stays depends on the fields of both."""
+
+    staff_id = fields.String()
+    name = fields.String()
+    warehouse = fields.String(null=True)
+    hired = fields.Integer(null=True)
+    note = fields.String(null=True)
+
+    class Meta:
+        table = SharedDepots
+        entity_type = "STAFF"
+        pk = "{version}#STAFF#{staff_id}"
+        sk = "STAFF"
+        indexes = {"by_warehouse": Index("GSI1", pk="{version}#WH#{warehouse}", sk="NAME#{name}"),
+                   "by_hired": Index("GSI2", pk="{version}#HIRED#{hired}", sk="NAME#{name}")}
+
+
+class Badge(Entity):
+    """The shared ``Data`` is built from the primary key only: the other index's partition field decides it."""
+
+    badge_id = fields.String()
+    door = fields.String(null=True)
+    team = fields.String(null=True)
+
+    class Meta:
+        table = SharedDepots
+        entity_type = "BADGE"
+        pk = "{version}#BADGE#{badge_id}"
+        sk = "BADGE"
+        indexes = {"by_door": Index("GSI1", pk="{version}#DOOR#{door}", sk="B#{badge_id}"),
+                   "by_team": Index("GSI2", pk="{version}#TEAM#{team}", sk="B#{badge_id}")}
+
+
 # -- what is checked on the table ------------------------------------------------------------
 def raw_items(model: type[Entity]) -> list[dict[str, Any]]:
     """Every stored item of ``model``'s entity type, as DynamoDB JSON (a consistent Scan, all pages)."""
@@ -206,6 +248,82 @@ def test_an_instance_written_blind_stays_unknown_until_read() -> None:
     blind.update(warehouse="south")
     assert_keys_match_fields(OItem)
     assert [o.sku for o in OItem.objects.using("by_name").filter(name="Alpha")] == ["s5"]
+
+
+# -- 1b. an attribute several indexes write is decided from every one of them ----------------
+def _hired(staff_id: str) -> list[str]:
+    return [s.staff_id for s in Staff.objects.using("by_hired").filter(hired=2019) if s.staff_id == staff_id]
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("race", ["hired_set", "hired_removed"])
+def test_leaving_one_index_never_decides_a_shared_attribute_from_a_stale_read_of_the_other(
+        way: str, race: str) -> None:
+    sid = f"{race}-{way}"
+    Staff.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=None if race == "hired_set" else 2019)
+    mine = Staff.objects.get(staff_id=sid)
+    # another process puts it in (or takes it out of) by_hired, whose sort key is Data too
+    Staff.objects.get(staff_id=sid).update(hired=2019 if race == "hired_set" else None)
+    before = stored_item(Staff, staff_id=sid)
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, None)  # Data would go (or stay) as if hired were as read
+    stale = _stale_error(err.value)
+    assert isinstance(stale, dynorm.StaleWrite) and "hired" in str(stale), stale
+    assert stored_item(Staff, staff_id=sid) == before
+    assert_keys_match_fields(Staff)
+    mine.refresh_from_db()  # the remedy: read again, apply again
+    change_warehouse(mine, way, None)
+    assert_keys_match_fields(Staff)
+    assert _hired(sid) == ([sid] if race == "hired_set" else [])
+    assert list(Staff.objects.using("by_warehouse").filter(warehouse="W1")) == []
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_shared_attribute_is_not_decided_from_a_value_assigned_only_in_memory(way: str) -> None:
+    sid = f"mem-{way}"
+    Staff.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=2019)
+    mine = Staff.objects.get(staff_id=sid)
+    mine.hired = None  # assigned, never written: the stored item is still in by_hired
+    before = stored_item(Staff, staff_id=sid)
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, None)
+    assert isinstance(_stale_error(err.value), dynorm.StaleWrite)
+    assert stored_item(Staff, staff_id=sid) == before
+    assert _hired(sid) == [sid]
+    assert_keys_match_fields(Staff)
+
+
+def test_a_write_by_key_never_decides_a_shared_attribute_it_cannot_know() -> None:
+    for i in range(4):
+        Badge.objects.create(badge_id=f"b{i}", door="D", team="T")
+    before = [stored_item(Badge, badge_id=f"b{i}") for i in range(4)]
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError) as err:
+            Badge.objects.filter(badge_id="b0").update(door=None)  # Data stays only while team is stored
+        with pytest.raises(dynorm.ValidationError):
+            Badge(badge_id="b1", door=None).save(update_fields=["door"])
+        with pytest.raises(dynorm.ValidationError):
+            with dynorm.transaction() as tx:
+                tx.update(Badge, {"badge_id": "b2"}, door=None)
+        with pytest.raises(dynorm.ValidationError):
+            Badge.objects.bulk_update([Badge(badge_id="b3", door=None)], ["door"])
+    assert c.count == 0  # refused before any request
+    e = err.value
+    assert e.entity == "Badge" and e.field == "team"
+    assert "by_team" in str(e) and "Data" in str(e) and "read the item first" in str(e)
+    assert [stored_item(Badge, badge_id=f"b{i}") for i in range(4)] == before
+    # the other index's field written, read, or claimed in the key (pinned like a read): it goes through
+    Badge.objects.filter(badge_id="b0").update(door=None, team="T")
+    Badge.objects.get(badge_id="b1").update(door=None)
+    with dynorm.transaction() as tx:
+        tx.update(Badge, {"badge_id": "b2", "team": "T"}, door=None)
+    with pytest.raises(dynorm.TransactionCanceled) as canceled:
+        with dynorm.transaction() as tx:
+            tx.update(Badge, {"badge_id": "b3", "team": "X"}, door=None)  # a wrong claim changes nothing
+    assert isinstance(canceled.value.reasons[0]["error"], dynorm.StaleWrite)
+    assert stored_item(Badge, badge_id="b3") == before[3]
+    assert_keys_match_fields(Badge)
+    assert sorted(b.badge_id for b in Badge.objects.using("by_team").filter(team="T")) == ["b0", "b1", "b2", "b3"]
 
 
 # -- 2. a transaction never leaves an instance older than its version ------------------------
