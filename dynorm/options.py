@@ -227,6 +227,20 @@ class Options:
             out[bound.name] = tuple(names)
         return out
 
+    @cached_property
+    def pinned_attributes(self) -> tuple[tuple[str, str], ...]:
+        """``(field, attribute)`` of each non-key field a template index key depends on (:attr:`key_sources`).
+
+        A read keeps how each was stored (``obj._state.read_as``) so that a write pins the stored
+        attribute as it is, not the value re-serialised.
+        """
+        keyf = set(self.key_fields)
+        names: list[str] = []
+        for bound in self.indexes.values():
+            if bound.writes_key_attributes:
+                names += [n for n in self.key_sources[bound.name] if n not in keyf and n not in names]
+        return tuple((n, self.fields[n].attr_name) for n in names)
+
     def _writes_shared(self, bound: BoundIndex, writers: tuple[BoundIndex, ...], text: str | None,
                        values: Mapping[str, Any]) -> bool:
         """Whether ``bound`` lists a shared attribute in :meth:`index_key` (each is listed once).

@@ -83,7 +83,8 @@ class WriteOp:
             ``ClientRequestToken`` (DynamoDB applies a token once for 10 minutes) makes botocore's
             retry of a lost request harmless even when another write landed in between.
         pins: fields a rewritten index key is built from that the write does not write, and the
-            value each is pinned at by the condition (:func:`pin_key_sources`).
+            value each is pinned at by the condition (:func:`pin_key_sources`); pinned_as: of those
+            pinned at the attribute as read, that attribute (DynamoDB JSON, ``None``: absent).
         expression_fields: fields changed by an ``F()`` expression: deferred on the instance when
             the item as written does not come back (their new values are not known).
         unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
@@ -107,6 +108,7 @@ class WriteOp:
     once: bool = False
     older_version: str | None = None
     pins: dict[str, Any] = field(default_factory=dict)
+    pinned_as: dict[str, Any] = field(default_factory=dict)
     expression_fields: frozenset[str] = frozenset()
     unread_after: frozenset[str] | None = None
     entity_key: dict[str, Any] = field(default_factory=dict)
@@ -235,6 +237,7 @@ class WriteOp:
             decoded, _ = decode_written(self.model, attributes, self.description, whole_only=True)
         if decoded is not None:
             obj.attribute_values = decoded.attribute_values
+            state.read_as = decoded._state.read_as
             state.partial = False
             state.deferred = None
             state.unread = frozenset()
@@ -247,6 +250,7 @@ class WriteOp:
                     values[name] = value
             for name, value in self.local_changes.items():
                 setattr(obj, name, value)
+                state.read_as.pop(name, None)  # stored as this write serialised it
             vf = self.model._meta.version_field
             if vf and self.new_version is not None:
                 setattr(obj, vf, self.new_version)
@@ -496,7 +500,8 @@ def stored_knowledge(model: type[Entity], instance: Entity | None,
 
 
 def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable[str], known: Mapping[str, Any],
-                    unknown: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+                    unknown: Mapping[str, str], read_as: Mapping[str, tuple[Any, Any]] | None = None,
+                    ) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """Plan the conditions that pin the fields a rewritten index key is built from but this write does not write.
 
     For every index whose key attributes are rewritten from templates (a written field is one
@@ -508,12 +513,19 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
     attribute stays when this index loses a value depends on whether another writer of it has
     every value.
 
+    A field that still holds the value read is pinned at the attribute as it was stored
+    (``read_as``, from ``obj._state.read_as``): ``attribute_not_exists`` when it was absent, whatever
+    the default read in its place, and the stored text itself when another writer stored the value
+    in another form (``2024-05-01T12:00:00Z``); re-serialising the value would make a pin that can
+    never hold, so the "safe to retry" ``StaleWrite`` would fail forever.
+
     Args:
         model: the entity class; b: the request's expression builder; written: the fields the
-            write sets or removes; known, unknown: from :func:`stored_knowledge`.
+            write sets or removes; known, unknown: from :func:`stored_knowledge`; read_as: the
+            instance's ``_state.read_as`` (``None`` for a write by key).
 
     Returns:
-        (conditions, ``{field: value pinned}``).
+        (conditions, ``{field: value pinned}``, ``{field: attribute pinned}`` for the fields pinned as stored).
 
     Raises:
         ValidationError: a source field is unknown (naming entity, field, index, key attributes
@@ -525,6 +537,7 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
     tmeta = meta.table._meta
     conditions: list[str] = []
     pins: dict[str, Any] = {}
+    pinned_as: dict[str, Any] = {}
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
@@ -546,8 +559,20 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
             if n in written or n in pins:
                 continue
             pins[n] = known.get(n)
-            conditions.append(_pin_condition(b, meta, n, pins[n]))
-    return conditions, pins
+            as_read = (read_as or {}).get(n)
+            if as_read is not None and _same(as_read[0], pins[n]):
+                pinned_as[n] = as_read[1]
+                path = b.name(meta.fields[n].attr_name)
+                conditions.append(f"attribute_not_exists({path})" if as_read[1] is None
+                                  else f"{path} = {b.value(as_read[1])}")
+            else:
+                conditions.append(_pin_condition(b, meta, n, pins[n]))
+    return conditions, pins, pinned_as
+
+
+def _same(read: Any, value: Any) -> bool:
+    """The value read is still the value held (``1 == True`` and ``1 == 1.0`` are not the same value here)."""
+    return type(read) is type(value) and read == value
 
 
 def _shared_with(meta: Any, bound: Any, name: str) -> str:
@@ -585,7 +610,8 @@ def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, An
     out = []
     for name, value in op.pins.items():
         stored = item.attribute_values.get(name) if item is not None else None
-        if stored != value:
+        attr = op.model._meta.fields[name].attr_name
+        if stored != value or (name in op.pinned_as and raw.get(attr) != op.pinned_as[name]):
             out.append((name, value, stored))
     return out
 
@@ -731,7 +757,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         touched = set(names)
         # the index keys rewritten are built from fields written or pinned at their stored values
         known, not_known = stored_knowledge(model, obj)
-        pin_conditions, pins = pin_key_sources(model, b, touched, known, not_known)
+        pin_conditions, pins, pinned_as = pin_key_sources(model, b, touched, known, not_known, state.read_as)
         unread_after = _unread_after(obj, touched)
         index_attrs: dict[str, str | None] = {}
         for bound in meta.indexes.values():
@@ -749,7 +775,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
                for a, _ in meta.index_key(bound, {}, "")}
         index_attrs = {a: t for a, t in keys.items() if a in own}
         local = dict(auto)
-        pin_conditions, pins, unread_after = [], {}, frozenset()  # every field is written
+        pin_conditions, pins, pinned_as, unread_after = [], {}, {}, frozenset()  # every field is written
     item, absent = _item_values(meta, values, names)
     if update_fields is not None:
         check_lsi_values(meta, item, values)
@@ -792,7 +818,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
                    expected_version=0 if unversioned_read else current, new_version=new_version,
-                   local_changes=local, key_values=key_values, token=token, pins=pins, unread_after=unread_after)
+                   local_changes=local, key_values=key_values, token=token, pins=pins, pinned_as=pinned_as,
+                   unread_after=unread_after)
 
 
 def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
@@ -1167,7 +1194,8 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     if instance is not None:
         known.update(instance.key)
     known.update(plain)
-    pin_conditions, pins = pin_key_sources(model, b, written, known, unknown)
+    pin_conditions, pins, pinned_as = pin_key_sources(model, b, written, known, unknown,
+                                                      instance._state.read_as if instance is not None else None)
     multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
     if multi_attrs:
         # the sum of a multi-attribute GSI's key attributes, with the values the item will hold
@@ -1227,7 +1255,8 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
                    local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once,
-                   pins=pins, expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   pins=pins, pinned_as=pinned_as,
+                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
                    unread_after=_unread_after(instance, written), entity_key=dict(shown), changes=dict(changes))
 
 

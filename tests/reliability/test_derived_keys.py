@@ -69,6 +69,24 @@ class VItem(Entity):
         indexes = {"by_place": Index("GSI2", pk="{version}#VITEMS", sk="W#{warehouse}#V#{sku}")}
 
 
+class Chore(Entity):
+    """Index keys built from a field with a callable default and from a DateTime: how another writer stored
+    them (absent; ``...T12:00:00Z``) is not how dynorm serialises the values read."""
+
+    ticket_id = fields.String()
+    status = fields.String()
+    tier = fields.String(default=lambda: "basic")
+    due = fields.DateTime(null=True)
+
+    class Meta:
+        table = Depots
+        entity_type = "TICKET"
+        pk = "{version}#T#{ticket_id}"
+        sk = "METADATA"
+        indexes = {"by_tier": Index("GSI1", pk="{version}#TIER#{tier}", sk="S#{status}"),
+                   "by_due": Index("GSI2", pk="{version}#S#{status}", sk="DUE#{due}")}
+
+
 class SharedDepots(Table):
     """``Data`` is the sort key of GSI1 and GSI2 (docs/modelling.md's overloaded layout)."""
 
@@ -77,7 +95,7 @@ class SharedDepots(Table):
         gsis = {"GSI1": ("GSI1PK", "Data"), "GSI2": ("GSI2PK", "Data")}
 
 
-class Staff(Entity):
+class Crew(Entity):
     """Two sparse indexes writing one ``Data``: whether it stays depends on the fields of both."""
 
     staff_id = fields.String()
@@ -95,7 +113,7 @@ class Staff(Entity):
                    "by_hired": Index("GSI2", pk="{version}#HIRED#{hired}", sk="NAME#{name}")}
 
 
-class Badge(Entity):
+class DoorBadge(Entity):
     """The shared ``Data`` is built from the primary key only: the other index's partition field decides it."""
 
     badge_id = fields.String()
@@ -252,7 +270,7 @@ def test_an_instance_written_blind_stays_unknown_until_read() -> None:
 
 # -- 1b. an attribute several indexes write is decided from every one of them ----------------
 def _hired(staff_id: str) -> list[str]:
-    return [s.staff_id for s in Staff.objects.using("by_hired").filter(hired=2019) if s.staff_id == staff_id]
+    return [s.staff_id for s in Crew.objects.using("by_hired").filter(hired=2019) if s.staff_id == staff_id]
 
 
 @pytest.mark.parametrize("way", WAYS)
@@ -260,70 +278,121 @@ def _hired(staff_id: str) -> list[str]:
 def test_leaving_one_index_never_decides_a_shared_attribute_from_a_stale_read_of_the_other(
         way: str, race: str) -> None:
     sid = f"{race}-{way}"
-    Staff.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=None if race == "hired_set" else 2019)
-    mine = Staff.objects.get(staff_id=sid)
+    Crew.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=None if race == "hired_set" else 2019)
+    mine = Crew.objects.get(staff_id=sid)
     # another process puts it in (or takes it out of) by_hired, whose sort key is Data too
-    Staff.objects.get(staff_id=sid).update(hired=2019 if race == "hired_set" else None)
-    before = stored_item(Staff, staff_id=sid)
+    Crew.objects.get(staff_id=sid).update(hired=2019 if race == "hired_set" else None)
+    before = stored_item(Crew, staff_id=sid)
     with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
         change_warehouse(mine, way, None)  # Data would go (or stay) as if hired were as read
     stale = _stale_error(err.value)
     assert isinstance(stale, dynorm.StaleWrite) and "hired" in str(stale), stale
-    assert stored_item(Staff, staff_id=sid) == before
-    assert_keys_match_fields(Staff)
+    assert stored_item(Crew, staff_id=sid) == before
+    assert_keys_match_fields(Crew)
     mine.refresh_from_db()  # the remedy: read again, apply again
     change_warehouse(mine, way, None)
-    assert_keys_match_fields(Staff)
+    assert_keys_match_fields(Crew)
     assert _hired(sid) == ([sid] if race == "hired_set" else [])
-    assert list(Staff.objects.using("by_warehouse").filter(warehouse="W1")) == []
+    assert list(Crew.objects.using("by_warehouse").filter(warehouse="W1")) == []
 
 
 @pytest.mark.parametrize("way", WAYS)
 def test_a_shared_attribute_is_not_decided_from_a_value_assigned_only_in_memory(way: str) -> None:
     sid = f"mem-{way}"
-    Staff.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=2019)
-    mine = Staff.objects.get(staff_id=sid)
+    Crew.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=2019)
+    mine = Crew.objects.get(staff_id=sid)
     mine.hired = None  # assigned, never written: the stored item is still in by_hired
-    before = stored_item(Staff, staff_id=sid)
+    before = stored_item(Crew, staff_id=sid)
     with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
         change_warehouse(mine, way, None)
     assert isinstance(_stale_error(err.value), dynorm.StaleWrite)
-    assert stored_item(Staff, staff_id=sid) == before
+    assert stored_item(Crew, staff_id=sid) == before
     assert _hired(sid) == [sid]
-    assert_keys_match_fields(Staff)
+    assert_keys_match_fields(Crew)
 
 
 def test_a_write_by_key_never_decides_a_shared_attribute_it_cannot_know() -> None:
     for i in range(4):
-        Badge.objects.create(badge_id=f"b{i}", door="D", team="T")
-    before = [stored_item(Badge, badge_id=f"b{i}") for i in range(4)]
+        DoorBadge.objects.create(badge_id=f"b{i}", door="D", team="T")
+    before = [stored_item(DoorBadge, badge_id=f"b{i}") for i in range(4)]
     with dynorm.capture() as c:
         with pytest.raises(dynorm.ValidationError) as err:
-            Badge.objects.filter(badge_id="b0").update(door=None)  # Data stays only while team is stored
+            DoorBadge.objects.filter(badge_id="b0").update(door=None)  # Data stays only while team is stored
         with pytest.raises(dynorm.ValidationError):
-            Badge(badge_id="b1", door=None).save(update_fields=["door"])
+            DoorBadge(badge_id="b1", door=None).save(update_fields=["door"])
         with pytest.raises(dynorm.ValidationError):
             with dynorm.transaction() as tx:
-                tx.update(Badge, {"badge_id": "b2"}, door=None)
+                tx.update(DoorBadge, {"badge_id": "b2"}, door=None)
         with pytest.raises(dynorm.ValidationError):
-            Badge.objects.bulk_update([Badge(badge_id="b3", door=None)], ["door"])
+            DoorBadge.objects.bulk_update([DoorBadge(badge_id="b3", door=None)], ["door"])
     assert c.count == 0  # refused before any request
     e = err.value
-    assert e.entity == "Badge" and e.field == "team"
+    assert e.entity == "DoorBadge" and e.field == "team"
     assert "by_team" in str(e) and "Data" in str(e) and "read the item first" in str(e)
-    assert [stored_item(Badge, badge_id=f"b{i}") for i in range(4)] == before
+    assert [stored_item(DoorBadge, badge_id=f"b{i}") for i in range(4)] == before
     # the other index's field written, read, or claimed in the key (pinned like a read): it goes through
-    Badge.objects.filter(badge_id="b0").update(door=None, team="T")
-    Badge.objects.get(badge_id="b1").update(door=None)
+    DoorBadge.objects.filter(badge_id="b0").update(door=None, team="T")
+    DoorBadge.objects.get(badge_id="b1").update(door=None)
     with dynorm.transaction() as tx:
-        tx.update(Badge, {"badge_id": "b2", "team": "T"}, door=None)
+        tx.update(DoorBadge, {"badge_id": "b2", "team": "T"}, door=None)
     with pytest.raises(dynorm.TransactionCanceled) as canceled:
         with dynorm.transaction() as tx:
-            tx.update(Badge, {"badge_id": "b3", "team": "X"}, door=None)  # a wrong claim changes nothing
+            tx.update(DoorBadge, {"badge_id": "b3", "team": "X"}, door=None)  # a wrong claim changes nothing
     assert isinstance(canceled.value.reasons[0]["error"], dynorm.StaleWrite)
-    assert stored_item(Badge, badge_id="b3") == before[3]
-    assert_keys_match_fields(Badge)
-    assert sorted(b.badge_id for b in Badge.objects.using("by_team").filter(team="T")) == ["b0", "b1", "b2", "b3"]
+    assert stored_item(DoorBadge, badge_id="b3") == before[3]
+    assert_keys_match_fields(DoorBadge)
+    assert sorted(b.badge_id for b in DoorBadge.objects.using("by_team").filter(team="T")) == ["b0", "b1", "b2", "b3"]
+
+
+# -- 1c. a pin compares the attribute as stored, so the retry it advises can succeed ----------
+def _put_foreign_ticket(ticket_id: str, **attributes: Any) -> None:
+    """Store a ticket as another writer would (its keys rendered from what dynorm reads of it)."""
+    item = {"PK": {"S": f"v1#T#{ticket_id}"}, "SK": {"S": "METADATA"}, "entityType": {"S": "TICKET"},
+            "ticket_id": {"S": ticket_id}, "status": {"S": "new"}, **attributes}
+    keys = Chore._meta.key_attributes(Chore.from_raw_data(dict(item)).attribute_values)
+    item.update({a: {"S": t} for a, t in keys.items() if t is not None})
+    backend.call("PutItem", {"TableName": Depots.table_name(), "Item": item})
+
+
+def _set_status(obj: Chore, way: str, status: str) -> None:
+    if way == "update":
+        obj.update(status=status)
+    elif way == "save_update_fields":
+        obj.status = status
+        obj.save(update_fields=["status"])
+    elif way == "bulk_update":
+        obj.status = status
+        Chore.objects.bulk_update([obj], ["status"])
+    else:
+        with dynorm.transaction() as tx:
+            tx.update(obj, status=status)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_pin_holds_on_an_attribute_stored_absent_or_in_another_form(way: str) -> None:
+    _put_foreign_ticket(f"absent-{way}")  # no tier: read as the callable default "basic"
+    _put_foreign_ticket(f"text-{way}", tier={"S": "gold"}, due={"S": "2024-05-01T12:00:00Z"})
+    for tid in (f"absent-{way}", f"text-{way}"):
+        obj = Chore.objects.get(ticket_id=tid)
+        _set_status(obj, way, "paid")  # pinned as stored: it holds (it failed on every retry before)
+        assert Chore.objects.get(ticket_id=tid).status == "paid"
+    assert_keys_match_fields(Chore)
+    assert [t.ticket_id for t in Chore.objects.using("by_tier").filter(tier="basic", status="paid")] == [
+        f"absent-{way}"]
+
+
+def test_a_pin_as_stored_still_catches_a_concurrent_change() -> None:
+    _put_foreign_ticket("race", tier={"S": "gold"}, due={"S": "2024-05-01T12:00:00Z"})
+    mine = Chore.objects.get(ticket_id="race")
+    Chore.objects.get(ticket_id="race").update(due=None, tier="silver")
+    before = stored_item(Chore, ticket_id="race")
+    with pytest.raises(dynorm.StaleWrite) as err:
+        mine.update(status="paid")
+    assert "due" in str(err.value) and "tier" in str(err.value)
+    assert stored_item(Chore, ticket_id="race") == before
+    mine.refresh_from_db()
+    mine.update(status="paid")
+    assert_keys_match_fields(Chore)
 
 
 # -- 2. a transaction never leaves an instance older than its version ------------------------
