@@ -175,3 +175,31 @@ def test_an_increment_stopped_during_its_read_back_never_keeps_the_old_value(io:
     obj.save()  # loads it first: the decrement is not written back away
     assert stored_item(Reading, sensor="c", year=2026, seq=1)["value"] == {"N": "7"}
     assert obj.value == 7
+
+
+def test_an_increment_whose_every_answer_is_lost_says_it_may_have_been_applied() -> None:
+    Reading.objects.create(sensor="l", year=2026, seq=1, value=0)
+    sent = {"n": 0}
+
+    def first_applied_all_lost(request: Any, **kwargs: Any) -> Any:
+        sent["n"] += 1
+        if sent["n"] == 1:
+            deliver(request)  # DynamoDB applies it; no answer ever arrives
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems", first_applied_all_lost):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.filter(sensor="l", year=2026, seq=1).update(value=F("value") + 1)
+    e = err.value
+    assert e.maybe_applied and "may have been applied" in str(e) and "before sending it again" in str(e)
+    assert stored_item(Reading, sensor="l", year=2026, seq=1)["value"] == {"N": "1"}  # it was
+    # an answer from DynamoDB (throttled) means nothing was applied; a read applies nothing either
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems", _throttled):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.filter(sensor="l", year=2026, seq=1).update(value=F("value") + 1)
+    assert not err.value.maybe_applied and "may have been applied" not in str(err.value)
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.GetItem", _lost):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.get(sensor="l", year=2026, seq=1)
+    assert not err.value.maybe_applied
+    assert stored_item(Reading, sensor="l", year=2026, seq=1)["value"] == {"N": "1"}
