@@ -247,14 +247,15 @@ class Options:
 
         The attribute holds its text while any of its writers has every value (all render it
         alike): the first such writer lists it, and an index missing a value (sparse) never
-        removes it from under another. When none has every value, the first index writing it
-        lists ``None``.
+        removes it from under another. When none has every value, every index writing it lists
+        ``None`` (so a write that takes the item out of the last index writing it removes it,
+        whichever of them it rewrites; a caller rendering several merges them by attribute).
         """
         for w in writers:
             complete = (text is not None) if w is bound else self._complete(w, values)
             if complete:
                 return w is bound
-        return next(w for w in writers if w.kind != "table") is bound
+        return True
 
     def _complete(self, bound: BoundIndex, values: Mapping[str, Any]) -> bool:
         if bound.kind == "table":

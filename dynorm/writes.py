@@ -1204,18 +1204,20 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                                       if f.attr_name in multi_attrs and known.get(n) is not None
                                       and not isinstance(known[n], F)})
     key_values: dict[str, Any] = {}
+    index_attrs: dict[str, str | None] = {}  # an attribute shared by two rewritten indexes is sent once
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
         if not (set(bound.fields) - set(meta.key_fields)) & written:
             continue
-        for attr, key_text in meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]):
-            key_values[model._dynamo_to_python_attr(attr)] = key_text
-            if key_text is None:
-                removes.append(b.name(attr))
-            else:
-                check_key_sizes(meta, {attr: str(key_text)}, known)
-                sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
+        index_attrs.update(meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]))
+    for attr, key_text in index_attrs.items():
+        key_values[model._dynamo_to_python_attr(attr)] = key_text
+        if key_text is None:
+            removes.append(b.name(attr))
+        else:
+            check_key_sizes(meta, {attr: str(key_text)}, known)
+            sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
 
     conditions = [f"attribute_exists({b.name(tmeta.pk_attribute)})"]
     vf = meta.version_field

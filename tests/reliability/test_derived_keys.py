@@ -344,6 +344,27 @@ def test_a_write_by_key_never_decides_a_shared_attribute_it_cannot_know() -> Non
     assert sorted(b.badge_id for b in DoorBadge.objects.using("by_team").filter(team="T")) == ["b0", "b1", "b2", "b3"]
 
 
+@pytest.mark.parametrize("way", WAYS)
+def test_leaving_the_last_index_that_writes_a_shared_attribute_removes_it(way: str) -> None:
+    sid = f"last-{way}"
+    Crew.objects.create(staff_id=sid, name="Ann", hired=2019)  # in by_hired only: Data = NAME#Ann
+    obj = Crew.objects.get(staff_id=sid)
+    if way == "update":
+        obj.update(hired=None)
+    elif way == "save_update_fields":
+        obj.hired = None
+        obj.save(update_fields=["hired"])
+    elif way == "bulk_update":
+        obj.hired = None
+        Crew.objects.bulk_update([obj], ["hired"])
+    else:
+        with dynorm.transaction() as tx:
+            tx.update(obj, hired=None)
+    # by_warehouse, declared first, also writes Data but was not rewritten: Data was left behind
+    assert not {"Data", "GSI1PK", "GSI2PK"} & set(stored_item(Crew, staff_id=sid))
+    assert_keys_match_fields(Crew)
+
+
 # -- 1c. a pin compares the attribute as stored, so the retry it advises can succeed ----------
 def _put_foreign_ticket(ticket_id: str, **attributes: Any) -> None:
     """Store a ticket as another writer would (its keys rendered from what dynorm reads of it)."""
