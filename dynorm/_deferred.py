@@ -99,6 +99,8 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
         # a deferred field assigned since the read keeps the assigned value
         if name in loaded.attribute_values and name not in obj.attribute_values:
             obj.attribute_values[name] = loaded.attribute_values[name]
+        if name in loaded._state.read_as:
+            obj._state.read_as[name] = loaded._state.read_as[name]
     obj._state.partial = False
 
 
@@ -114,6 +116,7 @@ def defer(obj: Any, names: frozenset[str] | set[str]) -> None:
     state = obj._state
     for name in names:
         obj.attribute_values.pop(name, None)
+        state.read_as.pop(name, None)
     if state.deferred is not None:
         names = frozenset(state.deferred[0]) | frozenset(names)
     state.deferred = (frozenset(names), DeferredLoader(True))

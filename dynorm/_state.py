@@ -28,6 +28,10 @@ class ModelState:
             reads them on first access (``(names, loader)``), else ``None``: the fields an ``only()``
             read left out, and the fields a write changed with an ``F()`` expression whose result
             did not come back (a transaction returns no values; see :mod:`dynorm._deferred`).
+        read_as: for each field an index key depends on (``Options.pinned_attributes``), the value
+            read and the attribute as it was stored (DynamoDB JSON, ``None`` when absent): a write
+            that pins the field while it still holds that value pins the stored attribute itself (an
+            absent one whatever the default, a date stored as ``...T12:00:00Z``), so the pin holds.
         unread: fields whose stored value a written instance never read (``save(update_fields=...)``
             of an instance built without a read writes only those fields): a key built from one
             of them cannot be rewritten until the item is read (``refresh_from_db()``).
@@ -40,3 +44,4 @@ class ModelState:
     related: dict[str, Any] = field(default_factory=dict)
     deferred: tuple[frozenset[str], Any] | None = None
     unread: frozenset[str] = frozenset()
+    read_as: dict[str, tuple[Any, Any]] = field(default_factory=dict)

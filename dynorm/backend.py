@@ -396,8 +396,20 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
         which = "read_timeout" if type(exc).__name__ == "ReadTimeoutError" else "connect_timeout"
         hint = (f" No answer within {getattr(settings, which):g} s (connection.{which}), {settings.max_attempts} "
                 "attempt(s) (connection.max_attempts) in dynorm.yaml." + hint)
+    maybe_applied = operation in _WRITE_OPERATIONS
+    if maybe_applied:
+        # the connection can fail after DynamoDB received (and applied) an attempt: "nothing was
+        # written" cannot be told, and a caller resending an increment would count it twice
+        hint = (f" This write may have been applied: an attempt (of {settings.max_attempts}) may have reached "
+                "DynamoDB before its answer was lost (.maybe_applied). Read the item before sending it again."
+                + hint)
     return ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
-                        f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation)
+                        f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation,
+                        maybe_applied=maybe_applied)
+
+
+#: The operations that change items: one that gets no answer may have been applied.
+_WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 
 
 def _answered(operation: str, params: dict[str, Any], response: dict[str, Any], stats: Stats | None) -> dict[str, Any]:

@@ -237,9 +237,13 @@ class ServiceError(DynormError):
     Attributes:
         code: the DynamoDB error code (``ValidationException``, ...).
         operation: the DynamoDB operation (``Query``, ...).
+        maybe_applied: True for a write that got no answer (a lost connection, a timeout): DynamoDB
+            may have applied it (an increment sent again would count twice); read the item before
+            sending it again. False when DynamoDB answered (it applied nothing) and for reads.
     """
 
-    def __init__(self, message: str, *, code: str = "", operation: str = "") -> None:
+    def __init__(self, message: str, *, code: str = "", operation: str = "", maybe_applied: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.operation = operation
+        self.maybe_applied = maybe_applied

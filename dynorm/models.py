@@ -448,17 +448,23 @@ class Entity(Model, metaclass=EntityMeta):
 
         state = self._state
         if names is None:
-            self.attribute_values = decode_item(type(self), resp["Item"]).attribute_values
+            decoded = decode_item(type(self), resp["Item"])
+            self.attribute_values = decoded.attribute_values
+            state.read_as = decoded._state.read_as
             state.partial = False
             state.deferred = None
             state.unread = frozenset()
             return
-        loaded = decode_item(type(self), {**self._primary_key_av(), **resp["Item"]}).attribute_values
+        decoded = decode_item(type(self), {**self._primary_key_av(), **resp["Item"]})
+        loaded = decoded.attribute_values
         for n in names:
             if n in loaded:
                 self.attribute_values[n] = loaded[n]
             else:  # not stored (an optional field left unset)
                 self.attribute_values.pop(n, None)
+            state.read_as.pop(n, None)
+            if n in decoded._state.read_as:
+                state.read_as[n] = decoded._state.read_as[n]
         state.unread = state.unread - set(names)
         if state.deferred is not None:
             unread = frozenset(state.deferred[0]) - set(names)
@@ -509,7 +515,11 @@ class Entity(Model, metaclass=EntityMeta):
                 values[name] = default() if callable(default) else default
         obj = cls.__new__(cls)
         obj.attribute_values = values
-        obj._state = ModelState(adding=False)
+        obj._state = state = ModelState(adding=False)
+        for name, attr_name in cls._meta.pinned_attributes:
+            av = data.get(attr_name)
+            if av is None or "NULL" not in av:
+                state.read_as[name] = (values.get(name), av)
         return obj
 
 

@@ -207,20 +207,55 @@ class Options:
                     writers.setdefault(a, []).append(b)
         return {a: tuple(ws) for a, ws in writers.items() if len(ws) > 1}
 
+    @cached_property
+    def key_sources(self) -> dict[str, tuple[str, ...]]:
+        """Access-path name -> every field that decides the key attributes it writes.
+
+        An index's own template fields, and, for each attribute it shares with other key
+        templates (:attr:`shared_key_attributes`), the fields of every other index writing it:
+        whether a shared ``Data`` stays or goes when one sparse index loses a value depends on
+        whether another writer of it still has all of its values (:meth:`_writes_shared`). A
+        write that rewrites the index must know each of them (:func:`dynorm.writes.pin_key_sources`).
+        """
+        out: dict[str, tuple[str, ...]] = {}
+        shared = self.shared_key_attributes
+        for bound in self.all_indexes:
+            names = list(bound.fields)
+            for writers in shared.values():
+                if bound in writers:
+                    names += [n for w in writers if w is not bound for n in w.fields if n not in names]
+            out[bound.name] = tuple(names)
+        return out
+
+    @cached_property
+    def pinned_attributes(self) -> tuple[tuple[str, str], ...]:
+        """``(field, attribute)`` of each non-key field a template index key depends on (:attr:`key_sources`).
+
+        A read keeps how each was stored (``obj._state.read_as``) so that a write pins the stored
+        attribute as it is, not the value re-serialised.
+        """
+        keyf = set(self.key_fields)
+        names: list[str] = []
+        for bound in self.indexes.values():
+            if bound.writes_key_attributes:
+                names += [n for n in self.key_sources[bound.name] if n not in keyf and n not in names]
+        return tuple((n, self.fields[n].attr_name) for n in names)
+
     def _writes_shared(self, bound: BoundIndex, writers: tuple[BoundIndex, ...], text: str | None,
                        values: Mapping[str, Any]) -> bool:
         """Whether ``bound`` lists a shared attribute in :meth:`index_key` (each is listed once).
 
         The attribute holds its text while any of its writers has every value (all render it
         alike): the first such writer lists it, and an index missing a value (sparse) never
-        removes it from under another. When none has every value, the first index writing it
-        lists ``None``.
+        removes it from under another. When none has every value, every index writing it lists
+        ``None`` (so a write that takes the item out of the last index writing it removes it,
+        whichever of them it rewrites; a caller rendering several merges them by attribute).
         """
         for w in writers:
             complete = (text is not None) if w is bound else self._complete(w, values)
             if complete:
                 return w is bound
-        return next(w for w in writers if w.kind != "table") is bound
+        return True
 
     def _complete(self, bound: BoundIndex, values: Mapping[str, Any]) -> bool:
         if bound.kind == "table":

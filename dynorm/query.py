@@ -372,6 +372,7 @@ class QuerySet(Generic[T]):
             unread = frozenset(n for n in obj._meta.fields if n not in read)
             for name in unread:
                 values.pop(name, None)  # never a default standing in for a value not read
+                obj._state.read_as.pop(name, None)  # nor an attribute not projected taken as absent
             obj._state.partial = True  # saving it would drop the fields not read
             # a partial of a module function, not a lambda: the instance stays picklable
             obj._state.deferred = (unread, DeferredLoader(consistent))

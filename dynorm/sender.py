@@ -103,6 +103,12 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
     try:
         response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
                                                   "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+    except GeneratorExit:
+        # the driver stopped while the read-back was in flight (a cancelled task, Ctrl-C): the
+        # write stands, so the instance takes it, its F() fields deferred, never keeping the old
+        # values a later save() would write back
+        op.applied_unread()
+        raise
     except DynormError as exc:
         # the write stands: a plain error here would have the caller send it again (applied twice)
         written = op.applied_unread()

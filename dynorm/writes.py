@@ -83,7 +83,8 @@ class WriteOp:
             ``ClientRequestToken`` (DynamoDB applies a token once for 10 minutes) makes botocore's
             retry of a lost request harmless even when another write landed in between.
         pins: fields a rewritten index key is built from that the write does not write, and the
-            value each is pinned at by the condition (:func:`pin_key_sources`).
+            value each is pinned at by the condition (:func:`pin_key_sources`); pinned_as: of those
+            pinned at the attribute as read, that attribute (DynamoDB JSON, ``None``: absent).
         expression_fields: fields changed by an ``F()`` expression: deferred on the instance when
             the item as written does not come back (their new values are not known).
         unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
@@ -107,6 +108,7 @@ class WriteOp:
     once: bool = False
     older_version: str | None = None
     pins: dict[str, Any] = field(default_factory=dict)
+    pinned_as: dict[str, Any] = field(default_factory=dict)
     expression_fields: frozenset[str] = frozenset()
     unread_after: frozenset[str] | None = None
     entity_key: dict[str, Any] = field(default_factory=dict)
@@ -196,12 +198,13 @@ class WriteOp:
         if broken:
             what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"
                              for n, held, stored in broken)
+            it = "it" if len(broken) == 1 else "them"
             return StaleWrite(
-                f"{name} with {_describe(self)}: {what}. An index key this write rewrites is built from "
-                f"{'it' if len(broken) == 1 else 'them'}, so nothing was written (the key would have disagreed "
-                "with the stored fields). Either the item changed since it was read (safe to retry: re-read it "
-                "with refresh_from_db() and apply the change again, or use update_with_retry()), or the field "
-                "was assigned and not written (write it too: update_fields=[...]).")
+                f"{name} with {_describe(self)}: {what}. An index key this write rewrites depends on {it} (is built "
+                f"from {it}, or shares an attribute with an index built from {it}), so nothing was written (the key "
+                "would have disagreed with the stored fields). Either the item changed since it was read (safe to "
+                "retry: re-read it with refresh_from_db() and apply the change again, or use update_with_retry()), "
+                "or the field was assigned and not written (write it too: update_fields=[...]).")
         if self.verb == "save" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
@@ -234,6 +237,7 @@ class WriteOp:
             decoded, _ = decode_written(self.model, attributes, self.description, whole_only=True)
         if decoded is not None:
             obj.attribute_values = decoded.attribute_values
+            state.read_as = decoded._state.read_as
             state.partial = False
             state.deferred = None
             state.unread = frozenset()
@@ -246,6 +250,7 @@ class WriteOp:
                     values[name] = value
             for name, value in self.local_changes.items():
                 setattr(obj, name, value)
+                state.read_as.pop(name, None)  # stored as this write serialised it
             vf = self.model._meta.version_field
             if vf and self.new_version is not None:
                 setattr(obj, vf, self.new_version)
@@ -495,20 +500,32 @@ def stored_knowledge(model: type[Entity], instance: Entity | None,
 
 
 def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable[str], known: Mapping[str, Any],
-                    unknown: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+                    unknown: Mapping[str, str], read_as: Mapping[str, tuple[Any, Any]] | None = None,
+                    ) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """Plan the conditions that pin the fields a rewritten index key is built from but this write does not write.
 
     For every index whose key attributes are rewritten from templates (a written field is one
-    of its sources), every other non-key source field must be known: it is pinned at its
+    of its template fields), every other non-key source field must be known: it is pinned at its
     value (``#f = :v``, ``attribute_not_exists(#f)`` for ``None``; a value equal to the field's
-    default also matches an absent attribute, which reads as that default).
+    default also matches an absent attribute, which reads as that default). The sources are
+    :attr:`Options.key_sources`: the index's template fields and, for an attribute it shares
+    with other indexes (one ``Data`` sorting GSI1 and GSI2), theirs too, because whether the
+    attribute stays when this index loses a value depends on whether another writer of it has
+    every value.
+
+    A field that still holds the value read is pinned at the attribute as it was stored
+    (``read_as``, from ``obj._state.read_as``): ``attribute_not_exists`` when it was absent, whatever
+    the default read in its place, and the stored text itself when another writer stored the value
+    in another form (``2024-05-01T12:00:00Z``); re-serialising the value would make a pin that can
+    never hold, so the "safe to retry" ``StaleWrite`` would fail forever.
 
     Args:
         model: the entity class; b: the request's expression builder; written: the fields the
-            write sets or removes; known, unknown: from :func:`stored_knowledge`.
+            write sets or removes; known, unknown: from :func:`stored_knowledge`; read_as: the
+            instance's ``_state.read_as`` (``None`` for a write by key).
 
     Returns:
-        (conditions, ``{field: value pinned}``).
+        (conditions, ``{field: value pinned}``, ``{field: attribute pinned}`` for the fields pinned as stored).
 
     Raises:
         ValidationError: a source field is unknown (naming entity, field, index, key attributes
@@ -520,29 +537,56 @@ def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable
     tmeta = meta.table._meta
     conditions: list[str] = []
     pins: dict[str, Any] = {}
+    pinned_as: dict[str, Any] = {}
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
-        sources = [n for n in bound.fields if n not in keyf]
-        touched = [n for n in sources if n in written]
+        touched = [n for n in bound.fields if n not in keyf and n in written]
         if not touched:
             continue
+        sources = [n for n in meta.key_sources[bound.name] if n not in keyf]
         missing = [n for n in sources if n not in written and n in unknown]
         if missing:
             attrs = ", ".join(a for a in bound.key_attrs if a != tmeta.sk_attribute and a != tmeta.pk_attribute)
             raise ValidationError(
                 f"{meta.entity}: writing {', '.join(touched)} rewrites index {bound.name} ({bound.index_name}: "
-                f"{attrs}), whose key also needs {', '.join(missing)}, and this write does not know the stored "
-                f"value ({unknown[missing[0]]}); nothing was sent. To change it, read the item first (get(), or "
-                f"refresh_from_db() on this instance) and write from the instance read, or write "
-                f"{', '.join(missing)} too (update(...) / update_fields=[...]).",
+                f"{attrs}), whose key also needs {', '.join(missing)}{_shared_with(meta, bound, missing[0])}, and "
+                f"this write does not know the stored value ({unknown[missing[0]]}); nothing was sent. To change "
+                "it, read the item first (get(), or refresh_from_db() on this instance) and write from the "
+                f"instance read, or write {', '.join(missing)} too (update(...) / update_fields=[...]).",
                 entity=meta.entity, field=missing[0], value=None)
         for n in sources:
             if n in written or n in pins:
                 continue
             pins[n] = known.get(n)
-            conditions.append(_pin_condition(b, meta, n, pins[n]))
-    return conditions, pins
+            as_read = (read_as or {}).get(n)
+            if as_read is not None and _same(as_read[0], pins[n]):
+                pinned_as[n] = as_read[1]
+                path = b.name(meta.fields[n].attr_name)
+                conditions.append(f"attribute_not_exists({path})" if as_read[1] is None
+                                  else f"{path} = {b.value(as_read[1])}")
+            else:
+                conditions.append(_pin_condition(b, meta, n, pins[n]))
+    return conditions, pins, pinned_as
+
+
+def _same(read: Any, value: Any) -> bool:
+    """The value read is still the value held (``1 == True`` and ``1 == 1.0`` are not the same value here)."""
+    return type(read) is type(value) and read == value
+
+
+def _shared_with(meta: Any, bound: Any, name: str) -> str:
+    """`` (index X also writes Data, and whether it stays depends on it)`` when ``name`` is not one of
+    ``bound``'s own fields but a field of another index sharing a key attribute with it."""
+    if name in bound.fields:
+        return ""
+    for attr, writers in meta.shared_key_attributes.items():
+        if bound in writers:
+            other = next((w for w in writers if w is not bound and name in w.fields), None)
+            if other is not None:
+                return (f" (index {other.name} also writes {attr}, which stays while {other.name} has every "
+                        "value of its key)")
+    return ""
 
 
 def _pin_condition(b: ExpressionBuilder, meta: Any, name: str, value: Any) -> str:
@@ -566,7 +610,8 @@ def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, An
     out = []
     for name, value in op.pins.items():
         stored = item.attribute_values.get(name) if item is not None else None
-        if stored != value:
+        attr = op.model._meta.fields[name].attr_name
+        if stored != value or (name in op.pinned_as and raw.get(attr) != op.pinned_as[name]):
             out.append((name, value, stored))
     return out
 
@@ -712,7 +757,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         touched = set(names)
         # the index keys rewritten are built from fields written or pinned at their stored values
         known, not_known = stored_knowledge(model, obj)
-        pin_conditions, pins = pin_key_sources(model, b, touched, known, not_known)
+        pin_conditions, pins, pinned_as = pin_key_sources(model, b, touched, known, not_known, state.read_as)
         unread_after = _unread_after(obj, touched)
         index_attrs: dict[str, str | None] = {}
         for bound in meta.indexes.values():
@@ -730,7 +775,7 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
                for a, _ in meta.index_key(bound, {}, "")}
         index_attrs = {a: t for a, t in keys.items() if a in own}
         local = dict(auto)
-        pin_conditions, pins, unread_after = [], {}, frozenset()  # every field is written
+        pin_conditions, pins, pinned_as, unread_after = [], {}, {}, frozenset()  # every field is written
     item, absent = _item_values(meta, values, names)
     if update_fields is not None:
         check_lsi_values(meta, item, values)
@@ -773,7 +818,8 @@ def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[st
         key_values = {model._dynamo_to_python_attr(a): t for a, t in index_attrs.items()}
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
                    expected_version=0 if unversioned_read else current, new_version=new_version,
-                   local_changes=local, key_values=key_values, token=token, pins=pins, unread_after=unread_after)
+                   local_changes=local, key_values=key_values, token=token, pins=pins, pinned_as=pinned_as,
+                   unread_after=unread_after)
 
 
 def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
@@ -1148,7 +1194,8 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
     if instance is not None:
         known.update(instance.key)
     known.update(plain)
-    pin_conditions, pins = pin_key_sources(model, b, written, known, unknown)
+    pin_conditions, pins, pinned_as = pin_key_sources(model, b, written, known, unknown,
+                                                      instance._state.read_as if instance is not None else None)
     multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
     if multi_attrs:
         # the sum of a multi-attribute GSI's key attributes, with the values the item will hold
@@ -1157,18 +1204,20 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                                       if f.attr_name in multi_attrs and known.get(n) is not None
                                       and not isinstance(known[n], F)})
     key_values: dict[str, Any] = {}
+    index_attrs: dict[str, str | None] = {}  # an attribute shared by two rewritten indexes is sent once
     for bound in meta.indexes.values():
         if not bound.writes_key_attributes:
             continue
         if not (set(bound.fields) - set(meta.key_fields)) & written:
             continue
-        for attr, key_text in meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]):
-            key_values[model._dynamo_to_python_attr(attr)] = key_text
-            if key_text is None:
-                removes.append(b.name(attr))
-            else:
-                check_key_sizes(meta, {attr: str(key_text)}, known)
-                sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
+        index_attrs.update(meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]))
+    for attr, key_text in index_attrs.items():
+        key_values[model._dynamo_to_python_attr(attr)] = key_text
+        if key_text is None:
+            removes.append(b.name(attr))
+        else:
+            check_key_sizes(meta, {attr: str(key_text)}, known)
+            sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
 
     conditions = [f"attribute_exists({b.name(tmeta.pk_attribute)})"]
     vf = meta.version_field
@@ -1208,7 +1257,8 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                    f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
                    local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once,
-                   pins=pins, expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   pins=pins, pinned_as=pinned_as,
+                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
                    unread_after=_unread_after(instance, written), entity_key=dict(shown), changes=dict(changes))
 
 

@@ -4,7 +4,8 @@ An unversioned ``update(n=F("n") + 1)`` is a TransactWriteItems then a consisten
 ``bulk_update`` is one TransactWriteItems per 100 items. When a later request fails after an
 earlier one was applied, the error says what went in (``ReadBackFailed`` carrying the written
 state, ``BatchIncomplete`` with ``.written``/``.unprocessed``), never a plain ``ServiceError``
-that a caller would retry, applying the write twice. Faults are injected on real requests to
+that a caller would retry, applying the write twice; a call stopped after its write went in (a
+cancelled task, Ctrl-C) leaves the instance holding that write. Faults are injected on real requests to
 DynamoDB Local with botocore event hooks.
 """
 
@@ -143,3 +144,62 @@ def test_a_bulk_update_whose_only_chunk_gets_no_answer_says_it_may_have_gone_in(
             Person.objects.bulk_update([read], ["name"])
     assert err.value.written == [] and err.value.uncertain == [read]
     assert Person.objects.get(person_id="u1").name == "new"  # it did go in: a plain error would hide that
+
+
+def test_an_increment_stopped_during_its_read_back_never_keeps_the_old_value(io: Any) -> None:
+    """The TransactWriteItems went in; the task is cancelled (or Ctrl-C) while the GetItem is in flight."""
+    Reading.objects.create(sensor="c", year=2026, seq=1, value=10)
+    obj = Reading.objects.get(sensor="c", year=2026, seq=1)
+    if io.is_async:
+        import asyncio
+
+        async def cancelled_during_read_back() -> None:
+            task = asyncio.ensure_future(obj.aupdate(value=F("value") - 3))
+
+            def cancel(**kwargs: Any) -> None:
+                task.cancel()
+
+            with Hook("before-send.dynamodb.GetItem", cancel):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+        io.run(cancelled_during_read_back())
+    else:
+        def interrupt(**kwargs: Any) -> None:
+            raise KeyboardInterrupt
+
+        with Hook("before-send.dynamodb.GetItem", interrupt), pytest.raises(KeyboardInterrupt):
+            obj.update(value=F("value") - 3)
+    assert stored_item(Reading, sensor="c", year=2026, seq=1)["value"] == {"N": "7"}  # applied
+    assert "value" not in obj.attribute_values  # deferred: never the 10 from before the write
+    obj.save()  # loads it first: the decrement is not written back away
+    assert stored_item(Reading, sensor="c", year=2026, seq=1)["value"] == {"N": "7"}
+    assert obj.value == 7
+
+
+def test_an_increment_whose_every_answer_is_lost_says_it_may_have_been_applied() -> None:
+    Reading.objects.create(sensor="l", year=2026, seq=1, value=0)
+    sent = {"n": 0}
+
+    def first_applied_all_lost(request: Any, **kwargs: Any) -> Any:
+        sent["n"] += 1
+        if sent["n"] == 1:
+            deliver(request)  # DynamoDB applies it; no answer ever arrives
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems", first_applied_all_lost):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.filter(sensor="l", year=2026, seq=1).update(value=F("value") + 1)
+    e = err.value
+    assert e.maybe_applied and "may have been applied" in str(e) and "before sending it again" in str(e)
+    assert stored_item(Reading, sensor="l", year=2026, seq=1)["value"] == {"N": "1"}  # it was
+    # an answer from DynamoDB (throttled) means nothing was applied; a read applies nothing either
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.TransactWriteItems", _throttled):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.filter(sensor="l", year=2026, seq=1).update(value=F("value") + 1)
+    assert not err.value.maybe_applied and "may have been applied" not in str(err.value)
+    with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.GetItem", _lost):
+        with pytest.raises(dynorm.ServiceError) as err:
+            Reading.objects.get(sensor="l", year=2026, seq=1)
+    assert not err.value.maybe_applied
+    assert stored_item(Reading, sensor="l", year=2026, seq=1)["value"] == {"N": "1"}

@@ -69,6 +69,66 @@ class VItem(Entity):
         indexes = {"by_place": Index("GSI2", pk="{version}#VITEMS", sk="W#{warehouse}#V#{sku}")}
 
 
+class Chore(Entity):
+    """Index keys built from a field with a callable default and from a DateTime: how another writer stored
+    them (absent; ``...T12:00:00Z``) is not how dynorm serialises the values read."""
+
+    ticket_id = fields.String()
+    status = fields.String()
+    tier = fields.String(default=lambda: "basic")
+    due = fields.DateTime(null=True)
+
+    class Meta:
+        table = Depots
+        entity_type = "TICKET"
+        pk = "{version}#T#{ticket_id}"
+        sk = "METADATA"
+        indexes = {"by_tier": Index("GSI1", pk="{version}#TIER#{tier}", sk="S#{status}"),
+                   "by_due": Index("GSI2", pk="{version}#S#{status}", sk="DUE#{due}")}
+
+
+class SharedDepots(Table):
+    """``Data`` is the sort key of GSI1 and GSI2 (docs/modelling.md's overloaded layout)."""
+
+    class Meta:
+        table_name = "derived_keys_shared"
+        gsis = {"GSI1": ("GSI1PK", "Data"), "GSI2": ("GSI2PK", "Data")}
+
+
+class Crew(Entity):
+    """Two sparse indexes writing one ``Data``: whether it stays depends on the fields of both."""
+
+    staff_id = fields.String()
+    name = fields.String()
+    warehouse = fields.String(null=True)
+    hired = fields.Integer(null=True)
+    note = fields.String(null=True)
+
+    class Meta:
+        table = SharedDepots
+        entity_type = "STAFF"
+        pk = "{version}#STAFF#{staff_id}"
+        sk = "STAFF"
+        indexes = {"by_warehouse": Index("GSI1", pk="{version}#WH#{warehouse}", sk="NAME#{name}"),
+                   "by_hired": Index("GSI2", pk="{version}#HIRED#{hired}", sk="NAME#{name}")}
+
+
+class DoorBadge(Entity):
+    """The shared ``Data`` is built from the primary key only: the other index's partition field decides it."""
+
+    badge_id = fields.String()
+    door = fields.String(null=True)
+    team = fields.String(null=True)
+
+    class Meta:
+        table = SharedDepots
+        entity_type = "BADGE"
+        pk = "{version}#BADGE#{badge_id}"
+        sk = "BADGE"
+        indexes = {"by_door": Index("GSI1", pk="{version}#DOOR#{door}", sk="B#{badge_id}"),
+                   "by_team": Index("GSI2", pk="{version}#TEAM#{team}", sk="B#{badge_id}")}
+
+
 # -- what is checked on the table ------------------------------------------------------------
 def raw_items(model: type[Entity]) -> list[dict[str, Any]]:
     """Every stored item of ``model``'s entity type, as DynamoDB JSON (a consistent Scan, all pages)."""
@@ -206,6 +266,154 @@ def test_an_instance_written_blind_stays_unknown_until_read() -> None:
     blind.update(warehouse="south")
     assert_keys_match_fields(OItem)
     assert [o.sku for o in OItem.objects.using("by_name").filter(name="Alpha")] == ["s5"]
+
+
+# -- 1b. an attribute several indexes write is decided from every one of them ----------------
+def _hired(staff_id: str) -> list[str]:
+    return [s.staff_id for s in Crew.objects.using("by_hired").filter(hired=2019) if s.staff_id == staff_id]
+
+
+@pytest.mark.parametrize("way", WAYS)
+@pytest.mark.parametrize("race", ["hired_set", "hired_removed"])
+def test_leaving_one_index_never_decides_a_shared_attribute_from_a_stale_read_of_the_other(
+        way: str, race: str) -> None:
+    sid = f"{race}-{way}"
+    Crew.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=None if race == "hired_set" else 2019)
+    mine = Crew.objects.get(staff_id=sid)
+    # another process puts it in (or takes it out of) by_hired, whose sort key is Data too
+    Crew.objects.get(staff_id=sid).update(hired=2019 if race == "hired_set" else None)
+    before = stored_item(Crew, staff_id=sid)
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, None)  # Data would go (or stay) as if hired were as read
+    stale = _stale_error(err.value)
+    assert isinstance(stale, dynorm.StaleWrite) and "hired" in str(stale), stale
+    assert stored_item(Crew, staff_id=sid) == before
+    assert_keys_match_fields(Crew)
+    mine.refresh_from_db()  # the remedy: read again, apply again
+    change_warehouse(mine, way, None)
+    assert_keys_match_fields(Crew)
+    assert _hired(sid) == ([sid] if race == "hired_set" else [])
+    assert list(Crew.objects.using("by_warehouse").filter(warehouse="W1")) == []
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_shared_attribute_is_not_decided_from_a_value_assigned_only_in_memory(way: str) -> None:
+    sid = f"mem-{way}"
+    Crew.objects.create(staff_id=sid, name="Ann", warehouse="W1", hired=2019)
+    mine = Crew.objects.get(staff_id=sid)
+    mine.hired = None  # assigned, never written: the stored item is still in by_hired
+    before = stored_item(Crew, staff_id=sid)
+    with pytest.raises((dynorm.StaleWrite, dynorm.TransactionCanceled)) as err:
+        change_warehouse(mine, way, None)
+    assert isinstance(_stale_error(err.value), dynorm.StaleWrite)
+    assert stored_item(Crew, staff_id=sid) == before
+    assert _hired(sid) == [sid]
+    assert_keys_match_fields(Crew)
+
+
+def test_a_write_by_key_never_decides_a_shared_attribute_it_cannot_know() -> None:
+    for i in range(4):
+        DoorBadge.objects.create(badge_id=f"b{i}", door="D", team="T")
+    before = [stored_item(DoorBadge, badge_id=f"b{i}") for i in range(4)]
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.ValidationError) as err:
+            DoorBadge.objects.filter(badge_id="b0").update(door=None)  # Data stays only while team is stored
+        with pytest.raises(dynorm.ValidationError):
+            DoorBadge(badge_id="b1", door=None).save(update_fields=["door"])
+        with pytest.raises(dynorm.ValidationError):
+            with dynorm.transaction() as tx:
+                tx.update(DoorBadge, {"badge_id": "b2"}, door=None)
+        with pytest.raises(dynorm.ValidationError):
+            DoorBadge.objects.bulk_update([DoorBadge(badge_id="b3", door=None)], ["door"])
+    assert c.count == 0  # refused before any request
+    e = err.value
+    assert e.entity == "DoorBadge" and e.field == "team"
+    assert "by_team" in str(e) and "Data" in str(e) and "read the item first" in str(e)
+    assert [stored_item(DoorBadge, badge_id=f"b{i}") for i in range(4)] == before
+    # the other index's field written, read, or claimed in the key (pinned like a read): it goes through
+    DoorBadge.objects.filter(badge_id="b0").update(door=None, team="T")
+    DoorBadge.objects.get(badge_id="b1").update(door=None)
+    with dynorm.transaction() as tx:
+        tx.update(DoorBadge, {"badge_id": "b2", "team": "T"}, door=None)
+    with pytest.raises(dynorm.TransactionCanceled) as canceled:
+        with dynorm.transaction() as tx:
+            tx.update(DoorBadge, {"badge_id": "b3", "team": "X"}, door=None)  # a wrong claim changes nothing
+    assert isinstance(canceled.value.reasons[0]["error"], dynorm.StaleWrite)
+    assert stored_item(DoorBadge, badge_id="b3") == before[3]
+    assert_keys_match_fields(DoorBadge)
+    assert sorted(b.badge_id for b in DoorBadge.objects.using("by_team").filter(team="T")) == ["b0", "b1", "b2", "b3"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_leaving_the_last_index_that_writes_a_shared_attribute_removes_it(way: str) -> None:
+    sid = f"last-{way}"
+    Crew.objects.create(staff_id=sid, name="Ann", hired=2019)  # in by_hired only: Data = NAME#Ann
+    obj = Crew.objects.get(staff_id=sid)
+    if way == "update":
+        obj.update(hired=None)
+    elif way == "save_update_fields":
+        obj.hired = None
+        obj.save(update_fields=["hired"])
+    elif way == "bulk_update":
+        obj.hired = None
+        Crew.objects.bulk_update([obj], ["hired"])
+    else:
+        with dynorm.transaction() as tx:
+            tx.update(obj, hired=None)
+    # by_warehouse, declared first, also writes Data but was not rewritten: Data was left behind
+    assert not {"Data", "GSI1PK", "GSI2PK"} & set(stored_item(Crew, staff_id=sid))
+    assert_keys_match_fields(Crew)
+
+
+# -- 1c. a pin compares the attribute as stored, so the retry it advises can succeed ----------
+def _put_foreign_ticket(ticket_id: str, **attributes: Any) -> None:
+    """Store a ticket as another writer would (its keys rendered from what dynorm reads of it)."""
+    item = {"PK": {"S": f"v1#T#{ticket_id}"}, "SK": {"S": "METADATA"}, "entityType": {"S": "TICKET"},
+            "ticket_id": {"S": ticket_id}, "status": {"S": "new"}, **attributes}
+    keys = Chore._meta.key_attributes(Chore.from_raw_data(dict(item)).attribute_values)
+    item.update({a: {"S": t} for a, t in keys.items() if t is not None})
+    backend.call("PutItem", {"TableName": Depots.table_name(), "Item": item})
+
+
+def _set_status(obj: Chore, way: str, status: str) -> None:
+    if way == "update":
+        obj.update(status=status)
+    elif way == "save_update_fields":
+        obj.status = status
+        obj.save(update_fields=["status"])
+    elif way == "bulk_update":
+        obj.status = status
+        Chore.objects.bulk_update([obj], ["status"])
+    else:
+        with dynorm.transaction() as tx:
+            tx.update(obj, status=status)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_pin_holds_on_an_attribute_stored_absent_or_in_another_form(way: str) -> None:
+    _put_foreign_ticket(f"absent-{way}")  # no tier: read as the callable default "basic"
+    _put_foreign_ticket(f"text-{way}", tier={"S": "gold"}, due={"S": "2024-05-01T12:00:00Z"})
+    for tid in (f"absent-{way}", f"text-{way}"):
+        obj = Chore.objects.get(ticket_id=tid)
+        _set_status(obj, way, "paid")  # pinned as stored: it holds (it failed on every retry before)
+        assert Chore.objects.get(ticket_id=tid).status == "paid"
+    assert_keys_match_fields(Chore)
+    assert [t.ticket_id for t in Chore.objects.using("by_tier").filter(tier="basic", status="paid")] == [
+        f"absent-{way}"]
+
+
+def test_a_pin_as_stored_still_catches_a_concurrent_change() -> None:
+    _put_foreign_ticket("race", tier={"S": "gold"}, due={"S": "2024-05-01T12:00:00Z"})
+    mine = Chore.objects.get(ticket_id="race")
+    Chore.objects.get(ticket_id="race").update(due=None, tier="silver")
+    before = stored_item(Chore, ticket_id="race")
+    with pytest.raises(dynorm.StaleWrite) as err:
+        mine.update(status="paid")
+    assert "due" in str(err.value) and "tier" in str(err.value)
+    assert stored_item(Chore, ticket_id="race") == before
+    mine.refresh_from_db()
+    mine.update(status="paid")
+    assert_keys_match_fields(Chore)
 
 
 # -- 2. a transaction never leaves an instance older than its version ------------------------

@@ -312,7 +312,14 @@ def test_a_none_read_is_pinned_as_absent_and_a_default_also_matches_an_absent_at
     shelf = _read(Shelf, shelf_id="s", aisle="a", size=0)
     cond = _pinned(prepare_update(Shelf, instance=shelf, changes={"aisle": "b"}))
     assert "(attribute_not_exists(label))" in cond
-    assert "(size = '0' OR attribute_not_exists(size))" in cond  # stored without it: read as 0
+    assert "(size = '0')" in cond  # read as stored: pinned as stored
+    item = {"PK": {"S": "v1#SHELF#t"}, "SK": {"S": "METADATA"}, "entityType": {"S": "W21_SHELF"},
+            "shelf_id": {"S": "t"}, "aisle": {"S": "a"}}
+    cond = _pinned(prepare_update(Shelf, instance=Shelf.from_raw_data(item), changes={"aisle": "b"}))
+    assert "(attribute_not_exists(size))" in cond  # stored without it (read as the default 0)
+    # a value the write did not read (a claim in the key) equal to the default also matches an absent one
+    cond = _pinned(prepare_update(Shelf, key={"shelf_id": "t", "label": None, "size": 0}, changes={"aisle": "b"}))
+    assert "(size = '0' OR attribute_not_exists(size))" in cond
 
 
 def test_a_write_of_every_source_field_or_of_none_pins_nothing() -> None:
