@@ -10,7 +10,8 @@ recorded in the ledger and the migration stays *partial*; the next run retries e
 items (and any unfinished scan segment). A stop event (set by the CLI on SIGINT/SIGTERM) ends
 every segment at its next checkpoint (between transactions, within ~0.1 s on DynamoDB Local)
 and :class:`MigrationInterrupted` is raised after the lock is released. Migrating to an earlier
-target runs the inverse of each operation of the applied migrations after it, newest first.
+target runs the inverse of each operation of the applied migrations after it, newest first (with
+``fake``, only their records are removed).
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ class MigrateOptions:
         segments: parallel Scan segments (threads) for RekeyEntity/DeleteVersion.
         worker: ``(i, n)``: this process runs the segments ``s`` with ``s % n == i``.
         dry_run: scan and count, write nothing (not even the ledger or the lock).
-        fake: record migrations as applied without running them.
+        fake: record migrations as applied without running them; migrating backwards, remove their
+            records (applied, checkpoints, failed items) without running any inverse: no item is written.
         lock_ttl: seconds a lock lives without a heartbeat (``MIN_LOCK_TTL``..``MAX_LOCK_TTL``; the
             heartbeat renews it every third of it).
         consistent_read: strongly consistent scans; ``None`` (default): eventually consistent
@@ -222,6 +224,8 @@ class MigrateReport:
     #: migrations the plan read before the lock listed but another run applied (or reversed) before
     #: this one took the lock: ``{"migration", "done": "applied"|"reversed", "at": ISO time or None}``
     done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
+    #: ``--fake``: ``applied``/``unapplied`` were only recorded (or un-recorded); no operation ran
+    fake: bool = False
 
     def nothing_to_do(self) -> str | None:
         """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
@@ -243,7 +247,8 @@ class MigrateReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``dynorm migrate --json``)."""
         return {"applied": self.applied, "unapplied": self.unapplied, "partial": self.partial,
-                "failed_items": self.failed_items, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
+                "failed_items": self.failed_items, "dry_run": self.dry_run, "fake": self.fake,
+                "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "done_elsewhere": self.done_elsewhere,
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
@@ -463,15 +468,19 @@ class Executor:
             target = matches[0]
         return target
 
-    def backwards_plan(self, target: str | None) -> list[Migration]:
+    def backwards_plan(self, target: str | None, fake: bool = False) -> list[Migration]:
         """The migrations after ``target`` that migrating to it reverses, newest first.
 
         Those are the applied ones and those with recorded work (partial, interrupted, partly
         reversed): reversing a partial migration moves back what it moved.
 
+        Args:
+            fake: the reversal only un-records them (``--fake``): an operation without an inverse
+                does not matter then.
+
         Raises:
-            MigrationError: ``target`` names no migration, or one of those migrations has an
-                operation without an inverse (nothing is changed then).
+            MigrationError: ``target`` names no migration, or (unless ``fake``) one of those migrations
+                has an operation without an inverse (nothing is changed then).
         """
         target = self._resolve(target)
         if target is None:
@@ -483,7 +492,7 @@ class Executor:
         if later and target not in applied:
             raise MigrationError(f"cannot migrate to {target}: it is not applied, but later migrations are "
                                  f"({', '.join(m.name for m in later)}).")
-        for m in later:
+        for m in later if not fake else []:
             for op in m.operations:
                 try:
                     op.inverse()
@@ -587,10 +596,13 @@ class Executor:
         self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
         # the plan read before the lock: validates the target and reversibility early, runs a dry
         # run, and is what the caller saw; a real run plans again from the ledger read under the lock
-        backwards = self.backwards_plan(options.target)
+        backwards = self.backwards_plan(options.target, fake=options.fake)
         pending = [] if backwards else self.plan(options.target)
+        report.fake = options.fake
         try:
             if options.dry_run:
+                if options.fake:  # a fake run writes no item: nothing to measure
+                    return report
                 for m in backwards:
                     self._run(m, options, report, None, reverse=True)
                 for m in pending:
@@ -604,8 +616,13 @@ class Executor:
             ledger.acquire(worker, ttl=options.lock_ttl)
             self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
-                backwards, pending = self._replan(options.target, backwards, pending, report)
+                backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
                 for m in backwards:
+                    if options.fake:
+                        # Django's --fake: only the record changes; the items stay as the operations left them
+                        ledger.forget(m.name)
+                        report.unapplied.append(m.name)
+                        continue
                     # from here on the migration is no longer applied: its forward records are void
                     # (a forward run starts it again) and an interruption leaves it partial
                     ledger.unrecord_applied(m.name)
@@ -647,7 +664,7 @@ class Executor:
         return report
 
     def _replan(self, target: str | None, backwards: list[Migration], pending: list[Migration],
-                report: MigrateReport) -> tuple[list[Migration], list[Migration]]:
+                report: MigrateReport, fake: bool = False) -> tuple[list[Migration], list[Migration]]:
         """Plan again from the ledger read under the lock; note in ``report.done_elsewhere`` what
         the plan read before the lock held but another run did meanwhile.
 
@@ -656,7 +673,7 @@ class Executor:
         not do. Two consistent Queries of the ledger partition.
         """
         applied = self.applied()
-        new_backwards = self.backwards_plan(target)
+        new_backwards = self.backwards_plan(target, fake=fake)
         new_pending = [] if new_backwards else self.plan(target)
         now_back = {m.name for m in new_backwards}
         now_pending = {m.name for m in new_pending}

@@ -370,6 +370,48 @@ def test_run_python_with_reverse_runs_it_backwards(project: Project) -> None:
     assert "Item" not in backend.call("GetItem", flag)
 
 
+def test_migrating_back_with_fake_only_unrecords_and_writes_no_item(project: Project) -> None:
+    """Django's ``migrate <older> --fake``: the later migrations are un-recorded; no RunPython reverse runs,
+    no rekey moves an item back (also when an operation has no inverse)."""
+    from dynorm.cli import cli
+
+    load_v1(project, 40)
+    project.write_models(**V2)
+    assert project.makemigrations().name == "0002_widget_v2"
+    (project.dir / "migrations" / "0003_flag.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def put(ctx, sk):
+            ctx.call("PutItem", {"TableName": ctx.table_name("migshop"),
+                                 "Item": {"PK": {"S": "flag"}, "SK": {"S": sk}}})
+        def up(ctx):
+            put(ctx, "up")
+        def down(ctx):
+            put(ctx, "down")
+        def once(ctx):
+            put(ctx, "once")
+        dependencies = ["0002_widget_v2"]
+        operations = [ops.RunPython(up, reverse=down), ops.RunPython(once)]
+    '''))
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2", "0003_flag"]
+    before = sorted(scan_all(project.table), key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
+    items = [i for i in before if i["PK"]["S"] != "dynorm#migrations"]
+    cfg = str(project.config())
+    plan = CliRunner().invoke(cli, ["--config", cfg, "migrate", "0001", "--fake", "--plan"])
+    assert plan.exit_code == 0 and "0002_widget_v2: --fake: would be recorded as not applied" in plan.output
+    with dynorm.capture() as c:
+        result = CliRunner().invoke(cli, ["--config", cfg, "migrate", "0001", "--fake", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "Recorded 2 migration(s) as not applied (--fake: their inverse operations were NOT run" in result.output
+    assert "0003_flag, 0002_widget_v2" in result.output and "Reversed" not in result.output
+    writes = [r for r in c.requests if r.operation in ("PutItem", "DeleteItem", "UpdateItem", "TransactWriteItems",
+                                                       "BatchWriteItem")]
+    assert writes and all(r.operation != "TransactWriteItems" and r.operation != "BatchWriteItem" for r in writes)
+    assert all((r.params.get("Key") or r.params["Item"])["PK"]["S"] == "dynorm#migrations" for r in writes)
+    after = sorted(scan_all(project.table), key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
+    assert [i for i in after if i["PK"]["S"] != "dynorm#migrations"] == items  # still at v2, no "down" flag
+    assert set(project.executor().applied()) == {"0001_initial"} and not project.executor().started()
+
+
 # -- issue 10 §6/§7: progress, --plan cost, pacing, consistency ------------------------------------------------
 
 
