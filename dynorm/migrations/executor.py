@@ -16,6 +16,7 @@ target runs the inverse of each operation of the applied migrations after it, ne
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
@@ -134,6 +135,9 @@ class UnknownMigrationsApplied(MigrationError):
 
 class OperationFailed(MigrationError):
     """An operation's own code (a ``RunPython`` function) raised: the run stopped there.
+
+    Any exception counts, ``SystemExit`` (``sys.exit(0)``) and a ``KeyboardInterrupt`` the code raised
+    itself included; only a signal's stop is :class:`MigrationInterrupted` instead.
 
     The message names the migration and the operation, what this run applied before it, the
     state the ledger is left in, and the traceback of the user code (dynorm's frames left out).
@@ -770,7 +774,9 @@ class Executor:
             if not options.dry_run:
                 try:
                     op.fn(MigrationContext(state, m.name))
-                except Exception as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                except BaseException as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                    if self._from_signal(exc):
+                        raise
                     rep.status = f"failed: {type(exc).__name__}"
                     raise self._failed(label, i, op, exc, ledger is not None) from exc
             return "done"
@@ -778,7 +784,21 @@ class Executor:
             return self._scan_op(label, i, op, options, ledger, rep, [x.name for x in self.migrations].index(m.name))
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
 
-    def _failed(self, label: str, i: int, op: Operation, exc: Exception, recorded: bool) -> OperationFailed:
+    def _from_signal(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised out of user code, is the way a signal stops the run (not the code's own doing).
+
+        A stop that came (the CLI's SIGINT/SIGTERM handler sets it before it raises to end a waiting
+        request; a lost lease) is; so is a ``KeyboardInterrupt`` while Python's default SIGINT handler
+        is installed (Ctrl-C through the API). Anything else the code raised, ``sys.exit(0)`` included,
+        is the operation failing: the run must not end silently with the migration not applied.
+        """
+        if isinstance(exc, Exception):
+            return False  # an error, reported as OperationFailed even after a stop (as before)
+        if self._stop.is_set():
+            return True
+        return isinstance(exc, KeyboardInterrupt) and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def _failed(self, label: str, i: int, op: Operation, exc: BaseException, recorded: bool) -> OperationFailed:
         """The :class:`OperationFailed` for ``op`` (operation ``i`` of ``label``) that raised ``exc``."""
         report = self._report
         name, reverse = label.removesuffix("~reverse"), label.endswith("~reverse")
