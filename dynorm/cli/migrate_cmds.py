@@ -275,11 +275,19 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                             [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
-    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted, OperationFailed
+    from dynorm.migrations.executor import (
+        Executor,
+        MigrateOptions,
+        MigrationInterrupted,
+        OperationFailed,
+        check_ledger_without_migrations,
+    )
     from dynorm.migrations.loader import load_migrations
 
     model_tables = state.load_models()
     migrations = load_migrations(settings.migrations)
+    if not migrations:
+        check_ledger_without_migrations(model_tables)
     _warn_unmigrated(migrations, model_tables)
     reporter = _JsonProgress() if as_json else _Bar()
     if verify_name is not None:
@@ -494,7 +502,7 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
 def showmigrations(state: State) -> None:
     """List migrations per table: [X] applied, [~] partial (failed items or an interrupted run), [ ] pending."""
     from dynorm.exceptions import ConfigurationError
-    from dynorm.migrations.executor import Executor
+    from dynorm.migrations.executor import Executor, check_ledger_without_migrations
     from dynorm.migrations.loader import load_migrations
 
     settings = state.settings()
@@ -504,6 +512,7 @@ def showmigrations(state: State) -> None:
     migrations = load_migrations(settings.migrations)
     _warn_unmigrated(migrations, model_tables)
     if not migrations:
+        check_ledger_without_migrations(model_tables)
         click.echo("No migrations.")
         return
     executor = Executor(migrations)

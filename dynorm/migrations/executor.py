@@ -22,7 +22,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import backend, conf
 from ..exceptions import DynormError, ServiceError, TableDoesNotExist
@@ -43,8 +43,11 @@ from .operations import (
 from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tables import Table
+
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
-           "UnknownMigrationsApplied", "OperationFailed",
+           "UnknownMigrationsApplied", "OperationFailed", "check_ledger_without_migrations",
            "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
            "make_worker"]
 
@@ -115,22 +118,74 @@ class MigrateOptions:
 
 
 class UnknownMigrationsApplied(MigrationError):
-    """The ledger lists applied migrations that no migration file has: the code is older than the table.
+    """The ledger lists applied, or started (partial), migrations that no migration file has: the
+    code is older than the table.
 
-    Typically a deploy rolled back by reverting code after a migration (a rekey) ran: the older
-    entities would read nothing and write second copies at the old keys. Every command that reads
-    the ledger refuses until the files are back (roll forward) or the migrations were reversed
-    with the code that has them (docs/migrations.md, "Rolling back a deploy").
+    Typically a deploy rolled back by reverting code after a migration (a rekey) ran, or while it
+    ran: the older entities would read nothing and write second copies at the old keys. Every
+    command that reads the ledger refuses until the files are back (roll forward) or the migrations
+    were reversed with the code that has them (docs/migrations.md, "Rolling back a deploy"). An
+    empty migrations package whose ledger (in a table of the models) lists migrations is refused too.
 
     Attributes:
-        unknown: ``{migration name: applied_at}`` of the migrations without a file.
+        unknown: ``{migration name: applied_at}`` of the applied migrations without a file.
+        partial: the started, not applied, migrations without a file (work recorded: checkpoints).
         last_known: the newest applied migration that has a file (``None``: none).
     """
 
-    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None) -> None:
+    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None,
+                 partial: list[str] | None = None) -> None:
         super().__init__(message)
         self.unknown = unknown
         self.last_known = last_known
+        self.partial = list(partial or [])
+
+
+def _refuse_unknown(table: str, names: list[str], applied: dict[str, dict[str, Any]], recorded: set[str]) -> None:
+    """Raise :class:`UnknownMigrationsApplied` when the ledger of ``table`` lists an applied or started
+    migration that is not in ``names`` (the migration files, in order)."""
+    unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
+    partial = sorted(n for n in recorded if n not in names and n not in applied)
+    if not unknown and not partial:
+        return
+    last = next((n for n in reversed(names) if n in applied), None)
+    listed = ", ".join([f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items()]
+                       + [f"{n} (partial: started, not finished; some items may be rewritten already)"
+                          for n in partial])
+    back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
+    files = ", ".join([*unknown, *partial])
+    what = (f"Either roll forward (deploy the code that has {files}), or roll back in this order: with the code "
+            f"that has those files, run {back} (it reverses them), then deploy this code." if names else
+            f"This code has no migration file at all (an empty migrations package): restore the files ({files}), "
+            "or, with the code that has them, reverse what must be undone before deploying this code.")
+    raise UnknownMigrationsApplied(
+        f"the ledger of table {table} lists {'applied or started' if partial else 'applied'} migration(s) that "
+        f"this code has no file for: {listed}. "
+        "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
+        "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. " + what,
+        unknown, last, partial)
+
+
+def check_ledger_without_migrations(tables: list[type[Table]]) -> None:
+    """With no migration file at all: refuse when a table of ``tables`` (the models') holds a ledger.
+
+    The ledger lives in the first table the migrations create, which the files no longer name; an
+    empty package whose table still lists migrations is code older than the table, as in
+    :meth:`Executor.applied`. Per table with a sort key: DescribeTable, then two Queries of the
+    ledger partition when it exists.
+
+    Raises:
+        UnknownMigrationsApplied: a ledger lists applied or started migrations.
+    """
+    from .state import table_state
+
+    for table in tables:
+        frozen = table_state(table)
+        if not frozen.sk_attribute:
+            continue
+        ledger = Ledger(frozen, _physical(frozen.name))
+        if ledger.exists():
+            _refuse_unknown(ledger.name, [], ledger.applied(), ledger.recorded())
 
 
 class OperationFailed(MigrationError):
@@ -427,31 +482,21 @@ class Executor:
 
         DynamoDB: DescribeTable, then a consistent Query of the ledger partition.
 
+        DynamoDB: DescribeTable, then two consistent Queries of the ledger partition (the applied
+        records; the checkpoints' sort keys).
+
         Raises:
-            UnknownMigrationsApplied: the ledger lists applied migrations that have no file here.
+            UnknownMigrationsApplied: the ledger lists applied or started (partial) migrations that
+                have no file here.
         """
         if not self.migrations:
             return {}
         ledger = self.ledger()
-        applied = ledger.applied() if ledger.exists() else {}
-        self._check_known(ledger.name, applied)
+        if not ledger.exists():
+            return {}
+        applied = ledger.applied()
+        _refuse_unknown(ledger.name, [m.name for m in self.migrations], applied, ledger.recorded())
         return applied
-
-    def _check_known(self, table: str, applied: dict[str, dict[str, Any]]) -> None:
-        names = [m.name for m in self.migrations]
-        unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
-        if not unknown:
-            return
-        last = next((n for n in reversed(names) if n in applied), None)
-        listed = ", ".join(f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items())
-        back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
-        raise UnknownMigrationsApplied(
-            f"the ledger of table {table} lists applied migration(s) that this code has no file for: {listed}. "
-            "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
-            "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. "
-            f"Either roll forward (deploy the code that has {', '.join(unknown)}), or roll back in this order: "
-            f"with the code that has those files, run {back} (it reverses them), then deploy this code.",
-            unknown, last)
 
     def started(self) -> set[str]:
         """Migrations not applied with work recorded: partial, interrupted, or partly reversed (one Query)."""
