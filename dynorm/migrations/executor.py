@@ -648,6 +648,8 @@ class Executor:
         backwards = self.backwards_plan(options.target, fake=options.fake)
         pending = [] if backwards else self.plan(options.target)
         report.fake = options.fake
+        if options.worker[1] > 1 and not options.dry_run and not options.fake:
+            self._refuse_split_run_python(backwards, pending, options)
         try:
             if options.dry_run:
                 if options.fake:  # a fake run writes no item: nothing to measure
@@ -711,6 +713,38 @@ class Executor:
             report.read_units = self._pacer.read_units
             report.write_units = self._pacer.write_units
         return report
+
+    def _refuse_split_run_python(self, backwards: list[Migration], pending: list[Migration],
+                                 options: MigrateOptions) -> None:
+        """Under ``--worker i/N``: refuse a ``RunPython`` (or its reverse) not yet recorded done.
+
+        Only scan segments are split between the worker processes; every other operation runs in
+        each of them, and a function is not known to be idempotent (two workers started together
+        both ran it). A GetItem per such operation (its ``op`` checkpoint) when the ledger exists.
+
+        Raises:
+            MigrationError: naming the migration, the operation and the command that runs it once.
+        """
+        ledger = self.ledger()
+        exists = ledger.exists()
+        for reverse, migrations in ((True, backwards), (False, pending)):
+            label_of = (lambda name: f"{name}~reverse") if reverse else (lambda name: name)
+            for m in migrations:
+                for i, op in enumerate(m.operations):
+                    step = op.inverse() if reverse else op
+                    if not isinstance(step, RunPython):
+                        continue
+                    marker = ledger.checkpoint(label_of(m.name), i, "op") if exists else None
+                    if marker is not None and marker["done"]:
+                        continue
+                    target = self._resolve(options.target)
+                    how = (f"`dynorm migrate {target}` without --worker (it reverses {m.name})" if reverse
+                           else f"`dynorm migrate {m.name}` without --worker first, then split the rest")
+                    raise MigrationError(
+                        f"migration {m.name} [{i}] {step.describe()}: --worker {options.worker[0]}/"
+                        f"{options.worker[1]} splits only the scan segments of RekeyEntity/DeleteVersion; a "
+                        f"RunPython would run once in each of the {options.worker[1]} worker processes. Run "
+                        f"{how}. Nothing was changed.")
 
     def _replan(self, target: str | None, backwards: list[Migration], pending: list[Migration],
                 report: MigrateReport, fake: bool = False) -> tuple[list[Migration], list[Migration]]:

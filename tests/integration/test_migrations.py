@@ -218,6 +218,42 @@ def test_workers_split_the_segments_and_the_last_one_records_the_migration(proje
     assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
 
 
+def test_a_run_python_is_refused_under_worker_before_any_write(project: Project) -> None:
+    """Only scan segments are split: two --worker processes started together both ran a RunPython."""
+    from dynorm.cli import cli
+
+    load_v1(project, 3)
+    (project.dir / "migrations" / "0002_count.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def up(ctx):
+            ctx.call("UpdateItem", {"TableName": ctx.table_name("migshop"),
+                                    "Key": {"PK": {"S": "runs"}, "SK": {"S": "runs"}},
+                                    "UpdateExpression": "ADD n :one",
+                                    "ExpressionAttributeValues": {":one": {"N": "1"}}})
+        def down(ctx):
+            up(ctx)
+        dependencies = ["0001_initial"]
+        operations = [ops.RunPython(up, reverse=down)]
+    '''))
+    runs = {"TableName": project.table.table_name(), "Key": {"PK": {"S": "runs"}, "SK": {"S": "runs"}},
+            "ConsistentRead": True}
+    with dynorm.capture() as c:
+        for worker in ((0, 2), (1, 2)):
+            with pytest.raises(MigrationError, match=r"0002_count \[0\] run up: --worker .* RunPython would run "
+                                                     r"once in each of the 2 worker processes"):
+                project.executor().migrate(MigrateOptions(worker=worker))
+    assert not any(op in ("PutItem", "DeleteItem", "TransactWriteItems", "UpdateItem") for op in c.operations)
+    cfg = str(project.config())
+    refused = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--worker", "0/2"])
+    assert refused.exit_code == 1 and "`dynorm migrate 0002_count` without --worker first" in refused.output
+    assert "Item" not in backend.call("GetItem", runs)
+    assert project.executor().migrate(MigrateOptions(target="0002_count")).applied == ["0002_count"]
+    assert project.executor().migrate(MigrateOptions(worker=(1, 2))).applied == []  # nothing left to split
+    with pytest.raises(MigrationError, match=r"`dynorm migrate 0001_initial` without --worker \(it reverses"):
+        project.executor().migrate(MigrateOptions(target="0001", worker=(0, 2)))
+    assert backend.call("GetItem", runs)["Item"]["n"] == {"N": "1"}  # ran once
+
+
 # -- issue 10 §1: failed items are never stranded behind an "applied" record ---------------------------------
 
 
