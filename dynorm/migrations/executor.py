@@ -973,9 +973,17 @@ class Executor:
                 if not left or any(f.exception() is not None for f in finished):
                     break
             for future in futures:
-                if future.done() and future.exception() is not None:
+                error = future.exception() if future.done() else None
+                if error is not None:
                     stop.set()  # end the other segments at their next checkpoint, then re-raise
                     wait_futures(futures)
+                    if not isinstance(error, Exception):
+                        # signals reach the main thread only: this is user code (a transform) exiting, and
+                        # re-raised as it is, a SystemExit(0) would end the command with exit 0, nothing said
+                        raise MigrationError(
+                            f"a scan segment's code raised {type(error).__name__}: {error} (user code: a RekeyEntity "
+                            "transform calling sys.exit()?). The run stopped at a checkpoint and the migration is "
+                            "not applied; fix the function and run `dynorm migrate` again.") from error
                     future.result()
 
     def _verify_copies(self, name: str, i: int, op: DeleteVersion, worker: VersionDeleter, ledger: Ledger | None,

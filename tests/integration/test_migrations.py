@@ -205,6 +205,23 @@ def test_transform_reshapes_items_on_the_way(project: Project) -> None:
     assert raw["migrated"] == {"BOOL": True} and raw["GSI1PK"] == {"S": "v2#M#M3"}  # keys from the new values
 
 
+def test_a_transform_that_calls_sys_exit_fails_the_run_with_exit_1(project: Project) -> None:
+    """SystemExit(0) raised in a scan segment thread was re-raised as is: exit 0, nothing said, not applied."""
+    from dynorm.cli import cli
+
+    load_v1(project, 20)
+    project.write_models(**V2)
+    path = project.makemigrations().path
+    text = path.read_text().replace("    ops.RekeyEntity(\n", "    ops.RekeyEntity(\n        transform=bye,\n", 1)
+    path.write_text(text.replace("operations = [", "def bye(item):\n    import sys\n    sys.exit(0)\n\n\n"
+                                 "operations = [", 1))
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate"])
+    assert result.exit_code == 1, result.output
+    assert "a scan segment's code raised SystemExit: 0" in result.output and "not applied" in result.output
+    assert "0002_widget_v2" not in project.executor().applied()
+    assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+
+
 def test_workers_split_the_segments_and_the_last_one_records_the_migration(project: Project) -> None:
     load_v1(project, 400)
     project.write_models(**V2)
