@@ -409,6 +409,9 @@ class Entity(Model, metaclass=EntityMeta):
                 ``refresh_from_db(fields=[...])``), e.g. deferred fields of an ``only()`` read;
                 ``None`` reloads every field. The other fields keep their values.
 
+        A full reload makes the instance one read from the table (``_state.adding`` False), also a
+        new one (``Widget(widget_id=...)``): its ``save()`` then never re-creates an item deleted since.
+
         Raises:
             Entity.DoesNotExist: the item is gone.
             ValidationError: an unknown field name (before any request).
@@ -451,6 +454,9 @@ class Entity(Model, metaclass=EntityMeta):
             decoded = decode_item(type(self), resp["Item"])
             self.attribute_values = decoded.attribute_values
             state.read_as = decoded._state.read_as
+            # it now holds what the table holds, as an instance from get() does: save() must not
+            # re-create the item if it is deleted meanwhile (an UpdateItem on attribute_exists)
+            state.adding = False
             state.partial = False
             state.deferred = None
             state.unread = frozenset()

@@ -177,6 +177,12 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
 
     if not pending and not backwards:
         click.echo("No migrations to apply.")
+    if options.fake:  # only the ledger changes: no operation runs, no item is read or written
+        for m in backwards:
+            click.echo(f"{m.name}: --fake: would be recorded as not applied; no operation runs, no item is written")
+        for m in pending:
+            click.echo(f"{m.name}: --fake: would be recorded as applied; no operation runs, no item is written")
+        return
     for m, reverse in [(b, True) for b in backwards] + [(p, False) for p in pending]:
         click.echo(f"{m.name}{' (reverse)' if reverse else ''}:")
         for op in (reversed(m.operations) if reverse else m.operations):
@@ -217,7 +223,8 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
 @click.option("--plan", "plan_only", is_flag=True,
               help="List the operations that would run with their estimated requests and RCU/WCU; change nothing.")
 @click.option("--dry-run", is_flag=True, help="Scan and count what each operation would rewrite; write nothing.")
-@click.option("--fake", is_flag=True, help="Record pending migrations as applied without running them.")
+@click.option("--fake", is_flag=True, help="Only change the ledger: record pending migrations as applied (or, "
+              "with an older TARGET, later ones as not applied) without running any operation or writing any item.")
 @click.option("--segments", type=click.IntRange(1, 64), default=None,
               help="Parallel Scan segments for RekeyEntity/DeleteVersion [default: 4; --executor dask: 4 per worker].")
 @click.option("--mode", type=click.Choice(["move", "copy"]), default="move", show_default=True,
@@ -268,11 +275,19 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                             [t.table_name() for t in state.load_models()], yes)
         _sync_models(state, plan_only)
         return
-    from dynorm.migrations.executor import Executor, MigrateOptions, MigrationInterrupted, OperationFailed
+    from dynorm.migrations.executor import (
+        Executor,
+        MigrateOptions,
+        MigrationInterrupted,
+        OperationFailed,
+        check_ledger_without_migrations,
+    )
     from dynorm.migrations.loader import load_migrations
 
     model_tables = state.load_models()
     migrations = load_migrations(settings.migrations)
+    if not migrations:
+        check_ledger_without_migrations(model_tables)
     _warn_unmigrated(migrations, model_tables)
     reporter = _JsonProgress() if as_json else _Bar()
     if verify_name is not None:
@@ -298,7 +313,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     options = MigrateOptions(target=target, mode=mode, segments=segments or 4, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
                              max_wcu=max_wcu, lock_ttl=lock_ttl, resolve=resolve)
-    backwards = executor.backwards_plan(target)
+    backwards = executor.backwards_plan(target, fake=fake)
     pending = [] if backwards else executor.plan(target)
     if plan_only:
         _print_plan(executor, backwards, pending, options)
@@ -309,6 +324,9 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     if not dry_run:
         what = (f"reverse {len(backwards)} migration(s) (rewrite or delete items)" if backwards else
                 f"apply {len(pending)} migration(s) (create tables, rewrite or delete items)")
+        if fake:
+            what = (f"record {len(backwards)} migration(s) as not applied" if backwards else
+                    f"record {len(pending)} migration(s) as applied") + " (--fake: only the ledger; no item is written)"
         tables = sorted({settings.table_prefix + t for m in (pending or backwards) for t in m.tables})
         confirm_changes(settings, what, tables, yes)
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
@@ -436,6 +454,14 @@ def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
     if idle is not None:  # another run did it between our first read of the ledger and our lock
         click.echo(idle[0].upper() + idle[1:] + ".")
         return
+    if report.fake:
+        if report.unapplied:
+            click.echo(f"Recorded {len(report.unapplied)} migration(s) as not applied (--fake: their inverse "
+                       f"operations were NOT run; the items are as they were): {', '.join(report.unapplied)}")
+        if report.applied or not report.unapplied:
+            click.echo(f"Recorded {len(report.applied)} migration(s) as applied (--fake: their operations were NOT "
+                       f"run): {', '.join(report.applied) or 'none'}")
+        return
     if report.unapplied:
         click.echo(f"Reversed {len(report.unapplied)} migration(s): {', '.join(report.unapplied)}")
     click.echo(f"Applied {len(report.applied)} migration(s) in {report.seconds:.1f} s: "
@@ -476,7 +502,7 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
 def showmigrations(state: State) -> None:
     """List migrations per table: [X] applied, [~] partial (failed items or an interrupted run), [ ] pending."""
     from dynorm.exceptions import ConfigurationError
-    from dynorm.migrations.executor import Executor
+    from dynorm.migrations.executor import Executor, check_ledger_without_migrations
     from dynorm.migrations.loader import load_migrations
 
     settings = state.settings()
@@ -486,6 +512,7 @@ def showmigrations(state: State) -> None:
     migrations = load_migrations(settings.migrations)
     _warn_unmigrated(migrations, model_tables)
     if not migrations:
+        check_ledger_without_migrations(model_tables)
         click.echo("No migrations.")
         return
     executor = Executor(migrations)

@@ -10,17 +10,19 @@ recorded in the ledger and the migration stays *partial*; the next run retries e
 items (and any unfinished scan segment). A stop event (set by the CLI on SIGINT/SIGTERM) ends
 every segment at its next checkpoint (between transactions, within ~0.1 s on DynamoDB Local)
 and :class:`MigrationInterrupted` is raised after the lock is released. Migrating to an earlier
-target runs the inverse of each operation of the applied migrations after it, newest first.
+target runs the inverse of each operation of the applied migrations after it, newest first (with
+``fake``, only their records are removed).
 """
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import backend, conf
 from ..exceptions import DynormError, ServiceError, TableDoesNotExist
@@ -41,8 +43,11 @@ from .operations import (
 from .rekey import COPY_GROUP, DELETE_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, Counts, Rekeyer, VersionDeleter
 from .state import ProjectState, TableState
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ..tables import Table
+
 __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "MigrationContext", "MigrationInterrupted",
-           "UnknownMigrationsApplied", "OperationFailed",
+           "UnknownMigrationsApplied", "OperationFailed", "check_ledger_without_migrations",
            "check_lock_ttl", "MIN_LOCK_TTL", "MAX_LOCK_TTL", "CATCH_UP_PASSES", "SegmentJob", "run_segment",
            "make_worker"]
 
@@ -82,7 +87,8 @@ class MigrateOptions:
         segments: parallel Scan segments (threads) for RekeyEntity/DeleteVersion.
         worker: ``(i, n)``: this process runs the segments ``s`` with ``s % n == i``.
         dry_run: scan and count, write nothing (not even the ledger or the lock).
-        fake: record migrations as applied without running them.
+        fake: record migrations as applied without running them; migrating backwards, remove their
+            records (applied, checkpoints, failed items) without running any inverse: no item is written.
         lock_ttl: seconds a lock lives without a heartbeat (``MIN_LOCK_TTL``..``MAX_LOCK_TTL``; the
             heartbeat renews it every third of it).
         consistent_read: strongly consistent scans; ``None`` (default): eventually consistent
@@ -112,26 +118,81 @@ class MigrateOptions:
 
 
 class UnknownMigrationsApplied(MigrationError):
-    """The ledger lists applied migrations that no migration file has: the code is older than the table.
+    """The ledger lists applied, or started (partial), migrations that no migration file has: the
+    code is older than the table.
 
-    Typically a deploy rolled back by reverting code after a migration (a rekey) ran: the older
-    entities would read nothing and write second copies at the old keys. Every command that reads
-    the ledger refuses until the files are back (roll forward) or the migrations were reversed
-    with the code that has them (docs/migrations.md, "Rolling back a deploy").
+    Typically a deploy rolled back by reverting code after a migration (a rekey) ran, or while it
+    ran: the older entities would read nothing and write second copies at the old keys. Every
+    command that reads the ledger refuses until the files are back (roll forward) or the migrations
+    were reversed with the code that has them (docs/migrations.md, "Rolling back a deploy"). An
+    empty migrations package whose ledger (in a table of the models) lists migrations is refused too.
 
     Attributes:
-        unknown: ``{migration name: applied_at}`` of the migrations without a file.
+        unknown: ``{migration name: applied_at}`` of the applied migrations without a file.
+        partial: the started, not applied, migrations without a file (work recorded: checkpoints).
         last_known: the newest applied migration that has a file (``None``: none).
     """
 
-    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None) -> None:
+    def __init__(self, message: str, unknown: dict[str, str | None], last_known: str | None,
+                 partial: list[str] | None = None) -> None:
         super().__init__(message)
         self.unknown = unknown
         self.last_known = last_known
+        self.partial = list(partial or [])
+
+
+def _refuse_unknown(table: str, names: list[str], applied: dict[str, dict[str, Any]], recorded: set[str]) -> None:
+    """Raise :class:`UnknownMigrationsApplied` when the ledger of ``table`` lists an applied or started
+    migration that is not in ``names`` (the migration files, in order)."""
+    unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
+    partial = sorted(n for n in recorded if n not in names and n not in applied)
+    if not unknown and not partial:
+        return
+    last = next((n for n in reversed(names) if n in applied), None)
+    listed = ", ".join([f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items()]
+                       + [f"{n} (partial: started, not finished; some items may be rewritten already)"
+                          for n in partial])
+    back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
+    files = ", ".join([*unknown, *partial])
+    what = (f"Either roll forward (deploy the code that has {files}), or roll back in this order: with the code "
+            f"that has those files, run {back} (it reverses them), then deploy this code." if names else
+            f"This code has no migration file at all (an empty migrations package): restore the files ({files}), "
+            "or, with the code that has them, reverse what must be undone before deploying this code.")
+    raise UnknownMigrationsApplied(
+        f"the ledger of table {table} lists {'applied or started' if partial else 'applied'} migration(s) that "
+        f"this code has no file for: {listed}. "
+        "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
+        "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. " + what,
+        unknown, last, partial)
+
+
+def check_ledger_without_migrations(tables: list[type[Table]]) -> None:
+    """With no migration file at all: refuse when a table of ``tables`` (the models') holds a ledger.
+
+    The ledger lives in the first table the migrations create, which the files no longer name; an
+    empty package whose table still lists migrations is code older than the table, as in
+    :meth:`Executor.applied`. Per table with a sort key: DescribeTable, then two Queries of the
+    ledger partition when it exists.
+
+    Raises:
+        UnknownMigrationsApplied: a ledger lists applied or started migrations.
+    """
+    from .state import table_state
+
+    for table in tables:
+        frozen = table_state(table)
+        if not frozen.sk_attribute:
+            continue
+        ledger = Ledger(frozen, _physical(frozen.name))
+        if ledger.exists():
+            _refuse_unknown(ledger.name, [], ledger.applied(), ledger.recorded())
 
 
 class OperationFailed(MigrationError):
     """An operation's own code (a ``RunPython`` function) raised: the run stopped there.
+
+    Any exception counts, ``SystemExit`` (``sys.exit(0)``) and a ``KeyboardInterrupt`` the code raised
+    itself included; only a signal's stop is :class:`MigrationInterrupted` instead.
 
     The message names the migration and the operation, what this run applied before it, the
     state the ledger is left in, and the traceback of the user code (dynorm's frames left out).
@@ -222,6 +283,8 @@ class MigrateReport:
     #: migrations the plan read before the lock listed but another run applied (or reversed) before
     #: this one took the lock: ``{"migration", "done": "applied"|"reversed", "at": ISO time or None}``
     done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
+    #: ``--fake``: ``applied``/``unapplied`` were only recorded (or un-recorded); no operation ran
+    fake: bool = False
 
     def nothing_to_do(self) -> str | None:
         """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
@@ -243,7 +306,8 @@ class MigrateReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``dynorm migrate --json``)."""
         return {"applied": self.applied, "unapplied": self.unapplied, "partial": self.partial,
-                "failed_items": self.failed_items, "dry_run": self.dry_run, "seconds": round(self.seconds, 3),
+                "failed_items": self.failed_items, "dry_run": self.dry_run, "fake": self.fake,
+                "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "done_elsewhere": self.done_elsewhere,
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
@@ -418,31 +482,21 @@ class Executor:
 
         DynamoDB: DescribeTable, then a consistent Query of the ledger partition.
 
+        DynamoDB: DescribeTable, then two consistent Queries of the ledger partition (the applied
+        records; the checkpoints' sort keys).
+
         Raises:
-            UnknownMigrationsApplied: the ledger lists applied migrations that have no file here.
+            UnknownMigrationsApplied: the ledger lists applied or started (partial) migrations that
+                have no file here.
         """
         if not self.migrations:
             return {}
         ledger = self.ledger()
-        applied = ledger.applied() if ledger.exists() else {}
-        self._check_known(ledger.name, applied)
+        if not ledger.exists():
+            return {}
+        applied = ledger.applied()
+        _refuse_unknown(ledger.name, [m.name for m in self.migrations], applied, ledger.recorded())
         return applied
-
-    def _check_known(self, table: str, applied: dict[str, dict[str, Any]]) -> None:
-        names = [m.name for m in self.migrations]
-        unknown = {n: rec.get("applied_at") for n, rec in sorted(applied.items()) if n not in names}
-        if not unknown:
-            return
-        last = next((n for n in reversed(names) if n in applied), None)
-        listed = ", ".join(f"{n} (applied {at or 'at an unknown time'})" for n, at in unknown.items())
-        back = f"`dynorm migrate {last}`" if last else "`dynorm migrate <the last migration this code has>`"
-        raise UnknownMigrationsApplied(
-            f"the ledger of table {table} lists applied migration(s) that this code has no file for: {listed}. "
-            "The code is older than the table (a deploy rolled back by reverting code?): its entities would miss "
-            "the items those migrations rewrote and write second copies at the old keys. Refusing to go on. "
-            f"Either roll forward (deploy the code that has {', '.join(unknown)}), or roll back in this order: "
-            f"with the code that has those files, run {back} (it reverses them), then deploy this code.",
-            unknown, last)
 
     def started(self) -> set[str]:
         """Migrations not applied with work recorded: partial, interrupted, or partly reversed (one Query)."""
@@ -463,15 +517,19 @@ class Executor:
             target = matches[0]
         return target
 
-    def backwards_plan(self, target: str | None) -> list[Migration]:
+    def backwards_plan(self, target: str | None, fake: bool = False) -> list[Migration]:
         """The migrations after ``target`` that migrating to it reverses, newest first.
 
         Those are the applied ones and those with recorded work (partial, interrupted, partly
         reversed): reversing a partial migration moves back what it moved.
 
+        Args:
+            fake: the reversal only un-records them (``--fake``): an operation without an inverse
+                does not matter then.
+
         Raises:
-            MigrationError: ``target`` names no migration, or one of those migrations has an
-                operation without an inverse (nothing is changed then).
+            MigrationError: ``target`` names no migration, or (unless ``fake``) one of those migrations
+                has an operation without an inverse (nothing is changed then).
         """
         target = self._resolve(target)
         if target is None:
@@ -483,7 +541,7 @@ class Executor:
         if later and target not in applied:
             raise MigrationError(f"cannot migrate to {target}: it is not applied, but later migrations are "
                                  f"({', '.join(m.name for m in later)}).")
-        for m in later:
+        for m in later if not fake else []:
             for op in m.operations:
                 try:
                     op.inverse()
@@ -587,10 +645,15 @@ class Executor:
         self._pacer = Pacer(options.max_rcu, options.max_wcu, options.worker[1], self._stop)
         # the plan read before the lock: validates the target and reversibility early, runs a dry
         # run, and is what the caller saw; a real run plans again from the ledger read under the lock
-        backwards = self.backwards_plan(options.target)
+        backwards = self.backwards_plan(options.target, fake=options.fake)
         pending = [] if backwards else self.plan(options.target)
+        report.fake = options.fake
+        if options.worker[1] > 1 and not options.dry_run and not options.fake:
+            self._refuse_split_run_python(backwards, pending, options)
         try:
             if options.dry_run:
+                if options.fake:  # a fake run writes no item: nothing to measure
+                    return report
                 for m in backwards:
                     self._run(m, options, report, None, reverse=True)
                 for m in pending:
@@ -604,8 +667,13 @@ class Executor:
             ledger.acquire(worker, ttl=options.lock_ttl)
             self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
             try:
-                backwards, pending = self._replan(options.target, backwards, pending, report)
+                backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
                 for m in backwards:
+                    if options.fake:
+                        # Django's --fake: only the record changes; the items stay as the operations left them
+                        ledger.forget(m.name)
+                        report.unapplied.append(m.name)
+                        continue
                     # from here on the migration is no longer applied: its forward records are void
                     # (a forward run starts it again) and an interruption leaves it partial
                     ledger.unrecord_applied(m.name)
@@ -646,8 +714,40 @@ class Executor:
             report.write_units = self._pacer.write_units
         return report
 
+    def _refuse_split_run_python(self, backwards: list[Migration], pending: list[Migration],
+                                 options: MigrateOptions) -> None:
+        """Under ``--worker i/N``: refuse a ``RunPython`` (or its reverse) not yet recorded done.
+
+        Only scan segments are split between the worker processes; every other operation runs in
+        each of them, and a function is not known to be idempotent (two workers started together
+        both ran it). A GetItem per such operation (its ``op`` checkpoint) when the ledger exists.
+
+        Raises:
+            MigrationError: naming the migration, the operation and the command that runs it once.
+        """
+        ledger = self.ledger()
+        exists = ledger.exists()
+        for reverse, migrations in ((True, backwards), (False, pending)):
+            label_of = (lambda name: f"{name}~reverse") if reverse else (lambda name: name)
+            for m in migrations:
+                for i, op in enumerate(m.operations):
+                    step = op.inverse() if reverse else op
+                    if not isinstance(step, RunPython):
+                        continue
+                    marker = ledger.checkpoint(label_of(m.name), i, "op") if exists else None
+                    if marker is not None and marker["done"]:
+                        continue
+                    target = self._resolve(options.target)
+                    how = (f"`dynorm migrate {target}` without --worker (it reverses {m.name})" if reverse
+                           else f"`dynorm migrate {m.name}` without --worker first, then split the rest")
+                    raise MigrationError(
+                        f"migration {m.name} [{i}] {step.describe()}: --worker {options.worker[0]}/"
+                        f"{options.worker[1]} splits only the scan segments of RekeyEntity/DeleteVersion; a "
+                        f"RunPython would run once in each of the {options.worker[1]} worker processes. Run "
+                        f"{how}. Nothing was changed.")
+
     def _replan(self, target: str | None, backwards: list[Migration], pending: list[Migration],
-                report: MigrateReport) -> tuple[list[Migration], list[Migration]]:
+                report: MigrateReport, fake: bool = False) -> tuple[list[Migration], list[Migration]]:
         """Plan again from the ledger read under the lock; note in ``report.done_elsewhere`` what
         the plan read before the lock held but another run did meanwhile.
 
@@ -656,7 +756,7 @@ class Executor:
         not do. Two consistent Queries of the ledger partition.
         """
         applied = self.applied()
-        new_backwards = self.backwards_plan(target)
+        new_backwards = self.backwards_plan(target, fake=fake)
         new_pending = [] if new_backwards else self.plan(target)
         now_back = {m.name for m in new_backwards}
         now_pending = {m.name for m in new_pending}
@@ -753,7 +853,9 @@ class Executor:
             if not options.dry_run:
                 try:
                     op.fn(MigrationContext(state, m.name))
-                except Exception as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                except BaseException as exc:  # noqa: BLE001 - user code: any error is reported with its context
+                    if self._from_signal(exc):
+                        raise
                     rep.status = f"failed: {type(exc).__name__}"
                     raise self._failed(label, i, op, exc, ledger is not None) from exc
             return "done"
@@ -761,7 +863,21 @@ class Executor:
             return self._scan_op(label, i, op, options, ledger, rep, [x.name for x in self.migrations].index(m.name))
         raise MigrationError(f"migration {m.name}: unknown operation {op!r}.")  # pragma: no cover
 
-    def _failed(self, label: str, i: int, op: Operation, exc: Exception, recorded: bool) -> OperationFailed:
+    def _from_signal(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised out of user code, is the way a signal stops the run (not the code's own doing).
+
+        A stop that came (the CLI's SIGINT/SIGTERM handler sets it before it raises to end a waiting
+        request; a lost lease) is; so is a ``KeyboardInterrupt`` while Python's default SIGINT handler
+        is installed (Ctrl-C through the API). Anything else the code raised, ``sys.exit(0)`` included,
+        is the operation failing: the run must not end silently with the migration not applied.
+        """
+        if isinstance(exc, Exception):
+            return False  # an error, reported as OperationFailed even after a stop (as before)
+        if self._stop.is_set():
+            return True
+        return isinstance(exc, KeyboardInterrupt) and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+    def _failed(self, label: str, i: int, op: Operation, exc: BaseException, recorded: bool) -> OperationFailed:
         """The :class:`OperationFailed` for ``op`` (operation ``i`` of ``label``) that raised ``exc``."""
         report = self._report
         name, reverse = label.removesuffix("~reverse"), label.endswith("~reverse")
@@ -857,9 +973,17 @@ class Executor:
                 if not left or any(f.exception() is not None for f in finished):
                     break
             for future in futures:
-                if future.done() and future.exception() is not None:
+                error = future.exception() if future.done() else None
+                if error is not None:
                     stop.set()  # end the other segments at their next checkpoint, then re-raise
                     wait_futures(futures)
+                    if not isinstance(error, Exception):
+                        # signals reach the main thread only: this is user code (a transform) exiting, and
+                        # re-raised as it is, a SystemExit(0) would end the command with exit 0, nothing said
+                        raise MigrationError(
+                            f"a scan segment's code raised {type(error).__name__}: {error} (user code: a RekeyEntity "
+                            "transform calling sys.exit()?). The run stopped at a checkpoint and the migration is "
+                            "not applied; fix the function and run `dynorm migrate` again.") from error
                     future.result()
 
     def _verify_copies(self, name: str, i: int, op: DeleteVersion, worker: VersionDeleter, ledger: Ledger | None,

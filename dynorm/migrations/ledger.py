@@ -201,6 +201,22 @@ class Ledger:
         """Forget one failed item (it was rewritten, or is gone)."""
         backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
+    def recorded(self) -> set[str]:
+        """Migrations with work recorded in either direction (``<name>~reverse`` counted as ``<name>``).
+
+        Every migration a run started has a checkpoint: a scan's ``meta`` one is written before its
+        first write, an ``op`` one after each operation done. One Query of the ``checkpoint#`` items,
+        sort keys only (a few per operation).
+        """
+        sk = str(self.table.sk_attribute)
+        params: dict[str, Any] = {
+            "TableName": self.name, "ConsistentRead": True, "ProjectionExpression": "#sk",
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :p)",
+            "ExpressionAttributeNames": {"#pk": self.table.pk_attribute, "#sk": sk},
+            "ExpressionAttributeValues": {":pk": {"S": LEDGER_PARTITION}, ":p": {"S": "checkpoint#"}}}
+        return {item[sk]["S"].split("#")[1].removesuffix("~reverse")
+                for resp in backend.paginate("Query", params) for item in resp.get("Items", [])}
+
     def progress(self) -> dict[str, dict[str, int]]:
         """Work recorded per migration: ``{name: {"failed", "segments", "done", "started"}}``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from dynorm.cli import cli
@@ -78,3 +79,39 @@ def test_the_same_report_in_json(project: Project) -> None:
     assert "KeyError: 'missing'" in report["error"] and "0003_boom is not applied" in report["ledger"]
     assert 'return d["missing"]' in report["traceback"]
     assert report["report"]["applied"] == ["0001_initial", "0002_seed"]
+
+
+EXITS = '''
+import sys
+
+from dynorm.migrations import RunPython
+
+dependencies = ["0002_seed"]
+
+
+def bye(ctx):
+    {body}
+
+
+operations = [RunPython(bye)]
+'''
+
+
+@pytest.mark.parametrize("body, shown", [("sys.exit(0)", "SystemExit: 0"),
+                                         ("raise SystemExit('done')", "SystemExit: done"),
+                                         ("raise KeyboardInterrupt", "KeyboardInterrupt")])
+def test_a_run_python_that_exits_or_raises_a_base_exception_is_an_operation_failed(project: Project, body: str,
+                                                                                    shown: str) -> None:
+    """Not exit 0 with no message while the migration is not applied: no signal came, so the code failed."""
+    cfg = _project(project)
+    (project.dir / "migrations" / "0003_boom.py").write_text(EXITS.format(body=body))
+    result = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
+    out = result.output
+    assert result.exit_code == 1, out
+    assert f"migration 0003_boom failed at operation [0] run bye: {shown}" in out, out
+    assert "Applied by this run before it: 0001_initial, 0002_seed" in out and "0003_boom is not applied" in out
+    assert "Interrupted" not in out
+    shown_migrations = CliRunner().invoke(cli, ["--config", cfg, "showmigrations"]).output
+    assert "[X] 0002_seed" in shown_migrations and "[X] 0003_boom" not in shown_migrations
+    again = CliRunner().invoke(cli, ["--config", cfg, "migrate"])  # the lock was released
+    assert again.exit_code == 1 and "failed at operation [0] run bye" in again.output

@@ -205,6 +205,23 @@ def test_transform_reshapes_items_on_the_way(project: Project) -> None:
     assert raw["migrated"] == {"BOOL": True} and raw["GSI1PK"] == {"S": "v2#M#M3"}  # keys from the new values
 
 
+def test_a_transform_that_calls_sys_exit_fails_the_run_with_exit_1(project: Project) -> None:
+    """SystemExit(0) raised in a scan segment thread was re-raised as is: exit 0, nothing said, not applied."""
+    from dynorm.cli import cli
+
+    load_v1(project, 20)
+    project.write_models(**V2)
+    path = project.makemigrations().path
+    text = path.read_text().replace("    ops.RekeyEntity(\n", "    ops.RekeyEntity(\n        transform=bye,\n", 1)
+    path.write_text(text.replace("operations = [", "def bye(item):\n    import sys\n    sys.exit(0)\n\n\n"
+                                 "operations = [", 1))
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate"])
+    assert result.exit_code == 1, result.output
+    assert "a scan segment's code raised SystemExit: 0" in result.output and "not applied" in result.output
+    assert "0002_widget_v2" not in project.executor().applied()
+    assert all(i["PK"]["S"].startswith("v1#") for i in widgets(project.table))
+
+
 def test_workers_split_the_segments_and_the_last_one_records_the_migration(project: Project) -> None:
     load_v1(project, 400)
     project.write_models(**V2)
@@ -216,6 +233,42 @@ def test_workers_split_the_segments_and_the_last_one_records_the_migration(proje
     second = project.executor().migrate(MigrateOptions(segments=4, worker=(1, 2)))
     assert second.applied == ["0002_widget_v2"]
     assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+def test_a_run_python_is_refused_under_worker_before_any_write(project: Project) -> None:
+    """Only scan segments are split: two --worker processes started together both ran a RunPython."""
+    from dynorm.cli import cli
+
+    load_v1(project, 3)
+    (project.dir / "migrations" / "0002_count.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def up(ctx):
+            ctx.call("UpdateItem", {"TableName": ctx.table_name("migshop"),
+                                    "Key": {"PK": {"S": "runs"}, "SK": {"S": "runs"}},
+                                    "UpdateExpression": "ADD n :one",
+                                    "ExpressionAttributeValues": {":one": {"N": "1"}}})
+        def down(ctx):
+            up(ctx)
+        dependencies = ["0001_initial"]
+        operations = [ops.RunPython(up, reverse=down)]
+    '''))
+    runs = {"TableName": project.table.table_name(), "Key": {"PK": {"S": "runs"}, "SK": {"S": "runs"}},
+            "ConsistentRead": True}
+    with dynorm.capture() as c:
+        for worker in ((0, 2), (1, 2)):
+            with pytest.raises(MigrationError, match=r"0002_count \[0\] run up: --worker .* RunPython would run "
+                                                     r"once in each of the 2 worker processes"):
+                project.executor().migrate(MigrateOptions(worker=worker))
+    assert not any(op in ("PutItem", "DeleteItem", "TransactWriteItems", "UpdateItem") for op in c.operations)
+    cfg = str(project.config())
+    refused = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--worker", "0/2"])
+    assert refused.exit_code == 1 and "`dynorm migrate 0002_count` without --worker first" in refused.output
+    assert "Item" not in backend.call("GetItem", runs)
+    assert project.executor().migrate(MigrateOptions(target="0002_count")).applied == ["0002_count"]
+    assert project.executor().migrate(MigrateOptions(worker=(1, 2))).applied == []  # nothing left to split
+    with pytest.raises(MigrationError, match=r"`dynorm migrate 0001_initial` without --worker \(it reverses"):
+        project.executor().migrate(MigrateOptions(target="0001", worker=(0, 2)))
+    assert backend.call("GetItem", runs)["Item"]["n"] == {"N": "1"}  # ran once
 
 
 # -- issue 10 §1: failed items are never stranded behind an "applied" record ---------------------------------
@@ -368,6 +421,48 @@ def test_run_python_with_reverse_runs_it_backwards(project: Project) -> None:
     assert "Item" in backend.call("GetItem", flag)
     assert project.executor().migrate(MigrateOptions(target="0001")).unapplied == ["0002_flag"]
     assert "Item" not in backend.call("GetItem", flag)
+
+
+def test_migrating_back_with_fake_only_unrecords_and_writes_no_item(project: Project) -> None:
+    """Django's ``migrate <older> --fake``: the later migrations are un-recorded; no RunPython reverse runs,
+    no rekey moves an item back (also when an operation has no inverse)."""
+    from dynorm.cli import cli
+
+    load_v1(project, 40)
+    project.write_models(**V2)
+    assert project.makemigrations().name == "0002_widget_v2"
+    (project.dir / "migrations" / "0003_flag.py").write_text(textwrap.dedent('''
+        from dynorm.migrations import operations as ops
+        def put(ctx, sk):
+            ctx.call("PutItem", {"TableName": ctx.table_name("migshop"),
+                                 "Item": {"PK": {"S": "flag"}, "SK": {"S": sk}}})
+        def up(ctx):
+            put(ctx, "up")
+        def down(ctx):
+            put(ctx, "down")
+        def once(ctx):
+            put(ctx, "once")
+        dependencies = ["0002_widget_v2"]
+        operations = [ops.RunPython(up, reverse=down), ops.RunPython(once)]
+    '''))
+    assert project.executor().migrate(MigrateOptions()).applied == ["0002_widget_v2", "0003_flag"]
+    before = sorted(scan_all(project.table), key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
+    items = [i for i in before if i["PK"]["S"] != "dynorm#migrations"]
+    cfg = str(project.config())
+    plan = CliRunner().invoke(cli, ["--config", cfg, "migrate", "0001", "--fake", "--plan"])
+    assert plan.exit_code == 0 and "0002_widget_v2: --fake: would be recorded as not applied" in plan.output
+    with dynorm.capture() as c:
+        result = CliRunner().invoke(cli, ["--config", cfg, "migrate", "0001", "--fake", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "Recorded 2 migration(s) as not applied (--fake: their inverse operations were NOT run" in result.output
+    assert "0003_flag, 0002_widget_v2" in result.output and "Reversed" not in result.output
+    writes = [r for r in c.requests if r.operation in ("PutItem", "DeleteItem", "UpdateItem", "TransactWriteItems",
+                                                       "BatchWriteItem")]
+    assert writes and all(r.operation != "TransactWriteItems" and r.operation != "BatchWriteItem" for r in writes)
+    assert all((r.params.get("Key") or r.params["Item"])["PK"]["S"] == "dynorm#migrations" for r in writes)
+    after = sorted(scan_all(project.table), key=lambda i: (i["PK"]["S"], i["SK"]["S"]))
+    assert [i for i in after if i["PK"]["S"] != "dynorm#migrations"] == items  # still at v2, no "down" flag
+    assert set(project.executor().applied()) == {"0001_initial"} and not project.executor().started()
 
 
 # -- issue 10 §6/§7: progress, --plan cost, pacing, consistency ------------------------------------------------

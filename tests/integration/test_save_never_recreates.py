@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from dynorm import backend
+from dynorm.exceptions import StaleWrite
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
+from tests.migproject import UNVERSIONED, V2, VERSIONED, Project, load_v1, widgets
 
 
 def _raw(project: Project, pk: str) -> dict | None:
@@ -46,3 +47,26 @@ def test_a_deleted_unversioned_item_is_not_brought_back_by_save(project: Project
     fresh = models.Widget(widget_id="w00000", maker="m", size=3)
     fresh.save()  # a new instance still saves (an upsert of what was never read)
     assert _raw(project, "v1#W#w00000") is not None
+
+
+@pytest.mark.parametrize("version_field", [UNVERSIONED, VERSIONED], ids=["unversioned", "versioned"])
+def test_a_new_instance_loaded_by_refresh_from_db_counts_as_read(project: Project, version_field: str) -> None:
+    """``Widget(widget_id=...)`` then ``refresh_from_db()`` holds what the table holds: once the item is
+    deleted elsewhere, ``save()`` fails as it does for an instance from ``get()`` (DoesNotExist; with a
+    ``fields.Version()``, StaleWrite "it was deleted"), writing nothing."""
+    models = load_v1(project, 3, version_field=version_field)
+    raised: list[type[BaseException]] = []
+    for wid, read in (("w00001", lambda w: models.Widget.objects.get(widget_id=w)),
+                      ("w00002", lambda w: models.Widget(widget_id=w))):
+        obj = read(wid)
+        obj.refresh_from_db()
+        models.Widget.objects.get(widget_id=wid).delete()
+        obj.size = 9
+        with pytest.raises((models.Widget.DoesNotExist, StaleWrite)) as exc:
+            obj.save()
+        raised.append(exc.type)
+        assert _raw(project, f"v1#W#{wid}") is None
+    assert raised[0] is raised[1] is (StaleWrite if version_field == VERSIONED else models.Widget.DoesNotExist)
+    partly = models.Widget(widget_id="w00000", maker="m", size=4)
+    partly.refresh_from_db(fields=["size"])  # only some fields read: still the caller's instance
+    assert partly._state.adding

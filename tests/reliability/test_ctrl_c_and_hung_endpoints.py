@@ -169,6 +169,50 @@ def test_ctrl_c_while_the_endpoint_hangs_exits_130_with_the_resume_line(project:
         proxy.close()
 
 
+WAITING_RUN_PYTHON = '''
+import time
+
+from dynorm.migrations import RunPython
+
+dependencies = ["0001_initial"]
+
+
+def wait(ctx):
+    open({ready!r}, "w").close()
+    while True:
+        ctx.call("DescribeTable", {{"TableName": ctx.table_name("migshop")}})
+        time.sleep(0.05)
+
+
+operations = [RunPython(wait)]
+'''
+
+
+def test_ctrl_c_while_a_run_python_waits_for_a_request_exits_130_not_operation_failed(project: Project) -> None:
+    """The signal ends the RunPython's request (a BaseException out of user code): that is the
+    interruption, never reported as the function failing."""
+    load_v1(project, 1)
+    ready = project.root / "ready"
+    (project.dir / "migrations" / "0002_wait.py").write_text(WAITING_RUN_PYTHON.format(ready=str(ready)))
+    port = int(str(conf.get_settings().endpoint).rsplit(":", 1)[1])
+    proxy = Proxy(port)
+    try:
+        cfg = _config(project, f"http://127.0.0.1:{proxy.port}", ", read_timeout: 2, max_attempts: 2")
+        proc = _dynorm(project, cfg, "migrate")
+        for _ in range(300):
+            if ready.exists():
+                break
+            time.sleep(0.1)
+        proxy.silent.set()  # the function's next request waits
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proxy.close()
+    assert proc.returncode == 130, err[-2000:]
+    assert "Interrupted by SIGINT" in err and "OperationFailed" not in err and "Resume with:" in err
+
+
 def test_a_second_ctrl_c_stops_at_once(project: Project) -> None:
     port = int(str(conf.get_settings().endpoint).rsplit(":", 1)[1])
     proxy = Proxy(port)
