@@ -145,7 +145,7 @@ def client() -> Any:
                 kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = explicit
             # parameter_validation off, as PynamoDB does: every request is built by dynorm's
             # planners and DynamoDB validates it anyway; walking the shapes costs ~10% per call
-            config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
+            config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
                             connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                             max_pool_connections=32, parameter_validation=False)
             built = session.create_client("dynamodb", region_name=settings.region,
@@ -547,7 +547,7 @@ async def _build_aclient(settings: conf.Settings) -> _LoopClient:
     explicit = credentials_for(settings)
     if explicit is not None:
         kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = explicit
-    config = Config(retries={"mode": "standard", "max_attempts": settings.max_attempts},
+    config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
                     connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                     max_pool_connections=64, parameter_validation=False)
     context = _aiobotocore_session().create_client("dynamodb", region_name=settings.region,

@@ -47,6 +47,24 @@ def test_throttling_on_30_percent_of_calls_is_retried_by_botocore() -> None:
 
 
 
+@pytest.mark.parametrize("attempts", [1, 3])
+def test_max_attempts_is_the_total_number_of_attempts_the_first_included(attempts: int) -> None:
+    """``connection.max_attempts`` counts every attempt (docs/cli.md, conf.Settings): botocore's
+    ``retries.max_attempts`` counts retries only, so passing the setting there sent one more."""
+    c = Counter.objects.create(name="throttled")
+    sent = {"n": 0}
+
+    def throttle(**kwargs: Any) -> Any:
+        sent["n"] += 1
+        return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                                   "message": "Rate of requests exceeds the allowed throughput."})
+
+    dynorm.configure(max_attempts=attempts)
+    with Hook("before-send.dynamodb.GetItem", throttle), pytest.raises(dynorm.ServiceError) as err:
+        Counter.objects.get(name=c.name)
+    assert err.value.code == "ThrottlingException" and sent["n"] == attempts
+
+
 def test_unprocessed_items_on_every_batch_response_still_write_everything() -> None:
     # every BatchWriteItem response leaves the last third of its items unprocessed (and they
     # are really not written: the request is cut before it is sent)
