@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
            "plan_sync", "apply",
-           "wait_active", "attribute_types"]
+           "wait_active", "wait_deleted", "attribute_types"]
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,21 @@ def wait_active(name: str, timeout: float = 300.0) -> None:
             raise ServiceError(f"table {name} is not ACTIVE after {timeout:.0f} s (statuses: {statuses}).",
                                code="Timeout", operation="DescribeTable")
         time.sleep(0.2)
+
+
+def wait_deleted(name: str, timeout: float = 60.0, interval: float = 0.2) -> None:
+    """Wait until table ``name`` is gone: DescribeTable every ``interval`` seconds until it raises
+    TableDoesNotExist, for at most ``timeout`` seconds (then return; the caller's next request says)."""
+    from .backend import call
+    from .exceptions import TableDoesNotExist
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            call("DescribeTable", {"TableName": name})
+        except TableDoesNotExist:
+            return
+        time.sleep(interval)
 
 
 def apply(table: type[Table], actions: list[SchemaAction], wait: bool = True) -> None:

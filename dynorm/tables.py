@@ -8,7 +8,6 @@ entity-type discriminator; every entity of the table is a subclass of that model
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -452,18 +451,13 @@ class Table(metaclass=TableMeta):
         Raises:
             TableDoesNotExist: there is no such table.
         """
+        from . import schema
         from .backend import call
 
         name = cls.table_name()
         call("DeleteTable", {"TableName": name})
         if wait:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    call("DescribeTable", {"TableName": name})
-                except TableDoesNotExist:
-                    return
-                time.sleep(0.2)
+            schema.wait_deleted(name)
 
     @classmethod
     def exists(cls) -> bool:

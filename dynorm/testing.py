@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from . import backend, conf
+from . import backend, conf, schema
 from .local import LocalDynamoDB
 from .tables import all_tables
 
@@ -313,13 +313,8 @@ def _drop(name: str, wait: bool = True) -> None:
             raise
         backend.call("UpdateTable", {"TableName": name, "DeletionProtectionEnabled": False})
         backend.call("DeleteTable", {"TableName": name})
-    deadline = time.monotonic() + 60
-    while wait and time.monotonic() < deadline:
-        try:
-            backend.call("DescribeTable", {"TableName": name})
-        except TableDoesNotExist:
-            return
-        time.sleep(0.05)
+    if wait:
+        schema.wait_deleted(name, interval=0.05)
 
 
 def _empty(name: str, key_schema: list[dict[str, Any]]) -> None:
