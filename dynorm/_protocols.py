@@ -11,8 +11,9 @@ An entity class is ``type[EntityLike]`` and an instance ``EntityLike``: the clas
 classmethods of the one protocol, as ``Entity`` declares them. A table class is
 ``type[TableLike]``.
 
-This module sits just above :mod:`dynorm.options`: it names ``Options`` (an entity's ``_meta``),
-``TableOptions`` and ``ModelState``, and nothing above them.
+This module sits just above :mod:`dynorm.options` and :mod:`dynorm.expressions`: for annotations it
+names ``Options`` (an entity's ``_meta``), ``ModelState``, ``Q`` and ``backend.Steps``, and at run
+time it subclasses :class:`dynorm.table_options.TableDeclaration`; none of them imports it back.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class EntityLike(Protocol):
         _state: per-instance bookkeeping (adding, deferred, the key it was read under).
         attribute_values: PynamoDB's field name -> Python value of this instance.
         DoesNotExist, MultipleObjectsReturned: the entity's own exception classes.
-        objects: the default manager (typed ``Any``: ``manager`` is above this module).
+        objects: the default manager (typed ``Any``: ``manager`` is above this module). Not used
+            below ``models``; declared for callers of ``Table.entities()``, which returns these classes.
     """
 
     _meta: ClassVar[Options]
