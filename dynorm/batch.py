@@ -25,7 +25,7 @@ from .fields import unreadable_item
 from .writes import older_keys, prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["RetryPolicy", "bulk_create", "bulk_delete", "bulk_delete_steps", "batch_get", "send_until_processed",
            "send_chunk", "answered", "bulk_create_steps", "batch_get_steps", "chunk_steps"]
@@ -108,7 +108,7 @@ def answered(error: BaseException) -> bool:
 Triple = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
 
 
-def _write(model: type[Entity], requests: list[Triple], policy: RetryPolicy, verb: str,
+def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy, verb: str,
            then: Mapping[tuple[str, ...], list[Triple]] | None = None,
            on_written: Callable[[Triple], object] | None = None) -> backend.Steps:
     """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25.
@@ -202,7 +202,7 @@ def _write(model: type[Entity], requests: list[Triple], policy: RetryPolicy, ver
         not_done, written=written, uncertain=maybe) from stop
 
 
-def _check_duplicates(model: type[Entity], keys: list[dict[str, Any]]) -> None:
+def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> None:
     seen: dict[tuple[str, ...], int] = {}
     for i, key in enumerate(keys):
         ident = _identity(key)
@@ -214,13 +214,14 @@ def _check_duplicates(model: type[Entity], keys: list[dict[str, Any]]) -> None:
         seen[ident] = i
 
 
-def bulk_create(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy | None = None,
-                sleep: Callable[[float], None] = time.sleep) -> list[Entity]:
+def bulk_create(model: type[EntityLike], objs: Iterable[EntityLike], policy: RetryPolicy | None = None,
+                sleep: Callable[[float], None] = time.sleep) -> list[EntityLike]:
     """Write many new items with BatchWriteItem (25 per request); see :func:`bulk_create_steps`."""
     return backend.drive(bulk_create_steps(model, objs, policy), sleep)  # type: ignore[no-any-return]
 
 
-def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: RetryPolicy | None = None) -> backend.Steps:
+def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
+                      policy: RetryPolicy | None = None) -> backend.Steps:
     """Write many new items with BatchWriteItem (25 write requests per BatchWriteItem).
 
     Every item is validated and its keys computed before the first request. BatchWriteItem
@@ -282,13 +283,13 @@ def bulk_create_steps(model: type[Entity], objs: Iterable[Entity], policy: Retry
     return objs
 
 
-def bulk_delete(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any]], policy: RetryPolicy | None = None,
-                sleep: Callable[[float], None] = time.sleep) -> int:
+def bulk_delete(model: type[EntityLike], targets: Iterable[EntityLike | Mapping[str, Any]],
+                policy: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep) -> int:
     """Delete many items by instance or key dict with BatchWriteItem; see :func:`bulk_delete_steps`."""
     return backend.drive(bulk_delete_steps(model, targets, policy), sleep)  # type: ignore[no-any-return]
 
 
-def bulk_delete_steps(model: type[Entity], targets: Iterable[Entity | Mapping[str, Any]],
+def bulk_delete_steps(model: type[EntityLike], targets: Iterable[EntityLike | Mapping[str, Any]],
                       policy: RetryPolicy | None = None) -> backend.Steps:
     """Delete many items by instance or key dict with BatchWriteItem (25 per request; no version check).
 
@@ -315,7 +316,7 @@ def bulk_delete_steps(model: type[Entity], targets: Iterable[Entity | Mapping[st
     return len(keys)
 
 
-def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dict[str, Any]]],
+def batch_get(model: type[EntityLike] | None, keys: Sequence[tuple[type[EntityLike], dict[str, Any]]],
               consistent: bool = False, policy: RetryPolicy | None = None,
               sleep: Callable[[float], None] = time.sleep,
               unreadable: list[UnreadableItem] | None = None) -> list[Any]:
@@ -323,7 +324,7 @@ def batch_get(model: type[Entity] | None, keys: Sequence[tuple[type[Entity], dic
     return backend.drive(batch_get_steps(keys, consistent, policy, unreadable), sleep)  # type: ignore[no-any-return]
 
 
-def batch_get_steps(keys: Sequence[tuple[type[Entity], dict[str, Any]]], consistent: bool = False,
+def batch_get_steps(keys: Sequence[tuple[type[EntityLike], dict[str, Any]]], consistent: bool = False,
                     policy: RetryPolicy | None = None, unreadable: list[UnreadableItem] | None = None) -> backend.Steps:
     """Read items by primary key with BatchGetItem (100 distinct keys per request).
 
@@ -341,7 +342,7 @@ def batch_get_steps(keys: Sequence[tuple[type[Entity], dict[str, Any]]], consist
     """
     bad: list[UnreadableItem] = [] if unreadable is None else unreadable
     policy = policy or RetryPolicy()
-    unique: dict[tuple[str, tuple[str, ...]], tuple[type[Entity], dict[str, Any]]] = {}
+    unique: dict[tuple[str, tuple[str, ...]], tuple[type[EntityLike], dict[str, Any]]] = {}
     for cls, key in keys:
         unique.setdefault((cls._meta.table.table_name(), _identity(key)), (cls, key))
     out: list[Any] = []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .keys import KeyTemplate
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tables import Table
+    from ._protocols import TableLike
 
 __all__ = ["check_table", "could_collide", "template_problems", "check_collections", "collection_splits",
            "collection_members", "CollectionMember"]
@@ -60,7 +60,7 @@ def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, 
     return len(sa) == len(sb) and all(_segment_compatible(x, y) for x, y in zip(sa, sb))
 
 
-def template_problems(table: type[Table]) -> list[str]:
+def template_problems(table: type[TableLike]) -> list[str]:
     """Report key templates of ``table``'s entities that let two different items meet.
 
     Every template is checked for placeholders sharing one delimiter-separated segment
@@ -90,7 +90,7 @@ def template_problems(table: type[Table]) -> list[str]:
     return problems
 
 
-def multi_key_problems(table: type[Table]) -> list[str]:
+def multi_key_problems(table: type[TableLike]) -> list[str]:
     """Problems with the multi-attribute GSIs of ``table`` (pure).
 
     Every entity of the table that stores a field under one of such an index's key
@@ -114,7 +114,7 @@ def multi_key_problems(table: type[Table]) -> list[str]:
     return problems
 
 
-def check_table(table: type[Table]) -> list[str]:
+def check_table(table: type[TableLike]) -> list[str]:
     """Return the problems found among ``table``'s entities (empty list when none).
 
     Reports templates that can collide within one entity (:func:`template_problems`) and
@@ -161,7 +161,7 @@ def _bump_advice(groups: dict[str, str]) -> str:
             f"collection's entities together (`dynorm makemigrations` then writes a RekeyEntity for each)")
 
 
-def collection_members(table: type[Table]) -> list[CollectionMember]:
+def collection_members(table: type[TableLike]) -> list[CollectionMember]:
     """Every entity's partition-key template on the table and on each GSI of ``table`` (live models)."""
     out: list[CollectionMember] = []
     for entity_type, entity in table._entities.items():
@@ -173,7 +173,7 @@ def collection_members(table: type[Table]) -> list[CollectionMember]:
     return out
 
 
-def check_collections(table: type[Table]) -> list[str]:
+def check_collections(table: type[TableLike]) -> list[str]:
     """Report item collections split by different key versions (pure, no I/O).
 
     Entities whose partition-key templates on one index are the same text live in the same

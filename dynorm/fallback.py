@@ -31,19 +31,19 @@ from .registry import default_manager
 from .writes import older_keys, prepare_move_to_current
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["move_to_current", "move_to_current_steps", "resolve_older_steps"]
 
 ATTEMPTS = 8
 
 
-def move_to_current(obj: Entity) -> None:
+def move_to_current(obj: EntityLike) -> None:
     """Move ``obj``'s item to the current key version (see :func:`move_to_current_steps`)."""
     backend.drive(move_to_current_steps(obj))
 
 
-def move_to_current_steps(obj: Entity) -> backend.Steps:
+def move_to_current_steps(obj: EntityLike) -> backend.Steps:
     """Move ``obj``'s item from the older key version it was read under to the current one.
 
     A no-op for an instance not read through ``Meta.read_versions``. Afterwards the instance
@@ -114,7 +114,7 @@ def move_to_current_steps(obj: Entity) -> backend.Steps:
     state.fallback_revision = None
 
 
-def resolve_older_steps(model: type[Entity], key: Mapping[str, Any]) -> backend.Steps:
+def resolve_older_steps(model: type[EntityLike], key: Mapping[str, Any]) -> backend.Steps:
     """Follow ``get()``'s ``Meta.read_versions`` fallback before a write by key: when the item is not
     under the current keys but under an older version's, move it to the current keys first
     (:func:`move_to_current_steps`; the move changes no value), so the write lands on it.

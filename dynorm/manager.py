@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from .query import QuerySet
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["BaseManager", "Manager"]
 
-T = TypeVar("T", bound="Entity")
+T = TypeVar("T", bound="EntityLike")
 
 
 class BaseManager(Generic[T]):

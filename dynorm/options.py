@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .exceptions import ModelError
 from .keys import VERSION, KeyTemplate
+from .table_options import is_table_class
 
 if TYPE_CHECKING:  # pragma: no cover
     from .fields import Field
-    from .tables import Table
+    from .table_options import TableDeclaration
 
 __all__ = ["Index", "BoundIndex", "Options", "PRIMARY", "RESERVED_FIELD_NAMES"]
 
@@ -134,7 +135,7 @@ class Options:
     """
 
     entity: str
-    table: type[Table]
+    table: type[TableDeclaration]
     entity_type: str
     key_version: str
     read_versions: tuple[str, ...]
@@ -426,10 +427,8 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             that name no field, two fields stored as one attribute, or two templates that write
             one attribute differently (the message names the entity and what to fix).
     """
-    from .tables import Table
-
     table = getattr(meta, "table", None)
-    if not (isinstance(table, type) and issubclass(table, Table) and table is not Table):
+    if not is_table_class(table):
         raise ModelError(f"{entity}.Meta.table must be a dynorm.Table subclass, got {table!r}.")
     tmeta = table._meta
     delim = tmeta.delimiter

@@ -26,7 +26,7 @@ from .options import PRIMARY, BoundIndex
 from .writes import check_key_sizes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by", "sparse_fields"]
 
@@ -56,7 +56,7 @@ class QueryState:
         ordered: ``order_by()`` was called (``"sk"`` too), so a Scan, which has no order, is refused.
     """
 
-    model: type[Entity]
+    model: type[EntityLike]
     where: tuple[Q, ...] = ()
     using: str | None = None
     scan: bool = False
@@ -64,7 +64,7 @@ class QueryState:
     projection: tuple[str, ...] | None = None
     consistent: bool = False
     collection: bool = False
-    of: type[Entity] | None = None
+    of: type[EntityLike] | None = None
     of_values: tuple[tuple[str, Any], ...] = ()
     prefetch: tuple[str, ...] = ()
     order_field: str | None = None

@@ -41,11 +41,11 @@ from .keys import VERSION
 from .plan import Plan, QueryState, plan
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["QuerySet", "Page", "UnknownItem"]
 
-T = TypeVar("T", bound="Entity")
+T = TypeVar("T", bound="EntityLike")
 
 
 class UnknownItem:
@@ -105,7 +105,7 @@ class _Window:
     stop: int | None = None
 
 
-def _named_patterns(model: type[Entity]) -> list[str]:
+def _named_patterns(model: type[EntityLike]) -> list[str]:
     """The named access patterns a custom queryset class adds (``by_brand``, ...), for error messages."""
     qs_class = getattr(getattr(model, "objects", None), "_queryset_class", None)
     if qs_class is None:
@@ -299,7 +299,7 @@ class QuerySet(Generic[T]):
         """
         return self._clone(collection=True, using=using or "primary", where=(*self._state.where, Q(**key)))
 
-    def of(self, entity: type[Entity], **values: Any) -> QuerySet[Any]:
+    def of(self, entity: type[EntityLike], **values: Any) -> QuerySet[Any]:
         """In a collection, keep only ``entity``'s items (begins_with on its sort-key prefix). No I/O."""
         if not self._state.collection:
             raise InvalidQuery("of() narrows an item collection; call collection(...) first.")
@@ -1015,7 +1015,7 @@ class QuerySet(Generic[T]):
             obj = yield from self.consistent()._get_steps((), {})
             return (yield from obj._update_steps(condition, changes))
 
-    def update_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
+    def update_with_retry(self, key: Mapping[str, Any] | EntityLike, fn: Callable[[T], Any], attempts: int = 5,
                           base_delay: float = 0.02) -> T:
         """Read the item (consistently), apply ``fn(obj)``, ``save()``; on a lost race re-read and retry.
 
@@ -1039,12 +1039,12 @@ class QuerySet(Generic[T]):
         """
         return backend.drive(self._update_with_retry_steps(key, fn, attempts, base_delay))  # type: ignore
 
-    async def aupdate_with_retry(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int = 5,
+    async def aupdate_with_retry(self, key: Mapping[str, Any] | EntityLike, fn: Callable[[T], Any], attempts: int = 5,
                                  base_delay: float = 0.02) -> T:
         """:meth:`update_with_retry` for asyncio (``fn`` is a plain function; waits with ``asyncio.sleep``)."""
         return await backend.adrive(self._update_with_retry_steps(key, fn, attempts, base_delay))  # type: ignore
 
-    def _update_with_retry_steps(self, key: Mapping[str, Any] | Entity, fn: Callable[[T], Any], attempts: int,
+    def _update_with_retry_steps(self, key: Mapping[str, Any] | EntityLike, fn: Callable[[T], Any], attempts: int,
                                  base_delay: float) -> backend.Steps:
         from .backend import RetryPolicy
         from .exceptions import ModelError, StaleWrite

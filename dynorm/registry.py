@@ -12,23 +12,23 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tables import Table
+    from .table_options import TableDeclaration
 
 __all__ = ["register_table", "all_tables", "register_entity", "entity_named", "default_manager",
            "resolve_reference"]
 
-_TABLES: list[type[Table]] = []
+_TABLES: list[type[TableDeclaration]] = []
 _ENTITIES: list[Any] = []
 _PENDING: list[Any] = []  # Reference fields whose string target is not resolved yet
 _RESOLVED: list[Any] = []  # string references already resolved (a later class of that name is refused)
 
 
-def register_table(table: type[Table]) -> None:
+def register_table(table: type[TableDeclaration]) -> None:
     """Record a ``Table`` subclass (called by its metaclass)."""
     _TABLES.append(table)
 
 
-def all_tables() -> list[type[Table]]:
+def all_tables() -> list[type[TableDeclaration]]:
     """Every ``Table`` subclass defined so far, in definition order."""
     return list(_TABLES)
 

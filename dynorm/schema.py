@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from .exceptions import ServiceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .tables import MultiKeySchema, Table, TableOptions
+    from ._protocols import TableLike
+    from .table_options import MultiKeySchema, TableOptions
 
 __all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
            "plan_sync", "apply",
@@ -33,7 +34,7 @@ class SchemaAction:
         return f"{self.operation}: {self.summary}"
 
 
-def attribute_types(table: type[Table]) -> dict[str, str]:
+def attribute_types(table: type[TableLike]) -> dict[str, str]:
     """Scalar types (``S``/``N``/``B``) of every field attribute of the table's entities (for LSI sort keys)."""
     out: dict[str, str] = {}
     for entity in table._entities.values():
@@ -108,7 +109,7 @@ def create_params(m: TableOptions, name: str, attr_types: dict[str, str] | None 
     return params
 
 
-def create_action(table: type[Table]) -> SchemaAction:
+def create_action(table: type[TableLike]) -> SchemaAction:
     """Plan the CreateTable request for ``table`` (all GSIs and LSIs, projection ALL, on-demand)."""
     m = table._meta
     name = table.table_name()
@@ -135,7 +136,7 @@ def describe_gsi(m: TableOptions, gname: str) -> str:
     return f"{gname} ({pk}, {sk})"
 
 
-def _ttl_action(table: type[Table]) -> SchemaAction:
+def _ttl_action(table: type[TableLike]) -> SchemaAction:
     name = table.table_name()
     attr = table._meta.ttl_attribute
     return SchemaAction("UpdateTimeToLive", {
@@ -143,7 +144,7 @@ def _ttl_action(table: type[Table]) -> SchemaAction:
         f"turn on TTL on {name}.{attr}")
 
 
-def plan_sync(table: type[Table], description: dict[str, Any] | None) -> list[SchemaAction]:
+def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> list[SchemaAction]:
     """Plan what brings the physical table in line with the model; never drops anything.
 
     Args:
@@ -204,7 +205,7 @@ def wait_deleted(name: str, timeout: float = 60.0, interval: float = 0.2) -> Non
         time.sleep(interval)
 
 
-def apply(table: type[Table], actions: list[SchemaAction], wait: bool = True) -> None:
+def apply(table: type[TableLike], actions: list[SchemaAction], wait: bool = True) -> None:
     """Send planned schema actions in order, waiting for ACTIVE after each when ``wait``."""
     from .backend import call
 

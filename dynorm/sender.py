@@ -22,7 +22,7 @@ from . import backend
 from .exceptions import ConditionFailed, DynormError, ReadBackFailed, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
     from .writes import WriteOp
 
 __all__ = ["send", "asend", "send_steps", "send_create_steps"]
@@ -31,12 +31,12 @@ __all__ = ["send", "asend", "send_steps", "send_create_steps"]
 MAYBE_APPLIED = "maybe_applied"
 
 
-def send(op: WriteOp) -> Entity | None:
+def send(op: WriteOp) -> EntityLike | None:
     """Send one planned write alone and apply it to its instance (see :func:`send_steps`)."""
     return backend.drive(send_steps(op))  # type: ignore[no-any-return]
 
 
-async def asend(op: WriteOp) -> Entity | None:
+async def asend(op: WriteOp) -> EntityLike | None:
     """:func:`send` for asyncio (the same steps, requests through :func:`dynorm.backend.acall`)."""
     return await backend.adrive(send_steps(op))  # type: ignore[no-any-return]
 

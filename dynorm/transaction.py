@@ -31,7 +31,7 @@ from .writes import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
 
 __all__ = ["Transaction", "transaction", "atransaction", "bulk_update", "bulk_update_steps", "send_delete",
            "send_delete_steps", "MAX_ACTIONS"]
@@ -45,11 +45,11 @@ def _is_entity_class(value: Any) -> bool:
     return isinstance(value, type) and hasattr(getattr(value, "_meta", None), "key_fields")
 
 
-def _target(target: Entity | type[Entity], key: Mapping[str, Any] | None) -> tuple[type[Entity], Any]:
+def _target(target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None) -> tuple[type[EntityLike], Any]:
     if is_instance(target):
-        return cast("type[Entity]", type(target)), target
+        return cast("type[EntityLike]", type(target)), target
     if _is_entity_class(target):
-        target = cast("type[Entity]", target)
+        target = cast("type[EntityLike]", target)
         if key is None:
             fields = ", ".join(repr(k) + ": ..." for k in target._meta.key_fields)
             raise ValidationError(f"{target.__name__}: give the key dict of the item, e.g. "
@@ -106,7 +106,7 @@ class Transaction:
         # (which get() reads) must not be hidden, so its older keys are checked in this transaction
         self._add(op, *prepare_create_checks(op))
 
-    def create(self, obj: Entity) -> Entity:
+    def create(self, obj: EntityLike) -> EntityLike:
         """Add a Put that refuses to overwrite (``attribute_not_exists``).
 
         While ``Meta.read_versions`` lists older key versions, one ConditionCheck
@@ -121,7 +121,7 @@ class Transaction:
         self._add_put(prepare_put(obj, create=True))
         return obj
 
-    def save(self, obj: Entity) -> Entity:
+    def save(self, obj: EntityLike) -> EntityLike:
         """Add a Put of the whole instance (conditional on its version when versioned).
 
         A new versioned instance is a Put that refuses to overwrite: during a rollout it gets
@@ -136,11 +136,11 @@ class Transaction:
             self._follow_older(type(obj), obj.key)
         return obj
 
-    def _follow_older(self, model: type[Entity], key: Mapping[str, Any]) -> None:
+    def _follow_older(self, model: type[EntityLike], key: Mapping[str, Any]) -> None:
         """A write by key (or a new instance's upsert) follows ``get()``'s read_versions fallback: now."""
         _resolve_older(model, key)
 
-    def update(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+    def update(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None, **changes: Any) -> None:
         """Add an Update: ``tx.update(obj, stock_level=F("stock_level") - 1)`` or
         ``tx.update(Product, {"product_id": pid}, ...)``; plain values are applied to the instance after commit."""
@@ -152,7 +152,7 @@ class Transaction:
         self._add(prepare_update(model, instance=t if is_instance(t) else None,
                                  key=None if is_instance(t) else t, changes=changes, condition=condition))
 
-    def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+    def delete(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read).
 
@@ -168,7 +168,7 @@ class Transaction:
             _resolve_older(model, t)
         self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
 
-    def check(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+    def check(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
               condition: Q) -> None:
         """Add a ConditionCheck: the transaction only commits if ``condition`` holds on that item."""
         model, t = _target(target, key)
@@ -224,7 +224,7 @@ class Transaction:
             op.applied()
 
 
-def _resolve_older(model: type[Entity], key: Mapping[str, Any]) -> None:
+def _resolve_older(model: type[EntityLike], key: Mapping[str, Any]) -> None:
     """A write by key follows ``get()``'s ``Meta.read_versions`` fallback: when the item is not under
     the current keys but under an older version's, it is moved to the current keys first
     (:func:`dynorm.fallback.move_to_current`; the move changes no value).
@@ -286,13 +286,13 @@ def transaction(client_request_token: str | None = None) -> Iterator[Transaction
     tx.commit()
 
 
-def bulk_update(model: type[Entity], objs: Iterable[Entity], fields: Iterable[str], *,
+def bulk_update(model: type[EntityLike], objs: Iterable[EntityLike], fields: Iterable[str], *,
                 chunk_size: int = MAX_ACTIONS) -> int:
     """Write ``fields`` of many instances; see :func:`bulk_update_steps`."""
     return backend.drive(bulk_update_steps(model, objs, fields, chunk_size=chunk_size))  # type: ignore[no-any-return]
 
 
-def bulk_update_steps(model: type[Entity], objs: Iterable[Entity], fields: Iterable[str], *,
+def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], fields: Iterable[str], *,
                       chunk_size: int = MAX_ACTIONS) -> backend.Steps:
     """Write ``fields`` of many instances: one Update each, ``chunk_size`` per TransactWriteItems.
 
@@ -389,25 +389,25 @@ class _AsyncTransaction(Transaction):
     def __init__(self, client_request_token: str | None = None) -> None:
         super().__init__(client_request_token)
         self._moves: list[tuple[int, Any, Callable[[], WriteOp]]] = []
-        self._by_key: list[tuple[type[Entity], Mapping[str, Any]]] = []  # resolved at acommit
+        self._by_key: list[tuple[type[EntityLike], Mapping[str, Any]]] = []  # resolved at acommit
 
-    def _add_moved(self, obj: Entity, plan: Callable[[], WriteOp]) -> None:
+    def _add_moved(self, obj: EntityLike, plan: Callable[[], WriteOp]) -> None:
         op = plan()  # bad input fails now, before any request
         # the item lands on its current keys: that is the item this action touches
         self._add(dataclasses.replace(op, key=type(obj)._meta.primary_key(obj.attribute_values)))
         self._moves.append((len(self.actions) - 1, obj, plan))
 
-    def _follow_older(self, model: type[Entity], key: Mapping[str, Any]) -> None:
+    def _follow_older(self, model: type[EntityLike], key: Mapping[str, Any]) -> None:
         self._by_key.append((model, key))  # get()'s read_versions fallback runs at acommit, not here
 
-    def save(self, obj: Entity) -> Entity:
+    def save(self, obj: EntityLike) -> EntityLike:
         """Add a Put of the whole instance (conditional on its version when versioned)."""
         if not obj._state.fallback:
             return super().save(obj)
         self._add_moved(obj, lambda: prepare_put(obj))
         return obj
 
-    def update(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+    def update(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None, **changes: Any) -> None:
         """Add an Update (see :meth:`Transaction.update`)."""
         model, t = _target(target, key)
@@ -421,7 +421,7 @@ class _AsyncTransaction(Transaction):
         self._add_moved(t, lambda: prepare_update(model, instance=t, changes=changes, condition=condition))
         return None
 
-    def delete(self, target: Entity | type[Entity], key: Mapping[str, Any] | None = None, *,
+    def delete(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)

@@ -45,7 +45,7 @@ from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, seriali
 from .fields import unreadable_item
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .models import Entity
+    from ._protocols import EntityLike
     from .options import Options
 
 __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_update", "prepare_check",
@@ -93,11 +93,11 @@ class WriteOp:
     """
 
     kind: str
-    model: type[Entity]
+    model: type[EntityLike]
     params: dict[str, Any]
     key: dict[str, Any]
     description: str
-    instance: Entity | None = None
+    instance: EntityLike | None = None
     verb: str = ""
     expected_version: int | None = None
     new_version: int | None = None
@@ -219,7 +219,7 @@ class WriteOp:
         error.unreadable = unreadable  # type: ignore[attr-defined]
         return error
 
-    def applied(self, attributes: Mapping[str, Any] | None = None) -> Entity | None:
+    def applied(self, attributes: Mapping[str, Any] | None = None) -> EntityLike | None:
         """Apply a successful write to the instance and return it (the only place an instance changes).
 
         Args:
@@ -265,7 +265,7 @@ class WriteOp:
             state.fallback_revision = None
         return obj
 
-    def applied_unread(self) -> Entity:
+    def applied_unread(self) -> EntityLike:
         """Apply a write that succeeded but whose item as written could not be read, and return the instance.
 
         The instance (built from the key when the write had none) holds the values the write
@@ -283,8 +283,8 @@ class WriteOp:
         return obj
 
 
-def decode_written(model: type[Entity], raw: Mapping[str, Any], description: str | None = None, *,
-                   whole_only: bool = False) -> tuple[Entity | None, Any]:
+def decode_written(model: type[EntityLike], raw: Mapping[str, Any], description: str | None = None, *,
+                   whole_only: bool = False) -> tuple[EntityLike | None, Any]:
     """Decode an item a write returned, never failing the write because of it.
 
     An attribute another writer stored with a type the model does not read would make the
@@ -403,7 +403,7 @@ def is_instance(value: Any) -> bool:
     return not isinstance(value, Mapping) and hasattr(value, "_state") and hasattr(value, "attribute_values")
 
 
-def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict[str, Any]:
+def primary_key_of(model: type[EntityLike], key: Mapping[str, Any] | EntityLike) -> dict[str, Any]:
     """Return the primary key (DynamoDB JSON) for a key dict of primary-key fields or an instance.
 
     Raises:
@@ -433,7 +433,7 @@ def primary_key_of(model: type[Entity], key: Mapping[str, Any] | Entity) -> dict
     return rendered
 
 
-def stored_key(obj: Entity) -> dict[str, Any]:
+def stored_key(obj: EntityLike) -> dict[str, Any]:
     """The primary key (DynamoDB JSON) an instance is stored under: as read or last written,
     else rendered from its fields (a new instance)."""
     meta = obj._meta
@@ -457,7 +457,7 @@ def stored_key(obj: Entity) -> dict[str, Any]:
 # stored beside it. A field the write cannot know (never read, deferred) refuses the write
 # before any request.
 
-def stored_knowledge(model: type[Entity], instance: Entity | None,
+def stored_knowledge(model: type[EntityLike], instance: EntityLike | None,
                      key: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """What a write knows of the stored item: ``(field -> value, unknown field -> why unknown)``.
 
@@ -499,7 +499,7 @@ def stored_knowledge(model: type[Entity], instance: Entity | None,
     return known, unknown
 
 
-def pin_key_sources(model: type[Entity], b: ExpressionBuilder, written: Iterable[str], known: Mapping[str, Any],
+def pin_key_sources(model: type[EntityLike], b: ExpressionBuilder, written: Iterable[str], known: Mapping[str, Any],
                     unknown: Mapping[str, str], read_as: Mapping[str, tuple[Any, Any]] | None = None,
                     ) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """Plan the conditions that pin the fields a rewritten index key is built from but this write does not write.
@@ -633,7 +633,7 @@ def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str])
     return item, absent
 
 
-def prepare_put(obj: Entity, *, create: bool = False, update_fields: Iterable[str] | None = None,
+def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterable[str] | None = None,
                 fresh: bool = False) -> WriteOp:
     """Plan the write of a whole instance (``save()``/``create()``), or of ``update_fields`` only.
 
@@ -912,7 +912,7 @@ def _check_aggregate_key_size(meta: Any, gname: str, role: str, attrs: list[str]
         "Nothing was sent.", entity=meta.entity, field=field, value=value)
 
 
-def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
+def _check_size(meta: Options, obj: EntityLike, item: Mapping[str, Any]) -> None:
     check_lsi_values(meta, item, obj.attribute_values)
     check_index_attributes(meta, item)
     size = _codec.item_size(item)
@@ -924,12 +924,12 @@ def _check_size(meta: Options, obj: Entity, item: Mapping[str, Any]) -> None:
             "elsewhere (S3) and keep a reference.", entity=meta.entity, field=biggest)
 
 
-def _keytext(obj: Entity) -> str:
+def _keytext(obj: EntityLike) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in obj.key.items())
 
 
 # -- Delete ------------------------------------------------------------------------------
-def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
+def prepare_delete(model: type[EntityLike], target: EntityLike | Mapping[str, Any], *,
                    condition: Q | None = None) -> WriteOp:
     """Plan a DeleteItem; an instance of a versioned entity is deleted only if unchanged.
 
@@ -955,7 +955,7 @@ def prepare_delete(model: type[Entity], target: Entity | Mapping[str, Any], *,
                    instance=instance, verb="delete", expected_version=version)
 
 
-def older_keys(model: type[Entity], target: Entity | Mapping[str, Any],
+def older_keys(model: type[EntityLike], target: EntityLike | Mapping[str, Any],
                current: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
     """``(version, key)`` of the item's keys at each older key version ``Meta.read_versions`` lists,
     in that order (DynamoDB JSON; keys equal to the current one or to an earlier entry left out).
@@ -981,7 +981,7 @@ def older_keys(model: type[Entity], target: Entity | Mapping[str, Any],
     return out
 
 
-def prepare_delete_older(model: type[Entity], target: Entity | Mapping[str, Any]) -> list[WriteOp]:
+def prepare_delete_older(model: type[EntityLike], target: EntityLike | Mapping[str, Any]) -> list[WriteOp]:
     """Plan unconditional Deletes of the item's keys at the older key versions ``Meta.read_versions``
     lists (:func:`older_keys`), sent with the item's own Delete in one TransactWriteItems: a copy
     left there (a copy-mode rekey, an application still on that version) would otherwise be found
@@ -1046,13 +1046,13 @@ def prepare_older_checks(op: WriteOp) -> list[WriteOp]:
             for version, key in older_keys(model, put.instance, put.key)]
 
 
-def _entity_keydesc(model: type[Entity], target: Entity | Mapping[str, Any]) -> str:
+def _entity_keydesc(model: type[EntityLike], target: EntityLike | Mapping[str, Any]) -> str:
     key = target.key if not isinstance(target, Mapping) else target
     return ", ".join(f"{k}={v!r}" for k, v in key.items() if k in model._meta.key_fields)
 
 
 # -- ConditionCheck ----------------------------------------------------------------------
-def prepare_check(model: type[Entity], target: Entity | Mapping[str, Any], condition: Q) -> WriteOp:
+def prepare_check(model: type[EntityLike], target: EntityLike | Mapping[str, Any], condition: Q) -> WriteOp:
     """Plan a ConditionCheck on another item (transactions only)."""
     meta = model._meta
     key = primary_key_of(model, target)
@@ -1114,7 +1114,7 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
     return text, None
 
 
-def prepare_update(model: type[Entity], *, instance: Entity | None = None,
+def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = None,
                    key: Mapping[str, Any] | None = None, changes: Mapping[str, Any],
                    condition: Q | None = None) -> WriteOp:
     """Plan one UpdateItem (ReturnValues ALL_NEW) for ``changes``.
@@ -1262,7 +1262,7 @@ def prepare_update(model: type[Entity], *, instance: Entity | None = None,
                    unread_after=_unread_after(instance, written), entity_key=dict(shown), changes=dict(changes))
 
 
-def _unread_after(instance: Entity | None, written: Iterable[str]) -> frozenset[str] | None:
+def _unread_after(instance: EntityLike | None, written: Iterable[str]) -> frozenset[str] | None:
     """The fields an instance still has not read once ``written`` are written (see ``ModelState.unread``)."""
     if instance is None:
         return None
@@ -1308,7 +1308,7 @@ def unchanged_condition(revision_attribute: str, raw: Mapping[str, Any],
     return " AND ".join(parts), names, values
 
 
-def prepare_move_to_current(model: type[Entity], raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def prepare_move_to_current(model: type[EntityLike], raw: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Plan moving an item read under an older key version to the current one (``read_versions``).
 
     Returns ``(put, delete)``, the two actions of one TransactWriteItems: a Put of the item
