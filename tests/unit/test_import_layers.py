@@ -23,7 +23,7 @@ BELOW_FACE = {
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
     "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.iterables", "dynorm.query",
-    "dynorm.manager",
+    "dynorm.query_writes", "dynorm.manager",
 }
 
 
