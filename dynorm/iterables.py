@@ -129,7 +129,16 @@ class Source(Protocol):
 
 
 def settle_unreadable(qs: Source, items: list[Any], cursor: str | None = None) -> None:
-    """Raise :class:`UnreadableItems` for the items ``qs``'s evaluation could not decode (unless skipping)."""
+    """Raise :class:`UnreadableItems` for the items ``qs``'s evaluation could not decode (unless skipping).
+
+    Args:
+        qs: the queryset evaluated (``qs.unreadable`` lists what its decoder could not read).
+        items: the results that did decode (the error's ``.items``).
+        cursor: for ``page()``, the next page's cursor (the error's ``.cursor``).
+
+    Raises:
+        UnreadableItems: ``qs.unreadable`` is not empty and ``skip_unreadable()`` is off.
+    """
     if not qs.unreadable or qs._skip_unreadable:
         return
     errors = qs.unreadable
@@ -146,7 +155,13 @@ def decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
 
     Dispatches on the type attribute (a collection yields each entity as its own class, an
     undeclared type as :class:`UnknownItem`); an item that cannot be decoded is appended to
-    ``qs.unreadable`` and dropped. After ``only()``, the fields not read are deferred.
+    ``qs.unreadable`` and dropped. After ``only()``, the fields not read are deferred. No I/O.
+
+    Args:
+        qs: the queryset evaluated. p: its plan (the entity types it reads, its projection).
+
+    Returns:
+        ``decode(raw: dict in DynamoDB JSON) -> instance | UnknownItem | None``.
     """
     decode_full = _full_decoder(qs, p)
     if p.projection is None or qs._state.projection is None:
@@ -265,10 +280,17 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
 
 def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, start: int = 0,
              stop: int | None = None, tail: Tail | None = None, prefetch_refs: bool = True) -> backend.Steps:
-    """The GetItem branch of :func:`rows`: one item by its key, kept when it meets the plan's checks.
+    """The GetItem branch of :func:`rows`: one GetItem, the item kept when it meets the plan's checks.
 
-    ``tail.more`` tells whether any item is stored under the key (checks aside) and ``tail.last``
-    holds it raw. Emits one list: the item, or nothing.
+    Args:
+        qs, p, decode: the queryset, its GetItem plan and its :func:`decoder`.
+        start, stop: the window (the item is kept only when number 0 is in it).
+        tail: when given, ``tail.more`` tells whether any item is stored under the key (checks
+            aside) and ``tail.last`` holds it raw.
+        prefetch_refs: resolve ``prefetch()`` (BatchGetItem) for the item.
+
+    Yields:
+        the GetItem step, then one ``Emit`` of a list: the item, or nothing.
     """
     resp = yield backend.Send("GetItem", p.params, qs.stats)
     item = resp.get("Item")
@@ -299,6 +321,12 @@ class Take:
     whether there is more. The next request asks for the matches still needed, or, when items can
     be dropped after the read (``read_ahead``), a read-ahead growing eightfold per request (up to
     1000), so ``first()`` behind a selective filter costs a few requests, not one per item.
+
+    Args:
+        start, stop: the window (match numbers, ``stop`` exclusive; ``None``: no end).
+        tail: a page's :class:`Tail` (one match more is read), or ``None``.
+        first_limit: the ``Limit`` of the first request (``None``: no Limit, none later either).
+        read_ahead: items may be dropped after the read (:func:`reads_ahead`).
     """
 
     def __init__(self, start: int, stop: int | None, tail: Tail | None, first_limit: int | None,
@@ -368,8 +396,17 @@ def older_key_requests(qs: Source, p: Plan) -> list[tuple[str, dict[str, Any]]]:
 
 def ask_older_keys(operation: str, request: dict[str, Any], older: list[tuple[str, dict[str, Any]]],
                    stats: backend.Stats) -> backend.Steps:
-    """Send ``request`` under each older key version in turn (:func:`older_key_requests`) until one
-    finds a stored item; return ``(version, response)`` of that one, or ``None``."""
+    """Send ``request`` (a Query, or its Select=COUNT) under each older key version in turn until one
+    finds a stored item.
+
+    Args:
+        operation: ``"Query"``. request: the request sent under the current key version.
+        older: :func:`older_key_requests`. stats: the queryset's :class:`~dynorm.backend.Stats`.
+
+    Returns:
+        ``(version, response)`` of the first version holding an item, or ``None`` (one Query per
+        version tried).
+    """
     for version, changes in older:
         resp = yield backend.Send(operation, {**request, **changes}, stats)
         if resp.get("ScannedCount"):
@@ -568,6 +605,12 @@ def evaluate(ev: Evaluation) -> backend.Steps:
     The one place the flag of ``none()`` is read: an empty queryset is not planned and sends
     nothing; its result is the evaluation's result for no items (``[]``, 0, ``None``, an empty
     :class:`Page`, ``DoesNotExist``).
+
+    Yields:
+        the evaluation's steps (``Send``/``Sleep``, and for :class:`Rows` an ``Emit`` per response).
+
+    Returns:
+        the evaluation's result. Raises what its plan and its requests raise.
     """
     if ev.qs._state.empty:
         return ev.result([])
@@ -577,7 +620,8 @@ def evaluate(ev: Evaluation) -> backend.Steps:
 
 
 class Rows(Evaluation):
-    """Iteration, ``list()``, ``iterator()``, ``async for``: emits each response's results in the window."""
+    """Iteration, ``list()``, ``iterator()``, ``async for``: the Query/Scan pages (or the GetItem) of the
+    queryset's plan; emits each response's results inside its slice window."""
 
     def read(self, p: Plan) -> backend.Steps:
         window = self.qs._window
@@ -586,7 +630,10 @@ class Rows(Evaluation):
 
 
 class Get(Evaluation):
-    """``get()``: GetItem (then the older key versions) or a Query of at most two matches.
+    """``get()``: GetItem (then GetItem per older key version) or a Query of at most two matches.
+
+    Its result is the one item, else it raises ``DoesNotExist`` / ``MultipleObjectsReturned``
+    (or :class:`UnreadableItems`).
 
     Args:
         qs: the queryset narrowed by ``get()``'s conditions.
@@ -636,7 +683,7 @@ class Get(Evaluation):
 
 
 def matching_keys(model: Any, state: Any, items: list[Any]) -> list[Any]:
-    """Drop the items whose key fields differ from the equalities asked (``get()``).
+    """Drop the items whose key fields differ from the equalities asked (``get()``); returns the others.
 
     A key text names one value under this version's encoding, but an item written by another
     writer (the legacy percent encoding keys ``"a#x"`` as ``"K#a%23x"``, this one reads that
@@ -739,7 +786,7 @@ class PageRead(Evaluation):
 
 def cursor_context(qs: Source, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
     """What a cursor of ``p`` is bound to (table, entity, index, key version, query), the signing
-    secret, and the key attributes it carries."""
+    secret, and the key attributes it carries: ``(context, secret, key attributes)``. No I/O."""
     meta = qs.model._meta
     tmeta = meta.table._meta
     context = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
