@@ -30,6 +30,7 @@ from pynamodb.attributes import (  # noqa: E402
 from pynamodb.models import Model  # noqa: E402
 
 from demo_project.catalog.models import Brand, Category, Product  # noqa: E402
+from dynorm.iterables import decoder  # noqa: E402
 from dynorm.plan import QueryState  # noqa: E402
 from dynorm.query import QuerySet  # noqa: E402
 
@@ -107,7 +108,7 @@ def main() -> int:
     args = ap.parse_args()
     items = make_items(args.items)
     qs: QuerySet[Any] = QuerySet(Brand, QueryState(Brand, collection=True))
-    decode = qs._decoder(_collection_plan(qs))
+    decode = decoder(qs, _collection_plan(qs))
     assert type(decode(items[0])) is Product and type(PBase.from_raw_data(items[0])) is PProduct
     results = {"items": args.items, "rounds": args.rounds,
                "dynorm": rate(decode, items, args.rounds),

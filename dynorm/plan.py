@@ -54,6 +54,8 @@ class QueryState:
         order_then: the further fields ``order_by()`` named after ``order_field`` (``order_by("year",
             "title")``); the access path must order by all of them in that order.
         ordered: ``order_by()`` was called (``"sk"`` too), so a Scan, which has no order, is refused.
+        empty: ``none()``: matches nothing; evaluation sends no request (:func:`dynorm.iterables.evaluate`).
+            Planning ignores it: ``explain()`` shows what the queryset would send without ``none()``.
     """
 
     model: type[EntityLike]
@@ -70,6 +72,7 @@ class QueryState:
     order_field: str | None = None
     order_then: tuple[str, ...] = ()
     ordered: bool = False
+    empty: bool = False
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""

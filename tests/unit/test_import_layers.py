@@ -22,7 +22,8 @@ FACE = {"dynorm.models", "dynorm.tables"}
 BELOW_FACE = {
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
-    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.query", "dynorm.manager",
+    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.iterables", "dynorm.query",
+    "dynorm.query_writes", "dynorm.manager",
 }
 
 
