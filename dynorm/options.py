@@ -427,12 +427,24 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             that name no field, two fields stored as one attribute, or two templates that write
             one attribute differently (the message names the entity and what to fix).
     """
+    table, entity_type, key_version, read_versions = _read_meta(entity, meta)
+    primary = _bind_primary(entity, meta, table)
+    attr_to_field = _stored_attributes(entity, fields)
+    indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field)
+    _check_placeholders(entity, fields, [primary, *indexes.values()])
+    _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field)
+    version_field = _version_field(entity, fields)
+    return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
+                   read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
+                   version_field=version_field)
+
+
+def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str, tuple[str, ...]]:
+    """``Meta``'s table, entity type, key version and read versions, refusing unknown options."""
     table = getattr(meta, "table", None)
     if not is_table_class(table):
         raise ModelError(f"{entity}.Meta.table must be a dynorm.Table subclass, got {table!r}.")
-    tmeta = table._meta
-    delim = tmeta.delimiter
-    enc = tmeta.key_encoding
+    delim = table._meta.delimiter
     entity_type = getattr(meta, "entity_type", entity)
     if not isinstance(entity_type, str) or not entity_type:
         raise ModelError(f"{entity}.Meta.entity_type must be a non-empty string.")
@@ -446,7 +458,13 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
         "table", "entity_type", "key_version", "pk", "sk", "indexes", "read_versions"})
     if unknown_meta:
         raise ModelError(f"{entity}.Meta has unknown option(s): {', '.join(unknown_meta)}.")
+    return table, entity_type, key_version, read_versions
 
+
+def _bind_primary(entity: str, meta: Any, table: type[TableDeclaration]) -> BoundIndex:
+    """The table's own key of this entity: ``Meta.pk`` and ``Meta.sk`` (only when the table has a sort key)."""
+    tmeta = table._meta
+    delim, enc = tmeta.delimiter, tmeta.key_encoding
     pk = _template(entity, "pk", getattr(meta, "pk", None), delim, enc)
     sk_raw = getattr(meta, "sk", None)
     if tmeta.sk_attribute is None:
@@ -455,8 +473,11 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
         sk = None
     else:
         sk = _template(entity, "sk", sk_raw, delim, enc)
-    primary = BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
+    return BoundIndex(PRIMARY, None, "table", pk, tmeta.pk_attribute, sk, tmeta.sk_attribute)
 
+
+def _stored_attributes(entity: str, fields: Mapping[str, Field]) -> dict[str, str]:
+    """Attribute name -> the field stored there, refusing two fields stored as one attribute."""
     attr_to_field: dict[str, str] = {}
     for fname, f in fields.items():
         attr = f.attr_name or fname  # a field not yet bound to a class (set by __set_name__) is stored as its name
@@ -466,6 +487,12 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                 f"{entity}: fields {other} and {fname} are both stored as attribute {attr!r}; an item holds "
                 f"one value per attribute, so one of the two values would be lost. Give {fname} (or {other}) "
                 "another attr_name.")
+    return attr_to_field
+
+
+def _bind_indexes(entity: str, meta: Any, table: type[TableDeclaration], fields: Mapping[str, Field],
+                  primary: BoundIndex, attr_to_field: Mapping[str, str]) -> dict[str, BoundIndex]:
+    """Bind each of ``Meta.indexes`` (access-path name -> :class:`Index`) to the table's index it names."""
     indexes: dict[str, BoundIndex] = {}
     declared = getattr(meta, "indexes", None) or {}
     if not isinstance(declared, Mapping):
@@ -475,54 +502,75 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
             raise ModelError(f"{entity}.Meta.indexes[{name!r}] must be a dynorm.Index, got {idx!r}.")
         if not name.isidentifier() or name == PRIMARY:
             raise ModelError(f"{entity}.Meta.indexes: {name!r} is not a usable access-path name.")
-        if idx.name in tmeta.multi_gsis:
-            indexes[name] = _bind_multi(entity, name, idx, tmeta.multi_gsis[idx.name], fields, delim, enc)
-        elif isinstance(idx.pk, tuple) or isinstance(idx.sk, tuple):
-            raise ModelError(f"{entity}.Meta.indexes[{name!r}]: pk=/sk= tuples of fields need a multi-attribute "
-                             f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in "
-                             "Table.Meta.gsis as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
-        elif idx.name in tmeta.gsis:
-            pk_attr, sk_attr = tmeta.gsis[idx.name]
-            ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim, enc)
-            if sk_attr is None:
-                isk = None
-                if idx.sk is not None:
-                    raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} has no sort key; drop sk=.")
-            elif sk_attr == tmeta.sk_attribute:
-                # the index sorts on the table's own sort key: the entity's sk is what is stored there
-                # (a different sk= is refused by _check_shared_attributes, naming both templates)
-                isk = sk
-                if idx.sk is not None:
-                    given = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
-                    if sk is None or given.canonical != sk.canonical:
-                        isk = given
-            else:
-                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
-            indexes[name] = BoundIndex(name, idx.name, "gsi", ipk, pk_attr, isk, sk_attr, comment=idx.comment)
-        elif idx.name in tmeta.lsis:
-            if idx.pk is not None:
-                raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} is a local secondary "
-                                 "index and shares the table's partition key; drop pk=.")
-            sort_attr = tmeta.lsis[idx.name]
-            if idx.sk is None:
-                sort_field = attr_to_field.get(sort_attr)
-                if sort_field is None:
-                    raise ModelError(
-                        f"{entity}.Meta.indexes[{name!r}]: {idx.name} sorts on attribute {sort_attr!r}; "
-                        f"declare a field stored as {sort_attr!r} or give sk= a template.")
-                indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, None, sort_attr,
-                                           sort_field=sort_field, comment=idx.comment)
-            else:
-                isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
-                indexes[name] = BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr,
-                                           comment=idx.comment)
-        else:
-            known = ", ".join([*tmeta.index_names, *tmeta.lsis]) or "none"
-            raise ModelError(
-                f"{entity}.Meta.indexes[{name!r}] uses index {idx.name!r}, which table "
-                f"{table.__name__} does not declare (its indexes: {known}).")
+        indexes[name] = _bind_index(entity, name, idx, table, fields, primary, attr_to_field)
+    return indexes
 
-    for bound in [primary, *indexes.values()]:
+
+def _bind_index(entity: str, name: str, idx: Index, table: type[TableDeclaration], fields: Mapping[str, Field],
+                primary: BoundIndex, attr_to_field: Mapping[str, str]) -> BoundIndex:
+    """Bind one ``Meta.indexes[name]`` to the multi-attribute GSI, GSI or LSI ``idx.name`` of the table."""
+    tmeta = table._meta
+    delim, enc = tmeta.delimiter, tmeta.key_encoding
+    if idx.name in tmeta.multi_gsis:
+        return _bind_multi(entity, name, idx, tmeta.multi_gsis[idx.name], fields, delim, enc)
+    if isinstance(idx.pk, tuple) or isinstance(idx.sk, tuple):
+        raise ModelError(f"{entity}.Meta.indexes[{name!r}]: pk=/sk= tuples of fields need a multi-attribute "
+                         f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in "
+                         "Table.Meta.gsis as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
+    if idx.name in tmeta.gsis:
+        return _bind_gsi(entity, name, idx, tmeta, primary.sk)
+    if idx.name in tmeta.lsis:
+        return _bind_lsi(entity, name, idx, tmeta, primary.pk, attr_to_field)
+    known = ", ".join([*tmeta.index_names, *tmeta.lsis]) or "none"
+    raise ModelError(
+        f"{entity}.Meta.indexes[{name!r}] uses index {idx.name!r}, which table "
+        f"{table.__name__} does not declare (its indexes: {known}).")
+
+
+def _bind_gsi(entity: str, name: str, idx: Index, tmeta: Any, sk: KeyTemplate | None) -> BoundIndex:
+    """Bind ``Index(gsi, pk=template, sk=template)``; ``sk`` is the entity's table sort key."""
+    delim, enc = tmeta.delimiter, tmeta.key_encoding
+    pk_attr, sk_attr = tmeta.gsis[idx.name]
+    ipk = _template(entity, f"indexes[{name!r}].pk", idx.pk, delim, enc)
+    if sk_attr is None:
+        isk = None
+        if idx.sk is not None:
+            raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} has no sort key; drop sk=.")
+    elif sk_attr == tmeta.sk_attribute:
+        # the index sorts on the table's own sort key: the entity's sk is what is stored there
+        # (a different sk= is refused by _check_shared_attributes, naming both templates)
+        isk = sk
+        if idx.sk is not None:
+            given = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
+            if sk is None or given.canonical != sk.canonical:
+                isk = given
+    else:
+        isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
+    return BoundIndex(name, idx.name, "gsi", ipk, pk_attr, isk, sk_attr, comment=idx.comment)
+
+
+def _bind_lsi(entity: str, name: str, idx: Index, tmeta: Any, pk: KeyTemplate,
+              attr_to_field: Mapping[str, str]) -> BoundIndex:
+    """Bind ``Index(lsi)`` (sorting on a field's own attribute) or ``Index(lsi, sk=template)``."""
+    if idx.pk is not None:
+        raise ModelError(f"{entity}.Meta.indexes[{name!r}]: {idx.name} is a local secondary "
+                         "index and shares the table's partition key; drop pk=.")
+    sort_attr = tmeta.lsis[idx.name]
+    if idx.sk is None:
+        sort_field = attr_to_field.get(sort_attr)
+        if sort_field is None:
+            raise ModelError(
+                f"{entity}.Meta.indexes[{name!r}]: {idx.name} sorts on attribute {sort_attr!r}; "
+                f"declare a field stored as {sort_attr!r} or give sk= a template.")
+        return BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, None, sort_attr,
+                          sort_field=sort_field, comment=idx.comment)
+    isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, tmeta.delimiter, tmeta.key_encoding)
+    return BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr, comment=idx.comment)
+
+
+def _check_placeholders(entity: str, fields: Mapping[str, Field], bounds: list[BoundIndex]) -> None:
+    """Refuse a template placeholder that names no field, or a binary field (key text holds no bytes)."""
+    for bound in bounds:
         for tmpl, what in ((bound.pk, "pk"), (bound.sk, "sk")):
             if tmpl is None:
                 continue
@@ -538,10 +586,11 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
                         "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
                         "declared as 'B'), or store it as text (hex) in a String field.")
-    _check_shared_attributes(entity, tmeta, primary, indexes, attr_to_field)
+
+
+def _version_field(entity: str, fields: Mapping[str, Field]) -> str | None:
+    """The ``fields.Version()`` field's name (``None``: none); more than one is refused."""
     version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")
-    return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
-                   read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
-                   version_field=version_fields[0] if version_fields else None)
+    return version_fields[0] if version_fields else None

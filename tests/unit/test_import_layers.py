@@ -21,7 +21,8 @@ ALLOWED_CIRCLE = {"dynorm.query", "dynorm.manager"}
 FACE = {"dynorm.models", "dynorm.tables"}
 BELOW_FACE = {
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
-    "dynorm.expressions", "dynorm.plan", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
+    "dynorm.expressions", "dynorm.plan", "dynorm.plan_value", "dynorm.access_paths",
+    "dynorm.key_conditions", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
     "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.iterables", "dynorm.query",
     "dynorm.query_writes", "dynorm.manager",
 }
