@@ -69,7 +69,7 @@ def _lsi_attribute_condition(best: BoundIndex, b: ExpressionBuilder, meta: Any, 
     if len(conds) == 1 and conds[0][0] != "between":
         lk, v = conds[0]
         f = best.sort_field
-        return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x))
+        return _range_expr(sk_name, lk, v, b, lambda x, f=f: serialize_value(meta, f, x), f"{meta.entity}.{f}")
     # DynamoDB takes one condition on the sort key and no filter on a key attribute:
     # the conditions become one inclusive range (BETWEEN)
     return _attribute_range(meta, best.sort_field, conds, sk_name, b)
@@ -180,18 +180,26 @@ def _multi_range(best: BoundIndex, b: ExpressionBuilder, meta: Any, nxt: str, le
                                        f"empty or smaller {f}; the query is refused before any request.")
                 return None  # begins_with / gt / gte the empty value: every item of the index
             return _range_expr(b.name(meta.fields[f].attr_name), lk, v, b,
-                               lambda x, f=f: serialize_value(meta, f, x))
+                               lambda x, f=f: serialize_value(meta, f, x), f"{meta.entity}.{f}")
     return None
 
 
-def _range_expr(name: str, lk: str, v: Any, b: ExpressionBuilder, ser: Any) -> str:
-    """One key condition ``name <op> value`` (or BETWEEN, begins_with), values serialised by ``ser``."""
+def _range_expr(name: str, lk: str, v: Any, b: ExpressionBuilder, ser: Any, label: str) -> str:
+    """One key condition ``name <op> value`` (or BETWEEN, begins_with), values serialised by ``ser``.
+
+    Raises:
+        InvalidQuery: ``begins_with`` with a value that is not text (``label`` names entity and field).
+    """
     ops = {"exact": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
     if lk in ops:
         return f"{name} {ops[lk]} {b.value(ser(v))}"
     if lk == "between":
         lo, hi = v
         return f"{name} BETWEEN {b.value(ser(lo))} AND {b.value(ser(hi))}"
+    if not isinstance(v, str):
+        raise InvalidQuery(f"{label}__begins_with={v!r}: begins_with takes the leading text of the stored "
+                           f"value (a str, e.g. '2024-01' for a DateTime), not a {type(v).__name__}; the "
+                           "query is refused before any request.")
     return f"begins_with({name}, {b.value({'S': v})})"
 
 

@@ -163,3 +163,13 @@ def test_exact_key_get_fast_path_builds_the_planners_request() -> None:
             assert fast.params == general.explain().params == qs.explain().params
     assert _exact_key_get(P.objects.filter(brand_id="1")._state) is None
     assert _exact_key_get(P.objects.filter(name="x").filter(product_id=pid)._state) is None
+
+
+def test_begins_with_on_an_lsi_sort_attribute_takes_text_only() -> None:
+    """A datetime as a begins_with prefix was put raw into {"S": ...}: explain() and the request
+    failed with a TypeError from json. It is refused, naming entity, field and value; text works."""
+    qs = Order.objects.filter(customer_id="c1", placed_at__begins_with=dt.datetime(2024, 1, 1))
+    with pytest.raises(dynorm.InvalidQuery, match=r"Order\.placed_at__begins_with=datetime.*a str"):
+        qs.explain()
+    p = Order.objects.filter(customer_id="c1", placed_at__begins_with="2024-01").explain()
+    assert p.readable(p.key_condition) == 'PK = "v2#CUST#c1" AND begins_with(placed_at, "2024-01")'
