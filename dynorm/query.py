@@ -442,7 +442,7 @@ class QuerySet(Generic[T]):
         """
         decode = self._decoder(p)
         if p.operation == "GetItem":
-            resp = yield backend.Send("GetItem", p.params, self.stats)
+            resp = yield backend.Send("GetItem", p.params, self.stats, (self.model,))
             item = resp.get("Item")
             if tail is not None:  # get(): whether any item is stored under this key (checks aside)
                 tail.more = item is not None
@@ -478,12 +478,12 @@ class QuerySet(Generic[T]):
         fallback: str | None = None
         pager = backend.Pager(p.params, start_key, next_limit)
         while pager.request is not None:
-            resp = yield backend.Send(p.operation, pager.request, self.stats)
+            resp = yield backend.Send(p.operation, pager.request, self.stats, (self.model,))
             if older and pager.sent == 0 and not resp.get("ScannedCount") and not resp.get("LastEvaluatedKey"):
                 # nothing at all under the current key (a Query on one whole key: conditions GetItem
                 # cannot check): Meta.read_versions may hold the item, as get() finds it
                 for version, request in older:
-                    again = yield backend.Send(p.operation, {**pager.request, **request}, self.stats)
+                    again = yield backend.Send(p.operation, {**pager.request, **request}, self.stats, (self.model,))
                     if again.get("ScannedCount"):
                         resp, fallback = again, version
                         break
@@ -820,11 +820,12 @@ class QuerySet(Generic[T]):
             batches = yield from backend.collect(reader._run_steps(p, prefetch=False))
             self.stats = reader.stats
             return sum(len(batch) for batch in batches)
-        responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats))
+        responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=self.stats,
+                                                                  entities=(self.model,)))
         if p.whole_key and not any(resp.get("ScannedCount") for resp in responses):
             # nothing at all under the current key: the read_versions fallback, as iteration does
             for _version, request in self._older_key_requests(p):
-                resp = yield backend.Send(p.operation, {**p.params, **request}, self.stats)
+                resp = yield backend.Send(p.operation, {**p.params, **request}, self.stats, (self.model,))
                 if resp.get("ScannedCount"):
                     return int(resp.get("Count", 0))
         return sum(int(resp.get("Count", 0)) for resp in responses)
