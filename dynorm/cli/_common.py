@@ -89,12 +89,10 @@ def check_ledger(package: str, tables: list[type[Table]]) -> None:
     from dynorm.migrations.loader import load_migrations
 
     migrations = load_migrations(package)
-    settings = conf.get_settings()
     try:
         with conf.overridden(**LEDGER_CHECK_TIMEOUTS):
             check(migrations, tables)
     except (ServiceError, ConfigurationError) as exc:
-        where = settings.endpoint or f"AWS {settings.region}"
-        click.echo(f"NOTE: the migration ledger was not checked ({where} did not answer: {exc}). Whether the "
-                   "tables hold migrations this code has no file for is unknown; `dynorm showmigrations` "
-                   "tells, once DynamoDB can be reached.", err=True)
+        click.echo(f"NOTE: the migration ledger was not checked, DynamoDB could not be asked: {exc} Whether the "
+                   "tables hold migrations this code has no file for is unknown (`dynorm showmigrations` tells, "
+                   "once DynamoDB answers); this command's result is the offline one.", err=True)
