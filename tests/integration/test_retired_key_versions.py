@@ -278,3 +278,17 @@ def test_the_queryset_stats_count_the_read_of_the_record() -> None:
     again = Brand.objects.all()
     list(again)
     assert again.stats.requests == 1
+
+
+def test_split_workers_retire_the_version_when_the_last_one_records_the_migration(project: Project) -> None:
+    load_v1(project, 60)
+    project.write_models(**V2)
+    project.makemigrations()
+    first = project.executor().migrate(MigrateOptions(segments=4, worker=(0, 2)))
+    assert first.applied == []  # worker 1's segments are still to do: not recorded, nothing retired
+    ledger = project.executor().ledger()
+    assert ledger.key_versions() == {}
+    assert project.executor().migrate(MigrateOptions(segments=4, worker=(1, 2))).applied == ["0002_widget_v2"]
+    assert ledger.key_versions()["WIDGET"].version == "v2" and set(ledger.key_versions()["WIDGET"].retired) == {"v1"}
+    project.executor().migrate(MigrateOptions(segments=4, worker=(0, 2)))  # a late worker: nothing changes
+    assert set(ledger.key_versions()["WIDGET"].retired) == {"v1"}
