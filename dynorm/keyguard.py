@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import backend, conf, keyversions
-from .exceptions import KeyVersionBehind, ServiceError, TableDoesNotExist
+from .exceptions import ConfigurationError, KeyVersionBehind, ServiceError, TableDoesNotExist
 
 __all__ = ["pending_checks", "note", "forget", "known", "read_steps"]
 
@@ -132,8 +132,6 @@ def _read(entity: Any, table: str, step: backend.Send) -> backend.Steps:
         return None
     except ServiceError as exc:
         if exc.code == "AccessDeniedException":
-            from .exceptions import ConfigurationError
-
             raise ConfigurationError(
                 f"{entity.__name__}: before its first request to table {table}, dynorm reads the table's key-version "
                 f"record (GetItem of {params['Key']}) and was denied: {exc}. Allow dynamodb:GetItem on that item, or "
