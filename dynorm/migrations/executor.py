@@ -772,7 +772,16 @@ class Executor:
         return new_backwards, new_pending
 
     def key_changes(self, m: Migration, mode: str) -> list[KeyVersionChange]:
-        """What recording ``m`` (run in ``mode``) does to the key-version records (:mod:`dynorm.keyversions`)."""
+        """What recording ``m`` does to the key-version records (:mod:`dynorm.keyversions`); no I/O.
+
+        Args:
+            m: one of this executor's migrations; mode: the run's ``--mode`` (``"move"``/``"copy"``).
+
+        Returns:
+            one :class:`~dynorm.keyversions.KeyVersionChange` per entity type its operations rekey or
+            delete a version of, in operation order (physical table names, ``before``: the migration
+            before ``m``, for messages).
+        """
         names = [x.name for x in self.migrations]
         position = names.index(m.name)
         before = names[position - 1] if position else None

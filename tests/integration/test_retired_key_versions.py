@@ -292,3 +292,26 @@ def test_split_workers_retire_the_version_when_the_last_one_records_the_migratio
     assert ledger.key_versions()["WIDGET"].version == "v2" and set(ledger.key_versions()["WIDGET"].retired) == {"v1"}
     project.executor().migrate(MigrateOptions(segments=4, worker=(0, 2)))  # a late worker: nothing changes
     assert set(ledger.key_versions()["WIDGET"].retired) == {"v1"}
+
+
+def test_a_policy_denying_the_record_is_a_configuration_error_naming_the_item_and_the_switch() -> None:
+    """An IAM policy restricting the partition keys an app may read (dynamodb:LeadingKeys) refuses the read of
+    the record: the app is told what to allow, or how to turn the check off, and nothing else is sent."""
+    from demo_project.catalog.models import Brand
+    from tests.faults import Hook, fake_response
+
+    def deny(params: Any, **kwargs: Any) -> Any:
+        if params.get("Key", {}).get("SK") == {"S": "keyversions"}:
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#AccessDeniedException",
+                                       "message": "not authorized to perform: dynamodb:GetItem"})
+        return None
+
+    keyguard.forget()
+    with Hook("before-send.dynamodb.GetItem", lambda request, **kw: deny(json.loads(request.body))):
+        with dynorm.capture() as c, pytest.raises(dynorm.ConfigurationError) as exc:
+            Brand.objects.create(brand_id="1", name="Acme")
+    assert not isinstance(exc.value, KeyVersionBehind)
+    assert "Brand: before its first request to table" in str(exc.value)
+    assert "Allow dynamodb:GetItem on that item" in str(exc.value) and "check_key_versions: false" in str(exc.value)
+    assert c.operations == ["GetItem"]  # the PutItem was not sent
+    assert keyguard.known(Brand._meta.table.table_name()) is None  # read again next time
