@@ -7,7 +7,7 @@ See ``docs/`` for the tutorial and reference.
 
 from __future__ import annotations
 
-from . import fields
+from . import fields, keyguard  # noqa: F401 - keyguard installs the key-version check in the drivers
 from .backend import Capture, Stats, aclose, capture
 from .conf import Settings, configure, get_settings
 from .exceptions import (
@@ -21,6 +21,7 @@ from .exceptions import (
     InvalidKeyValue,
     InvalidQuery,
     KeyChangeError,
+    KeyVersionBehind,
     ModelError,
     MultipleObjectsReturned,
     ReadBackFailed,
@@ -48,7 +49,8 @@ __version__ = "0.1.0"
 __all__ = [
     "AlreadyExists", "BaseManager", "BatchIncomplete", "Capture", "ConditionFailed", "ConfigurationError",
     "DoesNotExist", "DynormError", "Entity", "F", "Index", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
-    "KeyChangeError", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q", "QuerySet",
+    "KeyChangeError", "KeyVersionBehind", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q",
+    "QuerySet",
     "ReadBackFailed",
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "SynchronousOnlyOperation", "Table",
     "TableDoesNotExist",

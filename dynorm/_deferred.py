@@ -83,7 +83,7 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
                               "ReturnConsumedCapacity": "TOTAL"}
     if consistent:
         params["ConsistentRead"] = True
-    resp = yield backend.Send("GetItem", params)
+    resp = yield backend.Send("GetItem", params, entities=(type(obj),))
     if "Item" not in resp:
         obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "

@@ -28,8 +28,8 @@ from .exceptions import (
 
 __all__ = ["client", "call", "paginate", "aclient", "acall", "apaginate", "aclose", "drive", "adrive", "stream",
            "collect", "first_emit", "astream", "Send", "Sleep", "Emit", "Pager", "RetryPolicy", "register_hook",
-           "unregister_hook", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS", "credentials_for",
-           "describe_endpoint", "tables_of"]
+           "unregister_hook", "set_send_guard", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS",
+           "credentials_for", "describe_endpoint", "tables_of"]
 
 #: Dummy credentials, used only when botocore's credential chain resolves none *and* the endpoint
 #: is on the loopback interface (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
@@ -719,11 +719,11 @@ class Pager:
 
 def page_steps(operation: str, params: dict[str, Any], *, stats: Stats | None = None,
                start_key: dict[str, Any] | None = None,
-               next_limit: Callable[[int], int | None] | None = None) -> Steps:
-    """The steps of :func:`paginate`: a :class:`Send` per page, an :class:`Emit` of each response."""
+               next_limit: Callable[[int], int | None] | None = None, entities: tuple[Any, ...] = ()) -> Steps:
+    """The steps of :func:`paginate`: a :class:`Send` per page (for ``entities``), an :class:`Emit` of each response."""
     pager = Pager(params, start_key, next_limit)
     while pager.request is not None:
-        response = yield Send(operation, pager.request, stats)
+        response = yield Send(operation, pager.request, stats, entities)
         yield Emit(response)
         pager.got(response)
 
@@ -761,11 +761,21 @@ def paginate(operation: str, params: dict[str, Any], *, stats: Stats | None = No
 @dataclass
 class Send:
     """A step asking its driver to send one request (:func:`call` or :func:`acall`); the driver
-    sends the response back into the steps, or throws the dynorm error in."""
+    sends the response back into the steps, or throws the dynorm error in.
+
+    Attributes:
+        operation, params: the request.
+        stats: a :class:`Stats` to add its figures to.
+        entities: the entity classes the request is for (an entity's reads and writes name theirs;
+            raw and migration requests none). Before the first request of an entity in a run of
+            steps, the driver runs the send guard (:func:`set_send_guard`: the key-version check of
+            :mod:`dynorm.keyguard`).
+    """
 
     operation: str
     params: dict[str, Any]
     stats: Stats | None = None
+    entities: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -784,6 +794,22 @@ class Emit:
 
 #: A generator of :class:`Send`/:class:`Sleep`/:class:`Emit` steps; its return value is the result.
 Steps = Generator[Any, Any, Any]
+
+#: ``guard(send, passed) -> steps | None``: what must run before ``send`` (see :func:`set_send_guard`)
+SendGuard = Callable[[Send, "set[Any]"], "Steps | None"]
+_send_guard: SendGuard | None = None
+
+
+def set_send_guard(guard: SendGuard | None) -> None:
+    """Install the check both drivers run before a :class:`Send` that names entities (``None``: none).
+
+    ``guard(send, passed)`` returns ``None`` when the request may go, or steps to run first (their
+    requests are sent and recorded like any other; an error they raise ends the run, the request
+    unsent). ``passed`` is a set the guard may fill, one per run of steps. :mod:`dynorm.keyguard`
+    installs the key-version check when dynorm is imported.
+    """
+    global _send_guard
+    _send_guard = guard
 
 
 def _advance(steps: Steps, value: Any, error: BaseException | None) -> Any:
@@ -805,6 +831,7 @@ def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generato
     """
     value: Any = None
     error: BaseException | None = None
+    passed: set[Any] = set()  # entities the send guard has let through in this run
     try:
         while True:
             try:
@@ -813,6 +840,10 @@ def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generato
                 return stop.value
             value, error = None, None
             if isinstance(step, Send):
+                if step.entities and _send_guard is not None:
+                    first = _send_guard(step, passed)
+                    if first is not None:
+                        drive(first, sleep)  # its error ends the run: the request is not sent
                 try:
                     value = call(step.operation, step.params, stats=step.stats)
                 except DynormError as exc:
@@ -864,6 +895,7 @@ async def astream(steps: Steps, result: list[Any] | None = None) -> AsyncGenerat
 
     value: Any = None
     error: BaseException | None = None
+    passed: set[Any] = set()  # entities the send guard has let through in this run
     try:
         while True:
             try:
@@ -874,6 +906,10 @@ async def astream(steps: Steps, result: list[Any] | None = None) -> AsyncGenerat
                 return
             value, error = None, None
             if isinstance(step, Send):
+                if step.entities and _send_guard is not None:
+                    first = _send_guard(step, passed)
+                    if first is not None:
+                        await adrive(first)  # its error ends the run: the request is not sent
                 try:
                     value = await acall(step.operation, step.params, stats=step.stats)
                 except DynormError as exc:

@@ -78,15 +78,16 @@ def send_chunk(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy, sle
 
 
 def chunk_steps(table: str, chunk: list[dict[str, Any]], policy: RetryPolicy,
-                capacity: bool = True) -> backend.Steps:
-    """The steps of :func:`send_chunk` (for :func:`dynorm.backend.drive`/``adrive``)."""
+                capacity: bool = True, entities: tuple[Any, ...] = ()) -> backend.Steps:
+    """The steps of :func:`send_chunk` (for :func:`dynorm.backend.drive`/``adrive``); ``entities``:
+    the entity classes the requests are for (:attr:`dynorm.backend.Send.entities`)."""
     pending = chunk
     for attempt in range(1, policy.max_attempts + 1):
         params: dict[str, Any] = {"RequestItems": {table: pending}}
         if capacity:
             params["ReturnConsumedCapacity"] = "TOTAL"
         try:
-            response = yield backend.Send("BatchWriteItem", params)
+            response = yield backend.Send("BatchWriteItem", params, entities=entities)
         except DynormError as exc:
             return pending, exc
         pending = response.get("UnprocessedItems", {}).get(table, [])
@@ -139,7 +140,7 @@ def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
         chunk = queue[pos:pos + WRITE_CHUNK]
         pos += len(chunk)
         by_identity = {_identity(triple[1]): triple for triple in chunk}
-        pending, stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy)
+        pending, stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy, entities=(model,))
         left = set()
         for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
@@ -356,8 +357,10 @@ def batch_get_steps(keys: Sequence[tuple[type[EntityLike], dict[str, Any]]], con
             if consistent:
                 spec["ConsistentRead"] = True
         tables = {cls._meta.table.table_name(): cls._meta.table for cls, _ in chunk}
+        models = tuple(dict.fromkeys(cls for cls, _ in chunk))
         for attempt in range(1, policy.max_attempts + 1):
-            resp = yield backend.Send("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"})
+            resp = yield backend.Send("BatchGetItem", {"RequestItems": request, "ReturnConsumedCapacity": "TOTAL"},
+                                      entities=models)
             for table_name, items in resp.get("Responses", {}).items():
                 table = tables[table_name]
                 type_attr = table._meta.type_attribute

@@ -24,7 +24,7 @@ from .exceptions import ConfigurationError
 __all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file",
            "set_defaults", "CLI_DEFAULTS"]
 
-_KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret"}
+_KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret", "check_key_versions"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
 
 
@@ -53,6 +53,10 @@ class Settings:
         cursor_secret: key for signing pagination cursors; set it so cursors cannot be
             forged (without it they are still tamper-evident, but signed with a key
             derived from the table name).
+        check_key_versions: before an entity's first request to a table, read the table's
+            key-version record once per process (one GetItem) and refuse the entity's reads and
+            writes when the ledger has retired its ``Meta.key_version`` (a deploy rolled back
+            after a rekey; :class:`~dynorm.exceptions.KeyVersionBehind`). Default on.
         source: where the settings came from (for error messages).
     """
 
@@ -65,6 +69,7 @@ class Settings:
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
     cursor_secret: str | None = None
+    check_key_versions: bool = True
     source: str = "defaults"
 
     @property
@@ -163,6 +168,8 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             if data[key] is not None and not isinstance(data[key], str):
                 raise ConfigurationError(f"{key!r} in {path} must be a string.")
             out[key] = data[key] if data[key] is not None or key != "table_prefix" else ""
+    if "check_key_versions" in data:
+        out["check_key_versions"] = data["check_key_versions"]
     conn = data.get("connection") or {}
     if not isinstance(conn, Mapping):
         raise ConfigurationError(f"'connection' in {path} must be a mapping.")
@@ -210,6 +217,10 @@ def _build(values: Mapping[str, Any]) -> Settings:
         if not low <= vals[key] <= high:
             raise ConfigurationError(f"setting {key!r} = {value!r} ({source}) is out of range: allowed {low:g} to "
                                      f"{high:g} ({what}).")
+    check = vals.get("check_key_versions", True)
+    if not isinstance(check, bool):
+        raise ConfigurationError(f"setting 'check_key_versions' ({source}) must be true or false, got {check!r} "
+                                 "(whether entities refuse to run at a key version the migration ledger retired).")
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")

@@ -18,6 +18,34 @@ class ConfigurationError(DynormError):
     """Settings (``dynorm.yaml``, environment, :func:`dynorm.configure`) are invalid."""
 
 
+class KeyVersionBehind(ConfigurationError):
+    """The code's key version of an entity is one the table's migration ledger has retired.
+
+    A deploy rolled back by reverting code after ``dynorm migrate`` moved the entity's items to a
+    newer key version (or deleted its old version): the older entity would miss every moved item
+    and write second copies at the old keys, which the newer code never sees. Raised before the
+    entity's first request to the table (nothing is sent); the message names the safe deploy
+    order (docs/migrations.md, "Rolling back a deploy that included a rekey"). Turn the check off
+    with ``check_key_versions: false`` in dynorm.yaml or ``dynorm.configure(check_key_versions=False)``.
+
+    Attributes:
+        entity: the entity class name; entity_type: its stored type.
+        table: the physical table name.
+        code_version: ``Meta.key_version`` of the code; ledger_version: the key version the ledger has.
+        migration: the migration that retired ``code_version``.
+    """
+
+    def __init__(self, message: str, *, entity: str, entity_type: str, table: str, code_version: str,
+                 ledger_version: str, migration: str) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.entity_type = entity_type
+        self.table = table
+        self.code_version = code_version
+        self.ledger_version = ledger_version
+        self.migration = migration
+
+
 class ModelError(DynormError):
     """An entity or table declaration is invalid (raised at class definition or by ``check``)."""
 

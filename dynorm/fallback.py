@@ -67,7 +67,7 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
     policy = RetryPolicy()
     for attempt in range(ATTEMPTS):
         raw = (yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": old_key,
-                                       "ConsistentRead": True})).get("Item")
+                                              "ConsistentRead": True}, entities=(model,))).get("Item")
         if raw is None:
             break  # moved by a migration, or deleted: the write goes to the current keys
         read = state.fallback_revision
@@ -81,7 +81,7 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
         put, delete = prepare_move_to_current(model, raw)
         try:
             yield backend.Send("TransactWriteItems", {"TransactItems": [{"Put": put}, {"Delete": delete}],
-                                                "ClientRequestToken": str(uuid.uuid4())})
+                                                      "ClientRequestToken": str(uuid.uuid4())}, entities=(model,))
             break
         except TransactionCanceled as exc:
             codes = [str(r.get("code")) for r in exc.reasons]
@@ -94,7 +94,7 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
             if values:
                 params["ExpressionAttributeValues"] = values
             try:
-                yield backend.Send("DeleteItem", params)
+                yield backend.Send("DeleteItem", params, entities=(model,))
                 break
             except ConditionFailed:
                 pass  # the old item changed meanwhile: read it again

@@ -256,11 +256,11 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
     fallback: str | None = None
     pager = backend.Pager(p.params, start_key, take.next_limit)
     while pager.request is not None:
-        resp = yield backend.Send(p.operation, pager.request, qs.stats)
+        resp = yield backend.Send(p.operation, pager.request, qs.stats, (qs.model,))
         if older and pager.sent == 0 and not resp.get("ScannedCount") and not resp.get("LastEvaluatedKey"):
             # nothing at all under the current key (a Query on one whole key: conditions GetItem
             # cannot check): Meta.read_versions may hold the item, as get() finds it
-            found = yield from ask_older_keys(p.operation, pager.request, older, qs.stats)
+            found = yield from ask_older_keys(p.operation, pager.request, older, qs.stats, (qs.model,))
             if found is not None:
                 fallback, resp = found
         pager.got(resp)
@@ -292,7 +292,7 @@ def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, st
     Yields:
         the GetItem step, then one ``Emit`` of a list: the item, or nothing.
     """
-    resp = yield backend.Send("GetItem", p.params, qs.stats)
+    resp = yield backend.Send("GetItem", p.params, qs.stats, (qs.model,))
     item = resp.get("Item")
     if tail is not None:  # get(): whether any item is stored under this key (checks aside)
         tail.more = item is not None
@@ -395,20 +395,21 @@ def older_key_requests(qs: Source, p: Plan) -> list[tuple[str, dict[str, Any]]]:
 
 
 def ask_older_keys(operation: str, request: dict[str, Any], older: list[tuple[str, dict[str, Any]]],
-                   stats: backend.Stats) -> backend.Steps:
+                   stats: backend.Stats, entities: tuple[Any, ...] = ()) -> backend.Steps:
     """Send ``request`` (a Query, or its Select=COUNT) under each older key version in turn until one
     finds a stored item.
 
     Args:
         operation: ``"Query"``. request: the request sent under the current key version.
         older: :func:`older_key_requests`. stats: the queryset's :class:`~dynorm.backend.Stats`.
+        entities: the entity classes the requests are for (:attr:`dynorm.backend.Send.entities`).
 
     Returns:
         ``(version, response)`` of the first version holding an item, or ``None`` (one Query per
         version tried).
     """
     for version, changes in older:
-        resp = yield backend.Send(operation, {**request, **changes}, stats)
+        resp = yield backend.Send(operation, {**request, **changes}, stats, entities)
         if resp.get("ScannedCount"):
             return version, resp
     return None
@@ -727,10 +728,12 @@ class Count(Evaluation):
             batches = yield from backend.collect(rows(reader, p, prefetch_refs=False))
             qs.stats = reader.stats
             return [len(batch) for batch in batches]
-        responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=qs.stats))
+        responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=qs.stats,
+                                                                      entities=(qs.model,)))
         if p.whole_key and not any(resp.get("ScannedCount") for resp in responses):
             # nothing at all under the current key: the read_versions fallback, as iteration does
-            found = yield from ask_older_keys(p.operation, p.params, older_key_requests(qs, p), qs.stats)
+            found = yield from ask_older_keys(p.operation, p.params, older_key_requests(qs, p), qs.stats,
+                                             (qs.model,))
             if found is not None:
                 return [int(found[1].get("Count", 0))]
         return [int(resp.get("Count", 0)) for resp in responses]

@@ -444,7 +444,7 @@ class Entity(Model, metaclass=EntityMeta):
             attrs = [meta.table._meta.type_attribute, *(meta.fields[n].attr_name for n in names)]
             params["ProjectionExpression"] = ", ".join(f"#r{i}" for i in range(len(attrs)))
             params["ExpressionAttributeNames"] = {f"#r{i}": a for i, a in enumerate(attrs)}
-        resp = yield backend.Send("GetItem", params)
+        resp = yield backend.Send("GetItem", params, entities=(type(self),))
         if "Item" not in resp:
             raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
         from .fields import decode_item

@@ -64,7 +64,7 @@ def send_steps(op: WriteOp) -> backend.Steps:
         return (yield from _send_once_steps(op))
     operation, params = op.request()
     try:
-        response = yield backend.Send(operation, params)
+        response = yield backend.Send(operation, params, entities=(op.model,))
     except ConditionFailed as exc:
         if op.applied_earlier(exc):
             # the first attempt was applied; the item returned is the state it left (ALL_OLD of
@@ -89,7 +89,7 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
         params = {"TransactItems": [op.transact_item()], "ClientRequestToken": f"{op.token}-{attempt}",
                   "ReturnConsumedCapacity": "TOTAL"}
         try:
-            yield backend.Send("TransactWriteItems", params)
+            yield backend.Send("TransactWriteItems", params, entities=(op.model,))
             break
         except TransactionCanceled as exc:
             raw = exc.reasons[0] if exc.reasons else {}
@@ -102,7 +102,8 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
         return op.applied(None)
     try:
         response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
-                                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"})
+                                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"},
+                                      entities=(op.model,))
     except GeneratorExit:
         # the driver stopped while the read-back was in flight (a cancelled task, Ctrl-C): the
         # write stands, so the instance takes it, its F() fields deferred, never keeping the old
@@ -150,7 +151,8 @@ def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
         params = {"TransactItems": [op.transact_item(), *(c.transact_item() for c in checks)],
                   "ClientRequestToken": f"{op.token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
         try:
-            yield backend.Send("TransactWriteItems", params)
+            yield backend.Send("TransactWriteItems", params,
+                               entities=tuple(dict.fromkeys(a.model for a in (op, *checks))))
             break
         except TransactionCanceled as exc:
             codes = [r.get("code") for r in exc.reasons]

@@ -196,7 +196,8 @@ class Transaction:
         params = {"TransactItems": [op.transact_item() for op in self.actions],
                   "ClientRequestToken": self.token, "ReturnConsumedCapacity": "TOTAL"}
         try:
-            yield backend.Send("TransactWriteItems", params)
+            yield backend.Send("TransactWriteItems", params,
+                               entities=tuple(dict.fromkeys(op.model for op in self.actions)))
         except TransactionCanceled as exc:
             reasons = []
             lines = []

@@ -14,7 +14,11 @@ import click
 if TYPE_CHECKING:  # pragma: no cover
     from dynorm.tables import Table
 
-__all__ = ["State", "pass_state"]
+__all__ = ["State", "pass_state", "check_ledger", "LEDGER_CHECK_TIMEOUTS"]
+
+#: what ``check`` and ``makemigrations --check`` allow the ledger check (they work offline): one
+#: attempt, seconds to connect and to read
+LEDGER_CHECK_TIMEOUTS = {"max_attempts": 1, "connect_timeout": 1.0, "read_timeout": 3.0}
 
 
 class State:
@@ -64,3 +68,31 @@ class State:
 
 
 pass_state = click.make_pass_decorator(State)
+
+
+def check_ledger(package: str, tables: list[type[Table]]) -> None:
+    """Refuse when the migrations package is missing or the ledger lists migrations without a file.
+
+    For commands that work without DynamoDB (``check``, ``makemigrations --check``): the package is
+    checked first (no I/O); then the ledger, with one attempt and short timeouts
+    (:data:`LEDGER_CHECK_TIMEOUTS`). When DynamoDB cannot be asked (no endpoint answers, no
+    credentials, access denied), a note on stderr says the ledger was not checked, and the command
+    goes on with its offline result.
+
+    Raises:
+        MigrationError: the package does not exist (or a migration file is invalid).
+        UnknownMigrationsApplied: the ledger lists applied or started migrations without a file.
+    """
+    from dynorm import conf
+    from dynorm.exceptions import ConfigurationError, ServiceError
+    from dynorm.migrations.api import check_ledger as check
+    from dynorm.migrations.loader import load_migrations
+
+    migrations = load_migrations(package)
+    try:
+        with conf.overridden(**LEDGER_CHECK_TIMEOUTS):
+            check(migrations, tables)
+    except (ServiceError, ConfigurationError) as exc:
+        click.echo(f"NOTE: the migration ledger was not checked, DynamoDB could not be asked: {exc} Whether the "
+                   "tables hold migrations this code has no file for is unknown (`dynorm showmigrations` tells, "
+                   "once DynamoDB answers); this command's result is the offline one.", err=True)

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import click
 
-from ._common import State, pass_state
+from ._common import State, check_ledger, pass_state
 from .confirm import confirm_changes, yes_option
 
 #: ``dynorm migrate``'s exit code when the run stopped because its lock's lease could not be renewed
@@ -474,7 +474,8 @@ def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:
 @click.command()
 @click.option("--name", default=None, help="Name after the number (default: suggested, e.g. product_v2).")
 @click.option("--empty", is_flag=True, help="Write an empty migration (for RunPython).")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 if the models have changes with no migration.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if the models have changes with no migration, the "
+              "migrations package does not exist, or the ledger lists migrations that have no file.")
 @pass_state
 def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> None:
     """Write the next migration from the differences between the migration files and the models."""
@@ -485,6 +486,8 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
     settings = state.settings()
     if not settings.migrations:
         raise ConfigurationError("no migrations package configured; set `migrations:` in dynorm.yaml.")
+    if check:  # the package must exist and the ledger know no migration without a file (offline: a note)
+        check_ledger(settings.migrations, tables)
     result = make_migrations(settings.migrations, tables, name=name, empty=empty, check=check)
     if not result.operations and not empty:
         click.echo("No changes detected.")

@@ -16,7 +16,7 @@ from .writer import render_migration
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table
 
-__all__ = ["MakeResult", "PendingChanges", "make_migrations", "pending_changes", "load_migrations"]
+__all__ = ["MakeResult", "PendingChanges", "make_migrations", "pending_changes", "load_migrations", "check_ledger"]
 
 
 @dataclass
@@ -27,6 +27,32 @@ class MakeResult:
     operations: list[Operation]
     path: Path | None
     source: str | None
+
+
+def check_ledger(migrations: list[Migration], tables: list[type[Table]]) -> None:
+    """Refuse when the ledger lists applied or started migrations that ``migrations`` has no file for.
+
+    What ``migrate`` and ``showmigrations`` refuse, for ``check`` and ``makemigrations --check``: the
+    code is older than the table (a deploy rolled back by reverting code). With no migration at
+    all, the ledger is looked for in the tables of the models.
+
+    Args:
+        migrations: the loaded migration files (:func:`load_migrations`, which refuses a missing package).
+        tables: the model tables (where an empty package's ledger would be).
+
+    Raises:
+        UnknownMigrationsApplied: naming each such migration and the safe deploy order.
+        ServiceError, ConfigurationError: DynamoDB could not be asked (see the CLI's offline note).
+
+    DynamoDB: DescribeTable of the ledger's table, then two consistent Queries of the ledger
+    partition when it exists (per model table with a sort key when there is no migration).
+    """
+    from .executor import Executor, check_ledger_without_migrations
+
+    if not migrations:
+        check_ledger_without_migrations(tables)
+        return
+    Executor(migrations).applied()
 
 
 def _next_number(migrations: list[Migration]) -> int:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .. import backend, conf
 from ..exceptions import DynormError, ServiceError, TableDoesNotExist
+from ..keyversions import KeyVersionChange
 from ..schema import create_params, gsi_update_params, wait_active
 from .cost import OperationCost, Pacer, estimate_scan_operation
 from .ledger import Ledger
@@ -671,23 +672,23 @@ class Executor:
                 for m in backwards:
                     if options.fake:
                         # Django's --fake: only the record changes; the items stay as the operations left them
-                        ledger.forget(m.name)
+                        ledger.forget(m.name, self.key_changes(m, options.mode))
                         report.unapplied.append(m.name)
                         continue
                     # from here on the migration is no longer applied: its forward records are void
                     # (a forward run starts it again) and an interruption leaves it partial
-                    ledger.unrecord_applied(m.name)
+                    ledger.unrecord_applied(m.name, self.key_changes(m, options.mode))
                     ledger.clear(m.name)
                     status = self._run(m, options, report, ledger, reverse=True)
                     if status == "partial":
                         report.partial[m.name] = self._totals(report, f"{m.name}~reverse").get("failed", 0)
                     if status != "done":
                         break
-                    ledger.forget(m.name)
+                    ledger.forget(m.name, self.key_changes(m, options.mode), reversed_done=True)
                     report.unapplied.append(m.name)
                 for m in pending:
                     if options.fake:
-                        ledger.record_applied(m.name, {}, fake=True)
+                        ledger.record_applied(m.name, {}, fake=True, key_changes=self.key_changes(m, options.mode))
                         report.applied.append(m.name)
                         continue
                     ledger.clear(f"{m.name}~reverse")  # a partial reversal is void once it moves forward
@@ -697,7 +698,8 @@ class Executor:
                     if status == "partial":
                         report.partial[m.name] = self._totals(report, m.name).get("failed", 0)
                         break  # later migrations may rely on this one: stop here
-                    ledger.record_applied(m.name, self._totals(report, m.name))
+                    ledger.record_applied(m.name, self._totals(report, m.name),
+                                          key_changes=self.key_changes(m, options.mode))
                     report.applied.append(m.name)
             except MigrationInterrupted as exc:
                 if ledger.lost.is_set():
@@ -768,6 +770,28 @@ class Executor:
                 report.done_elsewhere.append({"migration": m.name, "done": "applied",
                                               "at": applied[m.name].get("applied_at")})
         return new_backwards, new_pending
+
+    def key_changes(self, m: Migration, mode: str) -> list[KeyVersionChange]:
+        """What recording ``m`` does to the key-version records (:mod:`dynorm.keyversions`); no I/O.
+
+        Args:
+            m: one of this executor's migrations; mode: the run's ``--mode`` (``"move"``/``"copy"``).
+
+        Returns:
+            one :class:`~dynorm.keyversions.KeyVersionChange` per entity type its operations rekey or
+            delete a version of, in operation order (physical table names, ``before``: the migration
+            before ``m``, for messages).
+        """
+        names = [x.name for x in self.migrations]
+        position = names.index(m.name)
+        before = names[position - 1] if position else None
+        out = []
+        for op in m.operations:
+            for table, entity_type, old, new, retires in op.key_versions(mode):
+                frozen = self.final_state.tables[table]
+                out.append(KeyVersionChange(_physical(table), frozen.pk_attribute, frozen.sk_attribute, entity_type,
+                                            old, new, retires, before))
+        return out
 
     @staticmethod
     def _totals(report: MigrateReport, name: str) -> dict[str, int]:

@@ -4,8 +4,11 @@ Items (sort key): ``applied#<migration>`` (when, counts), ``checkpoint#<migratio
 (LastEvaluatedKey of the scan so far, counts, done), ``failed#<migration>#<op>#<key hash>`` (the
 raw key of an item that could not be rewritten, and why; retried by the next run),
 ``tally#<migration>#<op>#<segment>`` (items moved by the transactions of a Dask task, counted in
-each transaction) and ``lock#<worker>`` (owner, expiry). A reversal (``migrate`` back to an earlier target) keeps its
-checkpoints and failures under ``<migration>~reverse``.
+each transaction), ``lock#<worker>`` (owner, expiry) and ``keyversions``: the key version of each
+rekeyed entity type and the versions recorded migrations retired (:mod:`dynorm.keyversions`; kept in
+the table of the entities, which may not be the ledger's: see :meth:`Ledger.update_key_versions`). A
+reversal (``migrate`` back to an earlier target) keeps its checkpoints and failures under
+``<migration>~reverse``.
 
 One lock per table for every kind of run: a plain (or backwards) run's ``lock#all`` excludes every
 other lock; ``--worker i/N`` runs of the same ``N`` may hold their ``lock#wiofN`` together (they
@@ -33,15 +36,17 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from .. import backend
+from .. import backend, keyguard, keyversions
 from ..exceptions import ConditionFailed, DynormError
+from ..keyversions import LEDGER_PARTITION, KeyVersionChange
 from .state import TableState
 
 __all__ = ["Ledger", "MigrationLocked", "LEDGER_PARTITION"]
 
-LEDGER_PARTITION = "dynorm#migrations"
+#: read-modify-write attempts of a key-version record before giving up (two runs writing it at once)
+_RECORD_ATTEMPTS = 8
 
 
 class MigrationLocked(DynormError):
@@ -102,8 +107,23 @@ class Ledger:
                              "fake": item.get("fake", {}).get("BOOL", False)}
         return out
 
-    def record_applied(self, name: str, counts: dict[str, Any], fake: bool = False) -> None:
-        """Record ``name`` as applied (once: a second record is refused and ignored)."""
+    def record_applied(self, name: str, counts: dict[str, Any], fake: bool = False,
+                       key_changes: Sequence[KeyVersionChange] = ()) -> None:
+        """Record ``name`` as applied (once: a second record is refused and ignored).
+
+        Before the applied record, the key-version record of each table in ``key_changes`` takes
+        the migration's key versions (:func:`dynorm.keyversions.applied`: a move or a deletion
+        retires the old version), so that no moment exists where the migration is applied and the
+        old version not yet retired; a run stopped in between retires it again when it records.
+
+        Args:
+            name: the migration; counts: its totals; fake: recorded by ``--fake``.
+            key_changes: what its operations do to key versions (``Executor`` builds them).
+
+        DynamoDB: per table in ``key_changes`` a consistent GetItem and a conditional PutItem of the
+        key-version record; then a conditional PutItem of ``applied#<name>``.
+        """
+        self.update_key_versions(key_changes, lambda entries, changes: keyversions.applied(entries, changes, name))
         item = {**self._key(f"applied#{name}"),
                 "applied_at": {"S": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
                 "counts": {"S": json.dumps(counts, sort_keys=True)}, "fake": {"BOOL": fake}}
@@ -254,18 +274,92 @@ class Ledger:
                 sk = item[str(self.table.sk_attribute)]["S"]
                 backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
 
-    def unrecord_applied(self, migration: str) -> None:
-        """Remove a migration's applied record (a reversal of it is starting)."""
-        backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(f"applied#{migration}")})
+    def unrecord_applied(self, migration: str, key_changes: Sequence[KeyVersionChange] = ()) -> None:
+        """Remove a migration's applied record (a reversal of it is starting).
 
-    def forget(self, migration: str) -> None:
-        """Remove a migration's applied record, checkpoints and failures (after it was reversed)."""
+        Then the versions it retired are live again in the key-version records
+        (:func:`dynorm.keyversions.reversal_started`: its items are moving back); in this order, a
+        run stopped in between leaves the old code refused, never a migration applied whose old
+        version is not retired.
+
+        Args:
+            key_changes: what its operations did to key versions.
+        """
+        backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(f"applied#{migration}")})
+        self.update_key_versions(key_changes,
+                                 lambda entries, changes: keyversions.reversal_started(entries, changes, migration))
+
+    def forget(self, migration: str, key_changes: Sequence[KeyVersionChange] = (), reversed_done: bool = False) -> None:
+        """Remove a migration's applied record, checkpoints and failures (after it was reversed, or ``--fake``).
+
+        The key-version records go back to the versions before it (:func:`dynorm.keyversions.unrecorded`):
+        after a reversal that ran (``reversed_done``) first, a move-mode one retiring the newer
+        version; for ``--fake`` last, only releasing what the migration retired.
+
+        Args:
+            key_changes: what its operations did to key versions.
+            reversed_done: the reversal ran to the end (False: ``--fake`` only un-records it).
+        """
+        def back(entries: dict[str, keyversions.Entry],
+                 changes: list[KeyVersionChange]) -> dict[str, keyversions.Entry]:
+            return keyversions.unrecorded(entries, changes, migration, reversed_done)
+
+        if reversed_done:
+            self.update_key_versions(key_changes, back)
         sks = [f"applied#{migration}"]
         for name in (migration, f"{migration}~reverse"):
             for prefix in (f"checkpoint#{name}#", f"failed#{name}#", f"tally#{name}#"):
                 sks += [i[str(self.table.sk_attribute)]["S"] for i in self._query_prefix(prefix)]
         for sk in sks:
             backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(sk)})
+        if not reversed_done:
+            self.update_key_versions(key_changes, back)
+
+    # -- key versions ------------------------------------------------------------------
+    def key_versions(self) -> dict[str, keyversions.Entry]:
+        """The key-version record of the ledger's table: ``{entity type: Entry}`` (consistent GetItem)."""
+        key = keyversions.item_key(self.table.pk_attribute, self.table.sk_attribute)
+        resp = backend.call("GetItem", {"TableName": self.name, "Key": key, "ConsistentRead": True})
+        return keyversions.decode(resp.get("Item"))
+
+    def update_key_versions(self, changes: Sequence[KeyVersionChange],
+                            transition: Callable[[dict[str, keyversions.Entry], list[KeyVersionChange]],
+                                                 dict[str, keyversions.Entry]]) -> None:
+        """Apply ``transition`` to the key-version record of each table ``changes`` name.
+
+        The record lives in the table of its entities (the runtime check reads that table), in the
+        ledger partition. Each is read (consistent GetItem) and written back (PutItem conditional on
+        the revision read: two runs writing at once never lose one's change; a conflict is read
+        again). This process's cached record (:mod:`dynorm.keyguard`) is refreshed.
+
+        Raises:
+            DynormError: the record kept changing under this run (another run writing it).
+        """
+        by_table: dict[tuple[str, str, str | None], list[KeyVersionChange]] = {}
+        for c in changes:
+            by_table.setdefault((c.table, c.pk_attribute, c.sk_attribute), []).append(c)
+        for (table, pk, sk), mine in by_table.items():
+            key = keyversions.item_key(pk, sk)
+            for _attempt in range(_RECORD_ATTEMPTS):
+                item = backend.call("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item")
+                entries = transition(keyversions.decode(item), mine)
+                rev = int(item["rev"]["N"]) if item and "rev" in item else 0
+                params: dict[str, Any] = {"TableName": table, "Item": {**key, **keyversions.encode(entries),
+                                                                       "rev": {"N": str(rev + 1)}}}
+                if item is None:  # none yet: another run may be writing the first one
+                    params.update(ConditionExpression="attribute_not_exists(#pk)", ExpressionAttributeNames={"#pk": pk})
+                else:
+                    params.update(ConditionExpression="#rev = :rev", ExpressionAttributeNames={"#rev": "rev"},
+                                  ExpressionAttributeValues={":rev": {"N": str(rev)}})
+                try:
+                    backend.call("PutItem", params)
+                except ConditionFailed:
+                    continue
+                keyguard.note(table, entries)
+                break
+            else:
+                raise DynormError(f"the key-version record of table {table} kept changing while this run wrote it "
+                                  f"({_RECORD_ATTEMPTS} attempts): another `dynorm migrate` is writing it; run again.")
 
     # -- lock --------------------------------------------------------------------------
     def _live_locks(self, now: float) -> list[tuple[str, str, float]]:

@@ -45,6 +45,19 @@ class Operation:
         """
         raise MigrationError(f"{self.describe()} cannot be reversed.")
 
+    def key_versions(self, mode: str) -> list[tuple[str, str, str, str | None, bool]]:
+        """What recording this operation applied does to key versions, for the ledger's key-version record.
+
+        Args:
+            mode: the run's ``--mode`` (``"move"`` or ``"copy"``).
+
+        Returns:
+            ``(table, entity_type, old, new, retires)`` per entity type whose items it moves away
+            from ``old`` (``new``: the version they move to, ``None`` when they are deleted);
+            ``retires``: whether ``old`` holds none of them once it is applied. ``[]`` by default.
+        """
+        return []
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__}: {self.describe()}>"
 
@@ -284,6 +297,10 @@ class RekeyEntity(Operation):
         return RekeyEntity(self.table, self.entity_type, self.to_version, self.from_version,
                            old=part(self.new), new=part(self.old))
 
+    def key_versions(self, mode: str) -> list[tuple[str, str, str, str | None, bool]]:
+        """A move leaves nothing at ``from_version``; a copy keeps the old items (expand/contract)."""
+        return [(self.table, self.entity_type, self.from_version, self.to_version, mode == "move")]
+
 
 class RunPython(Operation):
     """Run ``fn(context)`` with a :class:`~dynorm.migrations.executor.MigrationContext`.
@@ -349,6 +366,10 @@ class DeleteVersion(Operation):
         if self.copy_missing:
             out["copy_missing"] = True
         return out
+
+    def key_versions(self, mode: str) -> list[tuple[str, str, str, str | None, bool]]:
+        """Its items at ``version`` are deleted, whatever the mode."""
+        return [(self.table, self.entity_type, self.version, None, True)]
 
     def inverse(self) -> Operation | None:
         raise MigrationError(f"{self.describe()} cannot be reversed: the deleted items are gone.")

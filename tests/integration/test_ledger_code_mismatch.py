@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from dynorm import conf
 from dynorm.cli import cli
 from dynorm.migrations.executor import MigrateOptions, MigrationInterrupted
 from tests.faults import Hook
@@ -94,3 +95,77 @@ def test_an_empty_migrations_package_whose_ledger_lists_migrations_is_refused(pr
         assert "0001_initial (applied 20" in result.output and "0002_widget_v2 (applied 20" in result.output
         assert "No migrations" not in result.output and "no migration file at all" in result.output
     assert all(i["PK"]["S"].startswith("v2#") for i in widgets(project.table))
+
+
+# -- check and makemigrations --check: the same refusal, and an offline result when DynamoDB cannot be asked --------
+
+def test_check_and_makemigrations_check_refuse_an_applied_migration_without_a_file(project: Project) -> None:
+    cfg = _rolled_back(project)
+    for args in (["check"], ["makemigrations", "--check"]):
+        result = CliRunner().invoke(cli, ["--config", cfg, *args])
+        assert result.exit_code == 1, (args, result.output)
+        assert "UnknownMigrationsApplied" in result.output and "0002_widget_v2 (applied 20" in result.output, \
+            (args, result.output)
+        assert "`dynorm migrate 0001_initial`" in result.output and "roll forward" in result.output
+        assert "No changes detected" not in result.output and "No problems found" not in result.output
+
+
+def test_check_and_makemigrations_check_refuse_a_migrations_package_that_does_not_exist(project: Project) -> None:
+    project.write_models(**V1)
+    cfg = project.config()
+    cfg.write_text(cfg.read_text().replace(f"migrations: {project.migrations}", f"migrations: {project.pkg}.migratons"))
+    for args in (["check"], ["makemigrations", "--check"]):
+        result = CliRunner().invoke(cli, ["--config", str(cfg), *args])
+        assert result.exit_code == 1, (args, result.output)
+        assert f"the migrations package '{project.pkg}.migratons' does not exist" in result.output, result.output
+    assert not (project.dir / "migratons").exists()  # --check writes nothing
+
+
+def _silent_endpoint() -> tuple[str, Any]:
+    """A local socket that accepts connections and never answers; returns its URL and a closer."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[Any] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+
+    def close() -> None:
+        server.close()
+        for conn in held:
+            conn.close()
+
+    return f"http://127.0.0.1:{server.getsockname()[1]}", close
+
+
+def test_offline_check_and_makemigrations_check_note_that_the_ledger_was_not_checked(project: Project) -> None:
+    project.write_models(**V1)
+    assert project.makemigrations().name == "0001_initial"  # offline: no request
+    silent, close = _silent_endpoint()
+    before = conf.snapshot()
+    try:
+        for endpoint, why in (("http://127.0.0.1:9", "could not reach DynamoDB at http://127.0.0.1:9"),
+                              (silent, "No answer within 3 s (connection.read_timeout), 1 attempt(s)")):
+            cfg = project.root / "offline.yaml"
+            cfg.write_text(f"models: [{project.pkg}.models]\nmigrations: {project.migrations}\n")
+            conf.configure(endpoint=endpoint)  # over the test session's
+            for args, offline in ((["check"], "No problems found (1 entities on 1 table(s))."),
+                                  (["makemigrations", "--check"], "No changes detected.")):
+                result = CliRunner().invoke(cli, ["--config", str(cfg), *args])
+                assert result.exit_code == 0, (args, result.output)
+                assert result.stdout.strip() == offline
+                assert result.stderr.startswith("NOTE: the migration ledger was not checked, DynamoDB could not be "
+                                                f"asked: DescribeTable on {project.table.table_name()}"), result.stderr
+                assert why in result.stderr, result.stderr
+    finally:
+        conf.restore(before)
+        close()

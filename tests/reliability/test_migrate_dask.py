@@ -69,6 +69,7 @@ def _kill_one_worker_mid_run(project: Project, client: Any, n: int, segments: in
     assert killed and killed["rewritten"] < n, killed  # the worker died mid-run
     assert killed["pid"] not in client.run(os.getpid).values()
     assert report.applied == ["0002_widget_v2"] and not report.partial
+    assert set(executor.ledger().key_versions()["WIDGET"].retired) == {"v1"}  # recorded by the driver, as threads do
     after = widgets(project.table)
     assert len(after) == n  # 0 lost, 0 duplicated
     assert len({(i["PK"]["S"], i["SK"]["S"]) for i in after}) == n and all(i["PK"]["S"].startswith("v2#")
