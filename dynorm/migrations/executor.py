@@ -12,6 +12,12 @@ every segment at its next checkpoint (between transactions, within ~0.1 s on Dyn
 and :class:`MigrationInterrupted` is raised after the lock is released. Migrating to an earlier
 target runs the inverse of each operation of the applied migrations after it, newest first (with
 ``fake``, only their records are removed).
+
+The executor never switches on an operation's type: it hands each operation an
+:class:`~dynorm.migrations.context.OperationRun` and calls its ``database_forwards`` (or
+``database_backwards``); the operations ask that context for the shared mechanisms (the segmented
+scan of :mod:`dynorm.migrations.scan`, table creation, user code). A migration is recorded applied
+in one place (:meth:`Executor._forwards`) and un-recorded in one (:meth:`Executor._backwards`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ __all__ = ["MigrateOptions", "MigrateReport", "OpReport", "Executor", "Migration
 #: (``--force-unlock`` aside).
 MIN_LOCK_TTL = 1.0
 MAX_LOCK_TTL = 3600.0
+
+
 def check_lock_ttl(seconds: float) -> float:
     """Return ``seconds`` if it is a usable lock lease (``MIN_LOCK_TTL`` to ``MAX_LOCK_TTL``).
 
@@ -650,8 +658,11 @@ class Executor:
         """The RekeyEntity from ``op``'s version to the entity's current one (after migration ``position``);
         ``None`` when the entity is no longer declared. Picklable (cloudpickle: its transform is a closure).
 
-        The old layout and the transforms come from the RekeyEntity operations that led from ``op.version``
-        to the current version (the current layout when there are none).
+        The old layout and the transforms come from the operations that led from ``op.version`` to the
+        current version (:meth:`Operation.key_change`; the current layout when there are none).
+
+        Args:
+            op: a DeleteVersion (``table``, ``entity_type``, ``version``); position: a migration's index.
         """
         state = build_state(self.migrations[: position + 1])
         current = state.entities.get((op.table, op.entity_type))

@@ -226,6 +226,10 @@ class Operation:
         """The requests and capacity ``migrate --plan`` prints (``None``: nothing worth estimating)."""
         return None
 
+    def plan_reads_note(self, options: MigrateOptions) -> str:
+        """What ``migrate --plan``'s read figures include besides the scan (``", with one catch-up pass"``)."""
+        return ""
+
     def verify(self, ctx: VerifyContext) -> list[VerifyRow]:
         """What ``migrate --verify`` counts for this operation (default: nothing)."""
         return []

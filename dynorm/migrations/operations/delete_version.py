@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cost import OperationCost, key_growth
 from ..errors import MigrationError
@@ -11,6 +11,9 @@ from ..rekey import DELETE_GROUP, Counts, Rekeyer, VersionDeleter
 from ..state import ProjectState
 from .base import Operation, PlanContext, RunContext
 from .rekey_entity import scan_cost
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..reports import MigrateOptions
 
 __all__ = ["DeleteVersion"]
 
@@ -76,6 +79,9 @@ class DeleteVersion(Operation):
             self.check_copies(ctx, worker, total, threads)
 
         return ctx.scan(self, catch_up=True, copies=ctx.copies_chain(self), before=before)
+
+    def plan_reads_note(self, options: MigrateOptions) -> str:
+        return ", with the check for current copies and one catch-up pass"
 
     def make_worker(self, job: Any, counts: Any, pacer: Any) -> VersionDeleter:
         """A :class:`VersionDeleter` with the copy-mode :class:`Rekeyer` of ``job.copies`` to find (or write) copies."""

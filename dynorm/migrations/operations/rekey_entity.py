@@ -127,6 +127,9 @@ class RekeyEntity(Operation):
         """Copy mode reads consistently: its Put does not compare the old item, so a stale read would be copied."""
         return options.mode == "copy"
 
+    def plan_reads_note(self, options: MigrateOptions) -> str:
+        return ", with one catch-up pass" if options.mode == "move" else ""
+
     def make_worker(self, job: Any, counts: Any, pacer: Any) -> Rekeyer:
         options = job.options
         return Rekeyer(self, job.table, job.physical, options.mode, counts, options.dry_run, pacer, job.consistent)
