@@ -173,8 +173,6 @@ def _resume_command(state: State, target: str | None, args: dict[str, Any]) -> s
 
 
 def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options: Any) -> None:
-    from dynorm.migrations.operations import DeleteVersion
-
     if not pending and not backwards:
         click.echo("No migrations to apply.")
     if options.fake:  # only the ledger changes: no operation runs, no item is read or written
@@ -195,11 +193,8 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
                 continue
             reads = "consistent" if executor.consistent_for(step, options) else "eventually consistent"
             click.echo(f"    table: ~{cost.items} item(s), ~{cost.avg_size:.0f} B on average (DescribeTable)")
-            what = {"move": ", with one catch-up pass",
-                    "delete": ", with the check for current copies and one catch-up pass"}
-            kind = "delete" if isinstance(step, DeleteVersion) else options.mode
             click.echo(f"    reads:  <= {cost.read_requests} request(s), <= {cost.rcu:.1f} RCU ({reads} Scan/Query"
-                       f"{what.get(kind, '')})")
+                       f"{step.plan_reads_note(options)})")
             if cost.catch_up_rcu:
                 click.echo(f"            each further catch-up pass (only if old-version items appear meanwhile): "
                            f"<= {cost.catch_up_rcu:.1f} RCU")

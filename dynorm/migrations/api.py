@@ -185,16 +185,13 @@ def _check_new_multi_gsis(ops: list[Operation], tables: list[type[Table]]) -> No
         MigrationError: naming the entity, field, attribute, both types and what to do instead.
     """
     from ..checks import multi_key_problems
-    from .operations import CreateTable, SyncIndexes
 
     by_name = {t._meta.table_name: t for t in tables}
     for op in ops:
-        if isinstance(op, SyncIndexes):
-            added, name = list(op.multi_gsis), op.table
-        elif isinstance(op, CreateTable):
-            added, name = list(op.table.multi_gsis), op.table.name
-        else:
+        adds = op.added_multi_gsis()
+        if adds is None:
             continue
+        name, added = adds
         table = by_name.get(name)
         if not added or table is None:
             continue

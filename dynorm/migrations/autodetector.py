@@ -161,8 +161,8 @@ def suggest_name(ops: list[Operation], first: bool) -> str:
     if first:
         return "initial"
     for op in ops:
-        if isinstance(op, RekeyEntity):
-            raw = f"{op.entity_type.lower()}_{op.to_version}"
+        raw = op.name_hint()
+        if raw is not None:
             name = re.sub(r"_+", "_", re.sub(r"\W", "_", raw, flags=re.ASCII)).strip("_")
             return name if name and name.isidentifier() else "auto"
     return "auto"

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 __all__ = ["item_size", "write_units", "read_units", "move_units", "copy_units", "TokenBucket", "Pacer",
            "OperationCost", "estimate_scan_operation", "units_bound", "scan_bound", "paced_requests",
-           "PAGE_BYTES"]
+           "PAGE_BYTES", "key_growth"]
 
 #: a Scan page ends after 1 MB read (1,048,576 bytes); the bounds use 1,000,000 (more pages: safe)
 PAGE_BYTES = 1_000_000
@@ -388,3 +388,19 @@ class Pacer:
             return False
         return self.lease is None or self.lease()
 
+
+
+def key_growth(old: dict[str, dict[str, str]], new: dict[str, dict[str, str]]) -> int:
+    """Bytes a rewritten item may gain: the new key attributes' names and templates, less the old ones'.
+
+    Field values fill both templates alike; an attribute only the new keys have counts in full
+    (its name and template text, plus its field values at most once more: counted as the template again).
+
+    Args:
+        old, new: key layouts, ``{index path: {attribute: template}}``.
+    """
+    def size(keys: dict[str, dict[str, str]]) -> dict[str, int]:
+        return {attr: len(attr.encode()) + len(tpl.encode()) for attrs in keys.values() for attr, tpl in attrs.items()}
+
+    before, after = size(old), size(new)
+    return sum(max(0, n - before.get(a, 0)) if a in before else 2 * n for a, n in after.items())

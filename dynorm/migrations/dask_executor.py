@@ -371,6 +371,9 @@ class DaskExecutor(Executor):
                 self._counts.add(**delta)
 
     def _run_segments(self, job: SegmentJob, worker: Any, mine: list[int]) -> None:
+        if not job.op.dask_segments:  # an operation whose segments must stay in this process
+            super()._run_segments(job, worker, mine)
+            return
         client = self.client
         run = uuid.uuid4().hex
         topic = f"{TOPIC}-{run}"  # one per run: two drivers may share a cluster

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from .operations import CreateTable, MigrationError, Operation
+from .errors import MigrationError
+from .operations import Operation
 from .state import ProjectState
 
 __all__ = ["Migration", "load_migrations", "build_state", "package_path", "tables_of", "NAME_RE"]
@@ -37,12 +38,9 @@ def tables_of(operations: list[Operation]) -> list[str]:
     """Logical names of the tables ``operations`` touch, in order of first appearance (pure)."""
     out: list[str] = []
     for op in operations:
-        name = op.table.name if isinstance(op, CreateTable) else getattr(op, "table", None)
-        if isinstance(name, str) and name not in out:
-            out.append(name)
-        entity = getattr(op, "entity", None)
-        if entity is not None and entity.table not in out:
-            out.append(entity.table)
+        for name in op.tables():
+            if name not in out:
+                out.append(name)
     return out
 
 

@@ -183,6 +183,11 @@ def keyed_at(state: EntityState, table: TableState, raw: dict[str, Any], version
 
 
 class _Base:
+    #: every rewrite transaction adds its item count to the ledger's tally (the report reads it from there)
+    always_tally = False
+    #: a failed item whose new key holds another item can be settled by ``--resolve keep-new|keep-old``
+    can_resolve = False
+
     def __init__(self, table: TableState, physical: str, counts: Counts, dry_run: bool,
                  pacer: Pacer | None = None, consistent: bool = True) -> None:
         self.table = table
@@ -289,6 +294,8 @@ class _Base:
 
 class Rekeyer(_Base):
     """Moves or copies the items of one RekeyEntity operation."""
+
+    can_resolve = True
 
     def __init__(self, op: Any, table: TableState, physical: str, mode: str, counts: Counts,
                  dry_run: bool = False, pacer: Pacer | None = None, consistent: bool = True) -> None:
@@ -627,6 +634,8 @@ class VersionDeleter(_Base):
             item whose current-version copy does not exist (BatchGetItem, consistent) is never deleted:
             :meth:`missing` finds them, :meth:`process` records them as failed.
     """
+
+    always_tally = True
 
     def __init__(self, op: Any, table: TableState, physical: str, counts: Counts, dry_run: bool = False,
                  sleep: Callable[[float], None] = time.sleep, pacer: Pacer | None = None,
