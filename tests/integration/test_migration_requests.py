@@ -2,7 +2,9 @@
 
 Each path (forwards, backwards, fake, plan, dry run, verify, resume after a stop, ``--worker``
 splits, ``--resolve``, RunPython, DeleteVersion) is run on a small table and compared with the
-figures recorded before the operations took their behaviour onto themselves (issue 23): how many
+figures recorded before the operations took their behaviour onto themselves (issue 23), then once
+for the key-version record (one GetItem and one conditional PutItem of ``keyversions`` each time a
+migration that rekeys or deletes a version is recorded applied, un-recorded or forgotten): how many
 requests of each kind were sent, and what the ledger partition holds afterwards (sort keys, done
 flags, the counts of operation checkpoints and applied records; per-segment counts are left out:
 the segments' threads share one counter, so what a segment saw is timing, not behaviour).
@@ -87,15 +89,13 @@ def test_forwards_move(project: Project) -> None:
     _pin(
         "forward.requests",
         _requests(c),
-        {
-            "DeleteItem": 1,
-            "DescribeTable": 5,
-            "GetItem": 6,
-            "PutItem": 8,
-            "Query": 13,
-            "Scan": 8,
-            "TransactWriteItems": 4,
-        },
+        {'DeleteItem': 1,
+         'DescribeTable': 5,
+         'GetItem': 7,
+         'PutItem': 9,
+         'Query': 13,
+         'Scan': 8,
+         'TransactWriteItems': 4},
     )
     _pin(
         "forward.totals", report.totals(), {"scanned": 120, "rewritten": 120, "skipped": 0, "conflicts": 0, "failed": 0}
@@ -103,25 +103,20 @@ def test_forwards_move(project: Project) -> None:
     _pin(
         "forward.ledger",
         _ledger(project),
-        [
-            ["applied#0001_initial", None, {}],
-            [
-                "applied#0002_widget_v2",
-                None,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-            ["checkpoint#0001_initial#0#op", True, {}],
-            ["checkpoint#0002_widget_v2#0#0", True, None],
-            ["checkpoint#0002_widget_v2#0#1", True, None],
-            ["checkpoint#0002_widget_v2#0#2", True, None],
-            ["checkpoint#0002_widget_v2#0#3", True, None],
-            ["checkpoint#0002_widget_v2#0#meta", False, {"segments": 4}],
-            [
-                "checkpoint#0002_widget_v2#0#op",
-                True,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-        ],
+        [['applied#0001_initial', None, {}],
+         ['applied#0002_widget_v2',
+          None,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['checkpoint#0001_initial#0#op', True, {}],
+         ['checkpoint#0002_widget_v2#0#0', True, None],
+         ['checkpoint#0002_widget_v2#0#1', True, None],
+         ['checkpoint#0002_widget_v2#0#2', True, None],
+         ['checkpoint#0002_widget_v2#0#3', True, None],
+         ['checkpoint#0002_widget_v2#0#meta', False, {'segments': 4}],
+         ['checkpoint#0002_widget_v2#0#op',
+          True,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['keyversions', None, None]],
     )
 
 
@@ -134,15 +129,13 @@ def test_backwards_move(project: Project) -> None:
     _pin(
         "backward.requests",
         _requests(c),
-        {
-            "DeleteItem": 15,
-            "DescribeTable": 7,
-            "GetItem": 6,
-            "PutItem": 7,
-            "Query": 23,
-            "Scan": 8,
-            "TransactWriteItems": 4,
-        },
+        {'DeleteItem': 15,
+         'DescribeTable': 7,
+         'GetItem': 8,
+         'PutItem': 9,
+         'Query': 23,
+         'Scan': 8,
+         'TransactWriteItems': 4},
     )
     _pin(
         "backward.totals",
@@ -152,7 +145,7 @@ def test_backwards_move(project: Project) -> None:
     _pin(
         "backward.ledger",
         _ledger(project),
-        [["applied#0001_initial", None, {}], ["checkpoint#0001_initial#0#op", True, {}]],
+        [['applied#0001_initial', None, {}], ['checkpoint#0001_initial#0#op', True, {}], ['keyversions', None, None]],
     )
 
 
@@ -160,23 +153,30 @@ def test_fake_forwards_and_backwards(project: Project) -> None:
     _v2(project)
     with dynorm.capture() as c:
         project.executor().migrate(MigrateOptions(fake=True))
-    _pin("fake.forward.requests", _requests(c), {"DeleteItem": 1, "DescribeTable": 4, "PutItem": 2, "Query": 8})
+    _pin("fake.forward.requests", _requests(c), {'DeleteItem': 1,
+                                                 'DescribeTable': 4,
+                                                 'GetItem': 1,
+                                                 'PutItem': 3,
+                                                 'Query': 8})
     _pin(
         "fake.forward.ledger",
         _ledger(project),
-        [
-            ["applied#0001_initial", None, {}],
-            ["applied#0002_widget_v2", None, {}],
-            ["checkpoint#0001_initial#0#op", True, {}],
-        ],
+        [['applied#0001_initial', None, {}],
+         ['applied#0002_widget_v2', None, {}],
+         ['checkpoint#0001_initial#0#op', True, {}],
+         ['keyversions', None, None]],
     )
     with dynorm.capture() as c:
         project.executor().migrate(MigrateOptions(fake=True, target="0001"))
-    _pin("fake.backward.requests", _requests(c), {"DeleteItem": 2, "DescribeTable": 6, "PutItem": 1, "Query": 18})
+    _pin("fake.backward.requests", _requests(c), {'DeleteItem': 2,
+                                                  'DescribeTable': 6,
+                                                  'GetItem': 1,
+                                                  'PutItem': 2,
+                                                  'Query': 18})
     _pin(
         "fake.backward.ledger",
         _ledger(project),
-        [["applied#0001_initial", None, {}], ["checkpoint#0001_initial#0#op", True, {}]],
+        [['applied#0001_initial', None, {}], ['checkpoint#0001_initial#0#op', True, {}], ['keyversions', None, None]],
     )
 
 
@@ -199,52 +199,38 @@ def test_plan_estimates(project: Project) -> None:
     _pin(
         "plan.estimates",
         got,
-        {
-            "move": [
-                None,
-                None,
-                {
-                    "items": 249,
-                    "avg_size": 166,
-                    "read_requests": 10,
-                    "write_requests": 5,
-                    "rcu": 27.0,
-                    "wcu": 1743.0,
-                    "catch_up_rcu": 14.0,
-                },
-                {
-                    "items": 249,
-                    "avg_size": 166,
-                    "read_requests": 32,
-                    "write_requests": 38,
-                    "rcu": 546.5,
-                    "wcu": 1743.0,
-                    "catch_up_rcu": 14.0,
-                },
-            ],
-            "copy": [
-                None,
-                None,
-                {
-                    "items": 249,
-                    "avg_size": 166,
-                    "read_requests": 6,
-                    "write_requests": 84,
-                    "rcu": 26.0,
-                    "wcu": 876.0,
-                    "catch_up_rcu": 0.0,
-                },
-                {
-                    "items": 249,
-                    "avg_size": 166,
-                    "read_requests": 32,
-                    "write_requests": 227,
-                    "rcu": 546.5,
-                    "wcu": 1743.0,
-                    "catch_up_rcu": 14.0,
-                },
-            ],
-        },
+        {'move': [None,
+                  None,
+                  {'items': 250,
+                   'avg_size': 166,
+                   'read_requests': 10,
+                   'write_requests': 5,
+                   'rcu': 27.5,
+                   'wcu': 1749.0,
+                   'catch_up_rcu': 14.0},
+                  {'items': 250,
+                   'avg_size': 166,
+                   'read_requests': 32,
+                   'write_requests': 38,
+                   'rcu': 548.5,
+                   'wcu': 1749.0,
+                   'catch_up_rcu': 14.0}],
+         'copy': [None,
+                  None,
+                  {'items': 250,
+                   'avg_size': 166,
+                   'read_requests': 6,
+                   'write_requests': 84,
+                   'rcu': 27.0,
+                   'wcu': 879.0,
+                   'catch_up_rcu': 0.0},
+                  {'items': 250,
+                   'avg_size': 166,
+                   'read_requests': 32,
+                   'write_requests': 227,
+                   'rcu': 548.5,
+                   'wcu': 1749.0,
+                   'catch_up_rcu': 14.0}]},
     )
 
 
@@ -342,36 +328,29 @@ def test_resume_after_a_stop(project: Project) -> None:
     _pin(
         "resume.requests",
         _requests(c),
-        {
-            "DeleteItem": 1,
-            "DescribeTable": 5,
-            "GetItem": 3,
-            "PutItem": 4,
-            "Query": 13,
-            "Scan": 2,
-            "TransactWriteItems": 2,
-        },
+        {'DeleteItem': 1,
+         'DescribeTable': 5,
+         'GetItem': 4,
+         'PutItem': 5,
+         'Query': 13,
+         'Scan': 2,
+         'TransactWriteItems': 2},
     )
     _pin("resume.totals", report.totals(), {"scanned": 70, "rewritten": 70, "skipped": 0, "conflicts": 0, "failed": 0})
     _pin(
         "resume.ledger",
         _ledger(project),
-        [
-            ["applied#0001_initial", None, {}],
-            [
-                "applied#0002_widget_v2",
-                None,
-                {"conflicts": 0, "failed": 0, "rewritten": 70, "scanned": 70, "skipped": 0},
-            ],
-            ["checkpoint#0001_initial#0#op", True, {}],
-            ["checkpoint#0002_widget_v2#0#0", True, None],
-            ["checkpoint#0002_widget_v2#0#meta", False, {"segments": 1}],
-            [
-                "checkpoint#0002_widget_v2#0#op",
-                True,
-                {"conflicts": 0, "failed": 0, "rewritten": 70, "scanned": 70, "skipped": 0},
-            ],
-        ],
+        [['applied#0001_initial', None, {}],
+         ['applied#0002_widget_v2',
+          None,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 70, 'scanned': 70, 'skipped': 0}],
+         ['checkpoint#0001_initial#0#op', True, {}],
+         ['checkpoint#0002_widget_v2#0#0', True, None],
+         ['checkpoint#0002_widget_v2#0#meta', False, {'segments': 1}],
+         ['checkpoint#0002_widget_v2#0#op',
+          True,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 70, 'scanned': 70, 'skipped': 0}],
+         ['keyversions', None, None]],
     )
 
 
@@ -396,8 +375,8 @@ def test_worker_split(project: Project) -> None:
                 {
                     "DeleteItem": 1,
                     "DescribeTable": 6,
-                    "GetItem": 4,
-                    "PutItem": 5,
+                    "GetItem": 5,
+                    "PutItem": 6,
                     "Query": 13,
                     "Scan": 6,
                     "TransactWriteItems": 2,
@@ -433,6 +412,7 @@ def test_worker_split(project: Project) -> None:
                         True,
                         {"conflicts": 0, "failed": 0, "rewritten": 64, "scanned": 64, "skipped": 0},
                     ],
+                    ["keyversions", None, None],
                 ],
             ][i],
         )
@@ -485,58 +465,42 @@ def test_resolve(project: Project, keep: str) -> None:
     _pin(
         f"resolve.{keep}.requests",
         _requests(c),
-        {
-            "keep-new": {"DeleteItem": 3, "DescribeTable": 5, "GetItem": 6, "PutItem": 3, "Query": 13, "Scan": 2},
-            "keep-old": {
-                "DeleteItem": 2,
-                "DescribeTable": 5,
-                "GetItem": 6,
-                "PutItem": 3,
-                "Query": 13,
-                "Scan": 2,
-                "TransactWriteItems": 1,
-            },
-        }[keep],
+        {'keep-new': {'DeleteItem': 3, 'DescribeTable': 5, 'GetItem': 7, 'PutItem': 4, 'Query': 13, 'Scan': 2},
+         'keep-old': {'DeleteItem': 2,
+                      'DescribeTable': 5,
+                      'GetItem': 7,
+                      'PutItem': 4,
+                      'Query': 13,
+                      'Scan': 2,
+                      'TransactWriteItems': 1}}[keep],
     )
     _pin(
         f"resolve.{keep}.ledger",
         _ledger(project),
-        {
-            "keep-new": [
-                ["applied#0001_initial", None, {}],
-                [
-                    "applied#0002_widget_v2",
-                    None,
-                    {"conflicts": 0, "failed": 0, "rewritten": 0, "scanned": 1, "skipped": 1},
-                ],
-                ["checkpoint#0001_initial#0#op", True, {}],
-                ["checkpoint#0002_widget_v2#0#0", True, None],
-                ["checkpoint#0002_widget_v2#0#1", True, None],
-                ["checkpoint#0002_widget_v2#0#meta", False, {"segments": 2}],
-                [
-                    "checkpoint#0002_widget_v2#0#op",
-                    True,
-                    {"conflicts": 0, "failed": 0, "rewritten": 0, "scanned": 1, "skipped": 1},
-                ],
-            ],
-            "keep-old": [
-                ["applied#0001_initial", None, {}],
-                [
-                    "applied#0002_widget_v2",
-                    None,
-                    {"conflicts": 0, "failed": 0, "rewritten": 1, "scanned": 1, "skipped": 0},
-                ],
-                ["checkpoint#0001_initial#0#op", True, {}],
-                ["checkpoint#0002_widget_v2#0#0", True, None],
-                ["checkpoint#0002_widget_v2#0#1", True, None],
-                ["checkpoint#0002_widget_v2#0#meta", False, {"segments": 2}],
-                [
-                    "checkpoint#0002_widget_v2#0#op",
-                    True,
-                    {"conflicts": 0, "failed": 0, "rewritten": 1, "scanned": 1, "skipped": 0},
-                ],
-            ],
-        }[keep],
+        {'keep-new': [['applied#0001_initial', None, {}],
+                      ['applied#0002_widget_v2',
+                       None,
+                       {'conflicts': 0, 'failed': 0, 'rewritten': 0, 'scanned': 1, 'skipped': 1}],
+                      ['checkpoint#0001_initial#0#op', True, {}],
+                      ['checkpoint#0002_widget_v2#0#0', True, None],
+                      ['checkpoint#0002_widget_v2#0#1', True, None],
+                      ['checkpoint#0002_widget_v2#0#meta', False, {'segments': 2}],
+                      ['checkpoint#0002_widget_v2#0#op',
+                       True,
+                       {'conflicts': 0, 'failed': 0, 'rewritten': 0, 'scanned': 1, 'skipped': 1}],
+                      ['keyversions', None, None]],
+         'keep-old': [['applied#0001_initial', None, {}],
+                      ['applied#0002_widget_v2',
+                       None,
+                       {'conflicts': 0, 'failed': 0, 'rewritten': 1, 'scanned': 1, 'skipped': 0}],
+                      ['checkpoint#0001_initial#0#op', True, {}],
+                      ['checkpoint#0002_widget_v2#0#0', True, None],
+                      ['checkpoint#0002_widget_v2#0#1', True, None],
+                      ['checkpoint#0002_widget_v2#0#meta', False, {'segments': 2}],
+                      ['checkpoint#0002_widget_v2#0#op',
+                       True,
+                       {'conflicts': 0, 'failed': 0, 'rewritten': 1, 'scanned': 1, 'skipped': 0}],
+                      ['keyversions', None, None]]}[keep],
     )
 
 
@@ -596,16 +560,14 @@ def test_delete_version_after_a_copy(project: Project) -> None:
     _pin(
         "deleteversion.requests",
         _requests(c),
-        {
-            "BatchGetItem": 4,
-            "DeleteItem": 1,
-            "DescribeTable": 5,
-            "GetItem": 5,
-            "PutItem": 7,
-            "Query": 14,
-            "Scan": 6,
-            "TransactWriteItems": 2,
-        },
+        {'BatchGetItem': 4,
+         'DeleteItem': 1,
+         'DescribeTable': 5,
+         'GetItem': 6,
+         'PutItem': 8,
+         'Query': 14,
+         'Scan': 6,
+         'TransactWriteItems': 2},
     )
     _pin(
         "deleteversion.totals",
@@ -615,39 +577,30 @@ def test_delete_version_after_a_copy(project: Project) -> None:
     _pin(
         "deleteversion.ledger",
         _ledger(project),
-        [
-            ["applied#0001_initial", None, {}],
-            [
-                "applied#0002_widget_v2",
-                None,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-            [
-                "applied#0003_drop_v1",
-                None,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-            ["checkpoint#0001_initial#0#op", True, {}],
-            ["checkpoint#0002_widget_v2#0#0", True, None],
-            ["checkpoint#0002_widget_v2#0#1", True, None],
-            ["checkpoint#0002_widget_v2#0#meta", False, {"segments": 2}],
-            [
-                "checkpoint#0002_widget_v2#0#op",
-                True,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-            ["checkpoint#0003_drop_v1#0#0", True, None],
-            ["checkpoint#0003_drop_v1#0#1", True, None],
-            ["checkpoint#0003_drop_v1#0#meta", False, {"segments": 2}],
-            [
-                "checkpoint#0003_drop_v1#0#op",
-                True,
-                {"conflicts": 0, "failed": 0, "rewritten": 120, "scanned": 120, "skipped": 0},
-            ],
-            ["checkpoint#0003_drop_v1#0#verified", True, {"copied": 0}],
-            ["tally#0003_drop_v1#0#0", None, 60],
-            ["tally#0003_drop_v1#0#1", None, 60],
-        ],
+        [['applied#0001_initial', None, {}],
+         ['applied#0002_widget_v2',
+          None,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['applied#0003_drop_v1',
+          None,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['checkpoint#0001_initial#0#op', True, {}],
+         ['checkpoint#0002_widget_v2#0#0', True, None],
+         ['checkpoint#0002_widget_v2#0#1', True, None],
+         ['checkpoint#0002_widget_v2#0#meta', False, {'segments': 2}],
+         ['checkpoint#0002_widget_v2#0#op',
+          True,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['checkpoint#0003_drop_v1#0#0', True, None],
+         ['checkpoint#0003_drop_v1#0#1', True, None],
+         ['checkpoint#0003_drop_v1#0#meta', False, {'segments': 2}],
+         ['checkpoint#0003_drop_v1#0#op',
+          True,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 120, 'scanned': 120, 'skipped': 0}],
+         ['checkpoint#0003_drop_v1#0#verified', True, {'copied': 0}],
+         ['keyversions', None, None],
+         ['tally#0003_drop_v1#0#0', None, 60],
+         ['tally#0003_drop_v1#0#1', None, 60]],
     )
 
 
@@ -671,7 +624,7 @@ def test_table_ddl_operations(project: Project) -> None:
     _pin(
         "ddl.sync.requests",
         _requests(c, polls=False),
-        {"DeleteItem": 1, "GetItem": 7, "PutItem": 9, "Query": 13, "Scan": 8, "UpdateTable": 1},
+        {'DeleteItem': 1, 'GetItem': 8, 'PutItem': 10, 'Query': 13, 'Scan': 8, 'UpdateTable': 1},
     )
     _pin(
         "ddl.sync.report",
@@ -695,22 +648,19 @@ def test_table_ddl_operations(project: Project) -> None:
     _pin(
         "ddl.ledger",
         _ledger(project),
-        [
-            ["applied#0001_initial", None, {}],
-            ["applied#0002_widget_v1", None, {"conflicts": 0, "failed": 0, "rewritten": 0, "scanned": 0, "skipped": 0}],
-            ["applied#0003_auto", None, {}],
-            ["checkpoint#0001_initial#0#op", True, {}],
-            ["checkpoint#0002_widget_v1#0#op", True, {}],
-            ["checkpoint#0002_widget_v1#1#0", True, None],
-            ["checkpoint#0002_widget_v1#1#1", True, None],
-            ["checkpoint#0002_widget_v1#1#2", True, None],
-            ["checkpoint#0002_widget_v1#1#3", True, None],
-            ["checkpoint#0002_widget_v1#1#meta", False, {"segments": 4}],
-            [
-                "checkpoint#0002_widget_v1#1#op",
-                True,
-                {"conflicts": 0, "failed": 0, "rewritten": 0, "scanned": 0, "skipped": 0},
-            ],
-            ["checkpoint#0003_auto#0#op", True, {}],
-        ],
+        [['applied#0001_initial', None, {}],
+         ['applied#0002_widget_v1', None, {'conflicts': 0, 'failed': 0, 'rewritten': 0, 'scanned': 0, 'skipped': 0}],
+         ['applied#0003_auto', None, {}],
+         ['checkpoint#0001_initial#0#op', True, {}],
+         ['checkpoint#0002_widget_v1#0#op', True, {}],
+         ['checkpoint#0002_widget_v1#1#0', True, None],
+         ['checkpoint#0002_widget_v1#1#1', True, None],
+         ['checkpoint#0002_widget_v1#1#2', True, None],
+         ['checkpoint#0002_widget_v1#1#3', True, None],
+         ['checkpoint#0002_widget_v1#1#meta', False, {'segments': 4}],
+         ['checkpoint#0002_widget_v1#1#op',
+          True,
+          {'conflicts': 0, 'failed': 0, 'rewritten': 0, 'scanned': 0, 'skipped': 0}],
+         ['checkpoint#0003_auto#0#op', True, {}],
+         ['keyversions', None, None]],
     )
