@@ -332,10 +332,28 @@ def _describe(op: WriteOp) -> str:
 MAX_EXPRESSION_BYTES = 4096
 
 
+def _grouped(expr: str) -> bool:
+    """True when ``expr`` is one parenthesised group as a whole (``(a OR b)``, not ``(a) OR (b)``).
+
+    DynamoDB refuses redundant parentheses (``((a OR b))``). Names and values are placeholders, so
+    every parenthesis in a condition is syntax.
+    """
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(expr):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(expr) - 1:
+            return False
+    return True
+
+
 def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str], entity: str = "?") -> None:
     conditions = [c for c in conditions if c]
     if conditions:
-        params["ConditionExpression"] = " AND ".join(f"({c})" if len(conditions) > 1 else c for c in conditions)
+        # each condition is one group, so an OR inside one never binds to the AND around it
+        params["ConditionExpression"] = " AND ".join(
+            f"({c})" if len(conditions) > 1 and not _grouped(c) else c for c in conditions)
     for what in ("UpdateExpression", "ConditionExpression"):
         size = len(params.get(what, "").encode("utf-8"))
         if size > MAX_EXPRESSION_BYTES:
