@@ -312,8 +312,9 @@ class Entity(Model, metaclass=EntityMeta):
             try:
                 yield from send_create_steps(op, older)
                 return
-            except AlreadyExists:  # only an older-version check maps to it for an UpdateItem
-                pass
+            except AlreadyExists as exc:
+                if getattr(exc, "older_version", None) is None:
+                    raise  # the current key holds an item of another entity type: nothing to move
             yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
             op = prepare_put(self, create=create, update_fields=update_fields)
         yield from send_steps(op)
