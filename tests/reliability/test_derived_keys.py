@@ -464,6 +464,28 @@ async def _read_n(obj: Any) -> Any:
     return obj.n
 
 
+@pytest.mark.parametrize("deferred_by", ["transaction", "only"])
+def test_bulk_update_loads_a_deferred_field_first_in_sync_and_async_alike(deferred_by: str, io: Any) -> None:
+    """``abulk_update`` read a deferred field while planning, so the blocking loader raised
+    SynchronousOnlyOperation; it now awaits the same one GetItem ``bulk_update`` sends."""
+    VItem.objects.create(sku="v6", n=10, note="before")
+    if deferred_by == "transaction":
+        obj = VItem.objects.get(sku="v6")
+        io.transaction(lambda tx: tx.update(obj, n=F("n") + 5))  # n deferred: its result did not come back
+        written = ["n", "note"]
+    else:
+        obj = VItem.objects.only("sku", "version").get(sku="v6")  # n, note, ... deferred
+        written = ["n", "note"]
+    obj.note = "after"
+    with dynorm.capture() as c:
+        assert io(VItem.objects, "bulk_update", [obj], written) == 1
+    assert c.operations == ["GetItem", "TransactWriteItems"]  # load, then write, in both APIs
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v6"))
+    n = 15 if deferred_by == "transaction" else 10
+    assert (stored.n, stored.note) == (n, "after")  # never the value from before the transaction
+    assert (obj.n, obj.note) == (n, "after")
+
+
 def test_after_a_transaction_a_concurrent_change_makes_the_next_save_stale() -> None:
     VItem.objects.create(sku="v3", n=10)
     obj = VItem.objects.get(sku="v3")
