@@ -44,6 +44,7 @@ from .exceptions import InvalidKeyValue, ModelError
 
 __all__ = [
     "KeyTemplate", "Prefix", "KeyRange", "encode_value", "escape_text", "number_text", "format_datetime",
+    "parse_datetime",
     "key_range", "check_delimiter", "spec_kind", "VERSION", "ORDERED", "PERCENT", "KEY_ENCODINGS",
 ]
 
@@ -66,6 +67,41 @@ def format_datetime(value: _dt.datetime) -> str:
         value = value.astimezone(_dt.timezone.utc)
     return (f"{value.year:04d}-{value.month:02d}-{value.day:02d}T{value.hour:02d}:{value.minute:02d}:"
             f"{value.second:02d}.{value.microsecond:06d}Z")
+
+
+_SHORT_YEAR = re.compile(r"(\d{1,3})-\d\d-\d\d")
+
+
+def parse_datetime(value: str) -> _dt.datetime:
+    """Read ISO-8601 text as an aware UTC datetime of the same instant: the inverse of :func:`format_datetime`.
+
+    Args:
+        value: dynorm's ``2024-05-01T12:00:00.000000Z``; another writer's ISO-8601 text with an
+            offset (``2026-01-01T10:00:00+02:00`` reads as 08:00 UTC: converted, never relabelled)
+            or without one (taken to be UTC, as a naive datetime is when written); a year below
+            1000 written unpadded by an older dynorm (``204-05-01T...``).
+
+    Returns:
+        an aware datetime whose ``tzinfo`` is UTC.
+
+    Raises:
+        ValueError: not ISO-8601 text, or an instant that falls outside years 1..9999 in UTC.
+    """
+    text = value[:-1] if value.endswith("Z") else value
+    try:
+        # fromisoformat is C code, ~10x faster than strptime for the fixed format we write
+        parsed = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        match = _SHORT_YEAR.match(text)
+        if match is None:
+            raise
+        parsed = _dt.datetime.fromisoformat(match.group(1).zfill(4) + text[match.end(1):])
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=_dt.timezone.utc)
+    try:
+        return parsed.astimezone(_dt.timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{value!r} falls outside years 1..9999 once converted to UTC") from None
 
 
 def _utc(value: Any) -> Any:

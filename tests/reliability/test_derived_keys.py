@@ -11,6 +11,7 @@ dynorm's reads.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -413,6 +414,26 @@ def test_a_pin_as_stored_still_catches_a_concurrent_change() -> None:
     assert stored_item(Chore, ticket_id="race") == before
     mine.refresh_from_db()
     mine.update(status="paid")
+    assert_keys_match_fields(Chore)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_datetime_stored_with_an_offset_keys_the_instant_it_names(way: str) -> None:
+    """Another writer stored ``due`` as 10:00+02:00 (08:00 UTC) with keys for that instant. It was read
+    as 10:00 UTC (the offset dropped), so a write rewriting ``by_due`` moved the item two hours later
+    in the index, where a query for the time it names missed it."""
+    eight = dt.datetime(2026, 1, 1, 8, 0, tzinfo=dt.timezone.utc)
+    item = {"PK": {"S": f"v1#T#tz-{way}"}, "SK": {"S": "METADATA"}, "entityType": {"S": "TICKET"},
+            "ticket_id": {"S": f"tz-{way}"}, "status": {"S": "new"}, "tier": {"S": "gold"},
+            "due": {"S": "2026-01-01T10:00:00+02:00"}, "GSI1PK": {"S": "v1#TIER#gold"}, "GSI1SK": {"S": "S#new"},
+            "GSI2PK": {"S": "v1#S#new"}, "GSI2SK": {"S": "DUE#2026-01-01T08:00:00.000000Z"}}
+    backend.call("PutItem", {"TableName": Depots.table_name(), "Item": item})
+    obj = Chore.objects.get(ticket_id=f"tz-{way}")
+    assert obj.due == eight
+    _set_status(obj, way, "paid")  # rewrites GSI2 (by_due) from the value read; due is pinned as stored
+    assert stored_item(Chore, ticket_id=f"tz-{way}")["GSI2SK"] == {"S": "DUE#2026-01-01T08:00:00.000000Z"}
+    at_eight = Chore.objects.using("by_due").filter(status="paid", due=eight)  # the key condition alone
+    assert [t.ticket_id for t in at_eight] == [f"tz-{way}"]
     assert_keys_match_fields(Chore)
 
 
