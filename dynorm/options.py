@@ -359,8 +359,20 @@ def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping
                       sk_attrs=tuple(fields[f].attr_name for f in sk_fields))
 
 
+def _text_fields(fields: Mapping[str, Field]) -> frozenset[str]:
+    """Fields whose values are always strings (every type they accept is a ``str``): String, ULID."""
+    return frozenset(n for n, f in fields.items()
+                     if f.python_types and all(isinstance(t, type) and issubclass(t, str) for t in f.python_types))
+
+
+def _renders_alike(a: KeyTemplate, b: KeyTemplate, key_version: str, text_fields: frozenset[str]) -> bool:
+    """True when the two templates give one text for every value (:meth:`KeyTemplate.rendered_form`)."""
+    return a.rendered_form(key_version, text_fields) == b.rendered_form(key_version, text_fields)
+
+
 def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, indexes: Mapping[str, BoundIndex],
-                             attr_to_field: Mapping[str, str]) -> None:
+                             attr_to_field: Mapping[str, str], key_version: str,
+                             text_fields: frozenset[str]) -> None:
     """Refuse two key templates of one entity that write one physical attribute differently, and a
     key template that writes the attribute a field is stored as.
 
@@ -369,7 +381,9 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, index
     ``Data`` attribute overloaded across GSI1 and GSI2, as in AWS's examples), every template
     that writes it must render the same text; otherwise the last one written wins and reads
     through the others miss the item (``get()`` raises ``DoesNotExist``; a Query on the index
-    returns nothing). Templates are compared in their normal form (:attr:`KeyTemplate.canonical`).
+    returns nothing). Templates are compared as they render (:meth:`KeyTemplate.rendered_form`): two
+    that give one text for every value are the same (``{b:s}`` and ``{b}`` on a String field;
+    ``{version}#X`` and ``v1#X`` at key version ``v1``), two that can differ for some value are not.
 
     A field stored as an attribute that a template writes (an LSI declared on ``created`` with
     ``sk="L#{label}"`` on an entity with a field ``created``) is refused too: the key text and the
@@ -407,7 +421,7 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, index
                 f"would overwrite each other, and reads through the index would miss the item. {remedy}")
         first_where, first_role, first = found[0]
         for where, role, tmpl in found[1:]:
-            if tmpl.canonical == first.canonical:
+            if _renders_alike(tmpl, first, key_version, text_fields):
                 continue
             roles = first_role if role == first_role else f"{first_role} and {role}"
             raise ModelError(
@@ -495,7 +509,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                 isk = sk
                 if idx.sk is not None:
                     given = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
-                    if sk is None or given.canonical != sk.canonical:
+                    if sk is None or not _renders_alike(given, sk, key_version, _text_fields(fields)):
                         isk = given
             else:
                 isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
@@ -539,7 +553,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
                         "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
                         "declared as 'B'), or store it as text (hex) in a String field.")
-    _check_shared_attributes(entity, tmeta, primary, indexes, attr_to_field)
+    _check_shared_attributes(entity, tmeta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_fields = [n for n, f in fields.items() if f.is_version]
     if len(version_fields) > 1:
         raise ModelError(f"{entity} declares more than one fields.Version(): {', '.join(version_fields)}.")
