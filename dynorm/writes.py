@@ -52,7 +52,7 @@ __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_upd
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
            "prepare_move_to_current", "older_keys", "prepare_delete_older", "prepare_create_checks",
-           "prepare_older_checks",
+           "prepare_older_checks", "other_entity_type",
            "check_index_attributes"]
 
 
@@ -181,7 +181,7 @@ class WriteOp:
                 "key version).")
             older.older_version = self.older_version  # type: ignore[attr-defined]
             return older
-        other = _other_entity_type(self.model, raw)
+        other = other_entity_type(self.model, raw)
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
             if other is not None:
                 return AlreadyExists(f"{name} with {_describe(self)} cannot be created: {other} is stored under this "
@@ -307,7 +307,7 @@ class WriteOp:
         return obj
 
 
-def _other_entity_type(model: type[Entity], raw: Mapping[str, Any] | None) -> str | None:
+def other_entity_type(model: type[Entity], raw: Mapping[str, Any] | None) -> str | None:
     """Describe ``raw`` when it is not of ``model``'s entity type (``"a Dog (entity type 'DOG')"``), else ``None``.
 
     Args:
@@ -1444,7 +1444,9 @@ def prepare_move_to_current(model: type[Entity], raw: Mapping[str, Any]) -> tupl
     keys = meta.key_attributes(model.from_raw_data(dict(raw)).attribute_values)
     item = {a: v for a, v in raw.items() if a not in keys}
     item.update({a: {"S": t} for a, t in keys.items() if t is not None})
-    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute}}
+    # ALL_OLD: an item of another entity type under the current keys is told apart from a copy of this one
+    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute},
+                           "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     if rev in raw:
         put["ConditionExpression"] = "attribute_not_exists(#pk) OR #r = :r"
         put["ExpressionAttributeNames"]["#r"] = rev

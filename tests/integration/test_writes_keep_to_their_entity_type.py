@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 import dynorm
-from dynorm import Entity, F, Index, Q, Table, fields
+from dynorm import Entity, F, Index, Q, Table, backend, fields
 from tests.faults import stored_item
 
 
@@ -269,3 +269,21 @@ def test_a_queryset_delete_by_key_leaves_an_item_of_another_entity_type(io: Any)
     before = stored_item(Dog, animal_id="d1")
     assert io(Animal.objects.filter(animal_id="d1"), "delete") == 0
     assert stored_item(Dog, animal_id="d1") == before
+
+
+def test_an_item_stored_without_an_entity_type_is_not_written_either(io: Any) -> None:
+    """Another writer's item without the type attribute: ``get()`` does not return it, and a write by
+    key neither adopts it (stamping its own type on it) nor deletes it."""
+    key = Animal._meta.primary_key({"animal_id": "raw1"})
+    backend.call("PutItem", {"TableName": Kennel.table_name(),
+                             "Item": {**key, "animal_id": {"S": "raw1"}, "name": {"S": "Rex"}}})
+    before = stored_item(Animal, animal_id="raw1")
+    with pytest.raises(Animal.DoesNotExist):
+        io(Animal.objects, "get", animal_id="raw1")
+    for write in (lambda: io(Animal.objects.filter(animal_id="raw1"), "update", name="Max"),
+                  lambda: io(Animal(animal_id="raw1"), "delete")):
+        with pytest.raises(Animal.DoesNotExist, match="without an entity type"):
+            write()
+    with pytest.raises(dynorm.AlreadyExists, match="without an entity type"):
+        io(Animal(animal_id="raw1", name="Max"), "save")
+    assert stored_item(Animal, animal_id="raw1") == before
