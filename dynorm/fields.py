@@ -328,13 +328,12 @@ class DateTime(Field, pa.Attribute[_dt.datetime]):
             return None
 
     def deserialize(self, value: str) -> _dt.datetime:
-        """Read stored ISO-8601 text as an aware UTC datetime of the same instant (:func:`dynorm.keys.parse_datetime`).
+        """Read stored ISO-8601 text as an aware UTC datetime of the same instant (:func:`~dynorm.keys.parse_datetime`).
 
         Raises:
             ValueError: not ISO-8601 text, or an instant that falls outside years 1..9999 in UTC.
         """
         return parse_datetime(value)
-
 
 
 def _utcnow() -> _dt.datetime:
