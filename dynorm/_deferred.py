@@ -9,12 +9,12 @@ deferred field of the instance with one GetItem, as Django's deferred fields do
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from . import backend
 from .exceptions import SynchronousOnlyOperation
 
-__all__ = ["DeferredLoader", "defer", "load_deferred", "load_deferred_steps"]
+__all__ = ["DeferredLoader", "defer", "load_deferred", "load_deferred_steps", "load_needed_steps"]
 
 
 class DeferredLoader:
@@ -62,6 +62,31 @@ def refuse_in_event_loop(obj: Any, name: str | None) -> None:
         f"GetItem inside the running event loop ({entity} {obj._describe_key()}). Load it first with "
         f"`await obj.arefresh_from_db(fields=[{listed}])`"
         + (", or do not defer it (leave it out of only())." if obj._state.partial else "."))
+
+
+def load_needed_steps(obj: Any, names: Iterable[str]) -> backend.Steps:
+    """Load ``obj``'s deferred fields first when a write needs one of ``names`` (as Django does).
+
+    A field deferred and not assigned since holds no value the instance saw, so a write must not
+    send it as ``None`` nor refuse it: its deferred fields are loaded with one GetItem, through
+    whichever driver runs these steps (the asyncio driver awaits it, where reading the field would
+    raise ``SynchronousOnlyOperation``). Nothing is sent when none of ``names`` is deferred.
+
+    Args:
+        obj: the instance; names: the fields the write needs (written, or its index keys' sources).
+
+    Raises:
+        Entity.DoesNotExist: the item is gone. UnreadableItems: the stored item cannot be decoded.
+    """
+    state = obj._state
+    if state.deferred is None or not any(n in state.deferred[0] and n not in obj.attribute_values for n in names):
+        return
+    loader = state.deferred[1]
+    steps = getattr(loader, "steps", None)
+    if steps is not None:
+        yield from steps(obj)
+    else:  # a loader without steps (set by other code): it can only block
+        loader(obj)
 
 
 def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:

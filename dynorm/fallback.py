@@ -28,7 +28,7 @@ from . import backend
 from .backend import RetryPolicy
 from .exceptions import ConditionFailed, StaleWrite, TransactionCanceled
 from .registry import default_manager
-from .writes import older_keys, prepare_move_to_current
+from .writes import older_keys, other_entity_type, prepare_move_to_current
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -55,6 +55,7 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
     Raises:
         StaleWrite: the old item was written since ``obj`` was read, or kept changing for 8
             attempts; nothing was written.
+        DoesNotExist: an item of another entity type is stored under the current keys; nothing was written.
         InvalidKeyValue: a stored value cannot be put in the current keys.
         ServiceError: DynamoDB refused a request.
     """
@@ -85,6 +86,16 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
             break
         except TransactionCanceled as exc:
             codes = [str(r.get("code")) for r in exc.reasons]
+            other = other_entity_type(model, exc.reasons[0].get("item")) if codes[:1] == ["ConditionalCheckFailed"] \
+                else None
+            if other is not None:
+                # not this entity's item: neither the current one nor a copy, so the old item is no
+                # leftover (deleting it would lose it) and nothing may be written there
+                raise model.DoesNotExist(
+                    f"{meta.entity} {obj.key} was read under key version {state.fallback!r} and cannot move to "
+                    f"version {meta.key_version!r}: {other} is stored under its current keys; nothing was "
+                    "written. Give the two entity types distinct key templates (dynorm check reports the "
+                    "overlap).") from exc
         if codes[:1] == ["ConditionalCheckFailed"]:
             # an item written under the current keys since: it is the current one; drop the leftover
             cond, names, values = delete["ConditionExpression"], delete["ExpressionAttributeNames"], \

@@ -14,6 +14,7 @@ from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
 from pynamodb.models import MetaModel, Model
 
 from . import backend, exceptions, registry
+from ._deferred import load_needed_steps
 from ._state import ModelState
 from .exceptions import (
     AlreadyExists,
@@ -287,13 +288,7 @@ class Entity(Model, metaclass=EntityMeta):
                 for bound in self._meta.indexes.values():
                     if bound.writes_key_attributes and names & set(bound.fields):
                         needed |= set(bound.fields)
-            if any(n in state.deferred[0] and n not in self.attribute_values for n in needed):
-                loader = state.deferred[1]
-                steps = getattr(loader, "steps", None)
-                if steps is not None:
-                    yield from steps(self)
-                else:
-                    loader(self)
+            yield from load_needed_steps(self, needed)
         if self._state.fallback:  # read under an older key version: move it to the current one first
             yield from move_to_current_steps(self)
         op = prepare_put(self, create=create, update_fields=update_fields)
@@ -312,8 +307,9 @@ class Entity(Model, metaclass=EntityMeta):
             try:
                 yield from send_create_steps(op, older)
                 return
-            except AlreadyExists:  # only an older-version check maps to it for an UpdateItem
-                pass
+            except AlreadyExists as exc:
+                if getattr(exc, "older_version", None) is None:
+                    raise  # the current key holds an item of another entity type: nothing to move
             yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
             op = prepare_put(self, create=create, update_fields=update_fields)
         yield from send_steps(op)

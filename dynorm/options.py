@@ -360,8 +360,20 @@ def _bind_multi(entity: str, name: str, idx: Index, schema: Any, fields: Mapping
                       sk_attrs=tuple(fields[f].attr_name for f in sk_fields))
 
 
+def _text_fields(fields: Mapping[str, Field]) -> frozenset[str]:
+    """Fields whose values are always strings (every type they accept is a ``str``): String, ULID."""
+    return frozenset(n for n, f in fields.items()
+                     if f.python_types and all(isinstance(t, type) and issubclass(t, str) for t in f.python_types))
+
+
+def _renders_alike(a: KeyTemplate, b: KeyTemplate, key_version: str, text_fields: frozenset[str]) -> bool:
+    """True when the two templates give one text for every value (:meth:`KeyTemplate.rendered_form`)."""
+    return a.rendered_form(key_version, text_fields) == b.rendered_form(key_version, text_fields)
+
+
 def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, indexes: Mapping[str, BoundIndex],
-                             attr_to_field: Mapping[str, str]) -> None:
+                             attr_to_field: Mapping[str, str], key_version: str,
+                             text_fields: frozenset[str]) -> None:
     """Refuse two key templates of one entity that write one physical attribute differently, and a
     key template that writes the attribute a field is stored as.
 
@@ -370,7 +382,9 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, index
     ``Data`` attribute overloaded across GSI1 and GSI2, as in AWS's examples), every template
     that writes it must render the same text; otherwise the last one written wins and reads
     through the others miss the item (``get()`` raises ``DoesNotExist``; a Query on the index
-    returns nothing). Templates are compared in their normal form (:attr:`KeyTemplate.canonical`).
+    returns nothing). Templates are compared as they render (:meth:`KeyTemplate.rendered_form`): two
+    that give one text for every value are the same (``{b:s}`` and ``{b}`` on a String field;
+    ``{version}#X`` and ``v1#X`` at key version ``v1``), two that can differ for some value are not.
 
     A field stored as an attribute that a template writes (an LSI declared on ``created`` with
     ``sk="L#{label}"`` on an entity with a field ``created``) is refused too: the key text and the
@@ -408,7 +422,7 @@ def _check_shared_attributes(entity: str, tmeta: Any, primary: BoundIndex, index
                 f"would overwrite each other, and reads through the index would miss the item. {remedy}")
         first_where, first_role, first = found[0]
         for where, role, tmpl in found[1:]:
-            if tmpl.canonical == first.canonical:
+            if _renders_alike(tmpl, first, key_version, text_fields):
                 continue
             roles = first_role if role == first_role else f"{first_role} and {role}"
             raise ModelError(
@@ -430,9 +444,9 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     table, entity_type, key_version, read_versions = _read_meta(entity, meta)
     primary = _bind_primary(entity, meta, table)
     attr_to_field = _stored_attributes(entity, fields)
-    indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field)
+    indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field, key_version)
     _check_placeholders(entity, fields, [primary, *indexes.values()])
-    _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field)
+    _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
     return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
                    read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
@@ -491,7 +505,7 @@ def _stored_attributes(entity: str, fields: Mapping[str, Field]) -> dict[str, st
 
 
 def _bind_indexes(entity: str, meta: Any, table: type[TableDeclaration], fields: Mapping[str, Field],
-                  primary: BoundIndex, attr_to_field: Mapping[str, str]) -> dict[str, BoundIndex]:
+                  primary: BoundIndex, attr_to_field: Mapping[str, str], key_version: str) -> dict[str, BoundIndex]:
     """Bind each of ``Meta.indexes`` (access-path name -> :class:`Index`) to the table's index it names."""
     indexes: dict[str, BoundIndex] = {}
     declared = getattr(meta, "indexes", None) or {}
@@ -502,12 +516,12 @@ def _bind_indexes(entity: str, meta: Any, table: type[TableDeclaration], fields:
             raise ModelError(f"{entity}.Meta.indexes[{name!r}] must be a dynorm.Index, got {idx!r}.")
         if not name.isidentifier() or name == PRIMARY:
             raise ModelError(f"{entity}.Meta.indexes: {name!r} is not a usable access-path name.")
-        indexes[name] = _bind_index(entity, name, idx, table, fields, primary, attr_to_field)
+        indexes[name] = _bind_index(entity, name, idx, table, fields, primary, attr_to_field, key_version)
     return indexes
 
 
 def _bind_index(entity: str, name: str, idx: Index, table: type[TableDeclaration], fields: Mapping[str, Field],
-                primary: BoundIndex, attr_to_field: Mapping[str, str]) -> BoundIndex:
+                primary: BoundIndex, attr_to_field: Mapping[str, str], key_version: str) -> BoundIndex:
     """Bind one ``Meta.indexes[name]`` to the multi-attribute GSI, GSI or LSI ``idx.name`` of the table."""
     tmeta = table._meta
     delim, enc = tmeta.delimiter, tmeta.key_encoding
@@ -518,7 +532,7 @@ def _bind_index(entity: str, name: str, idx: Index, table: type[TableDeclaration
                          f"GSI, and {idx.name!r} is not one on table {table.__name__} (declare it in "
                          "Table.Meta.gsis as {'pk': {attribute: type}, 'sk': {attribute: type}}).")
     if idx.name in tmeta.gsis:
-        return _bind_gsi(entity, name, idx, tmeta, primary.sk)
+        return _bind_gsi(entity, name, idx, tmeta, primary.sk, key_version, _text_fields(fields))
     if idx.name in tmeta.lsis:
         return _bind_lsi(entity, name, idx, tmeta, primary.pk, attr_to_field)
     known = ", ".join([*tmeta.index_names, *tmeta.lsis]) or "none"
@@ -527,7 +541,8 @@ def _bind_index(entity: str, name: str, idx: Index, table: type[TableDeclaration
         f"{table.__name__} does not declare (its indexes: {known}).")
 
 
-def _bind_gsi(entity: str, name: str, idx: Index, tmeta: Any, sk: KeyTemplate | None) -> BoundIndex:
+def _bind_gsi(entity: str, name: str, idx: Index, tmeta: Any, sk: KeyTemplate | None, key_version: str,
+              text_fields: frozenset[str]) -> BoundIndex:
     """Bind ``Index(gsi, pk=template, sk=template)``; ``sk`` is the entity's table sort key."""
     delim, enc = tmeta.delimiter, tmeta.key_encoding
     pk_attr, sk_attr = tmeta.gsis[idx.name]
@@ -542,7 +557,7 @@ def _bind_gsi(entity: str, name: str, idx: Index, tmeta: Any, sk: KeyTemplate | 
         isk = sk
         if idx.sk is not None:
             given = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)
-            if sk is None or given.canonical != sk.canonical:
+            if sk is None or not _renders_alike(given, sk, key_version, text_fields):
                 isk = given
     else:
         isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, delim, enc)

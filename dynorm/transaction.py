@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, cast
 
 from . import backend
+from ._deferred import load_needed_steps
 from .batch import answered
 from .exceptions import BatchIncomplete, CreateCanceled, DynormError, TransactionCanceled, ValidationError
 from .expressions import Q
@@ -298,8 +299,11 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
     """Write ``fields`` of many instances: one Update each, ``chunk_size`` per TransactWriteItems.
 
     Django's ``bulk_update(objs, fields)``. Every update is planned (and validated) before the
-    first request; with a ``fields.Version()`` each is conditional on the version read, and the
+    first write; with a ``fields.Version()`` each is conditional on the version read, and the
     instances' versions are bumped after their chunk commits. A chunk commits whole or not at all.
+    An instance whose named field is deferred (``only()``, or an ``F()`` result a transaction did
+    not return) and not assigned since has its deferred fields loaded first, as reading the field
+    would: one GetItem per such instance, awaited under the asyncio driver (``abulk_update``).
 
     Args:
         model: the entity class; every object must be an instance of it.
@@ -337,6 +341,9 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
         if not isinstance(obj, model) or not is_instance(obj):
             raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
                                   entity=entity, value=obj)
+        # a named field deferred (only(), an F() result a transaction did not return) is loaded
+        # first, one GetItem, awaited under the asyncio driver (reading it there would block)
+        yield from load_needed_steps(obj, names)
         op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
         if op.identity in seen:
             raise ValidationError(f"{entity}.objects.bulk_update(): objs[{seen[op.identity]}] and objs[{i}] are the "

@@ -52,7 +52,7 @@ __all__ = ["WriteOp", "new_token", "prepare_put", "prepare_delete", "prepare_upd
            "primary_key_of",
            "check_key_sizes", "check_lsi_values", "decode_written", "is_instance", "unchanged_condition",
            "prepare_move_to_current", "older_keys", "prepare_delete_older", "prepare_create_checks",
-           "prepare_older_checks",
+           "prepare_older_checks", "other_entity_type",
            "check_index_attributes"]
 
 
@@ -90,6 +90,9 @@ class WriteOp:
         unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
         entity_key: the primary-key fields of the item (``{"sku": "A-1"}``), for an update.
         changes: an update's changes as asked (field -> value or ``F`` expression).
+        may_create: an upsert (``save()`` of a new unversioned instance): it creates the item when
+            none is stored, so an item of another entity type there is reported as
+            :class:`AlreadyExists` rather than :class:`DoesNotExist`.
     """
 
     kind: str
@@ -113,6 +116,7 @@ class WriteOp:
     unread_after: frozenset[str] | None = None
     entity_key: dict[str, Any] = field(default_factory=dict)
     changes: dict[str, Any] = field(default_factory=dict)
+    may_create: bool = False
 
     @property
     def create(self) -> bool:
@@ -170,14 +174,34 @@ class WriteOp:
         raw = raw_item if raw_item is not None else (exc.item if exc is not None else None)
         name = self.model.__name__
         if self.older_version is not None:  # a check of prepare_create_checks: an item under an older key version
-            return AlreadyExists(
+            older = AlreadyExists(
                 f"{self.description}: an item with this primary key exists under the older key version "
                 f"{self.older_version!r} (Meta.read_versions), so get() "
                 "reads it; nothing was written. Read it with get() and save() it (which moves it to the current "
                 "key version).")
+            older.older_version = self.older_version  # type: ignore[attr-defined]
+            return older
+        other = other_entity_type(self.model, raw)
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
+            if other is not None:
+                return AlreadyExists(f"{name} with {_describe(self)} cannot be created: {other} is stored under this "
+                                     "key; nothing was overwritten. Give the two entity types distinct key templates "
+                                     "(dynorm check reports the overlap), or use another key.")
             return AlreadyExists(f"{name} with {_describe(self)} already exists; nothing was overwritten. "
                                  "Read it with get() or change it with save() on the instance read.")
+        if other is not None:
+            # every write by key is conditional on the stored entity type: the item there is not
+            # this entity's (get() does not return it either), so it was left exactly as it was
+            if self.may_create:
+                return AlreadyExists(
+                    f"{name} with {_describe(self)} cannot be saved: {other} is stored under this key, and "
+                    f"saving this new {name} would overwrite it; nothing was written. Give the two entity types "
+                    "distinct key templates (dynorm check reports the overlap), or use another key.")
+            return self.model.DoesNotExist(
+                f"{name} with {_describe(self)} does not exist: {other} is stored under this key, and a {name} "
+                f"write never changes an item of another entity type ({name}.objects.get() does not return it "
+                "either); nothing was written. Change it through its own entity class, or give the two entity "
+                "types distinct key templates (dynorm check reports the overlap).")
         if self.verb == "update" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist; update() changes existing items only "
@@ -283,6 +307,29 @@ class WriteOp:
         return obj
 
 
+def other_entity_type(model: type[EntityLike], raw: Mapping[str, Any] | None) -> str | None:
+    """Describe ``raw`` when it is not of ``model``'s entity type (``"a Dog (entity type 'DOG')"``), else ``None``.
+
+    Args:
+        model: the entity class written; raw: the stored item (DynamoDB JSON) a failed condition
+            returned, or ``None`` (no item).
+    """
+    if raw is None:
+        return None
+    meta = model._meta
+    type_attr = meta.table._meta.type_attribute
+    stored = raw.get(type_attr)
+    if stored == {"S": meta.entity_type}:
+        return None
+    text = stored.get("S") if isinstance(stored, Mapping) else None
+    if text is None:
+        return f"an item without an entity type (no {type_attr!r} attribute: written by another writer)"
+    cls = meta.table._entities.get(text)
+    if cls is None:
+        return f"an item of entity type {text!r}, which no model declares"
+    return f"a {cls.__name__} (entity type {text!r})"
+
+
 def decode_written(model: type[EntityLike], raw: Mapping[str, Any], description: str | None = None, *,
                    whole_only: bool = False) -> tuple[EntityLike | None, Any]:
     """Decode an item a write returned, never failing the write because of it.
@@ -332,10 +379,42 @@ def _describe(op: WriteOp) -> str:
 MAX_EXPRESSION_BYTES = 4096
 
 
+def _type_condition(b: ExpressionBuilder, meta: Options, *, or_absent: bool = False) -> str:
+    """The condition that the stored item is of ``meta``'s entity type (``#type = :type``).
+
+    Every write by key carries it on its own request, so a write aimed at an item of another entity
+    type stored under the same key (``class Dog(Animal)`` keeping Animal's key templates) changes
+    nothing and fails, as ``get()`` of that key finds nothing. ``#type = :type`` also means the item
+    exists. ``or_absent``: the write may also create the item (an upsert, a delete of nothing), so
+    ``attribute_not_exists(PK) OR #type = :type``.
+    """
+    tmeta = meta.table._meta
+    match = f"{b.name(tmeta.type_attribute)} = {b.value({'S': meta.entity_type})}"
+    return f"attribute_not_exists({b.name(tmeta.pk_attribute)}) OR {match}" if or_absent else match
+
+
+def _grouped(expr: str) -> bool:
+    """True when ``expr`` is one parenthesised group as a whole (``(a OR b)``, not ``(a) OR (b)``).
+
+    DynamoDB refuses redundant parentheses (``((a OR b))``). Names and values are placeholders, so
+    every parenthesis in a condition is syntax.
+    """
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(expr):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(expr) - 1:
+            return False
+    return True
+
+
 def _finish(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str], entity: str = "?") -> None:
     conditions = [c for c in conditions if c]
     if conditions:
-        params["ConditionExpression"] = " AND ".join(f"({c})" if len(conditions) > 1 else c for c in conditions)
+        # each condition is one group, so an OR inside one never binds to the AND around it
+        params["ConditionExpression"] = " AND ".join(
+            f"({c})" if len(conditions) > 1 and not _grouped(c) else c for c in conditions)
     for what in ("UpdateExpression", "ConditionExpression"):
         size = len(params.get(what, "").encode("utf-8"))
         if size > MAX_EXPRESSION_BYTES:
@@ -644,6 +723,9 @@ def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterabl
       app version's) are kept. Versioned: conditional on the version read.
     * ``update_fields``: the same UpdateItem restricted to those fields (plus the index keys
       built from them, ``auto_now`` fields and the version), conditional on the item existing.
+    * every UpdateItem is conditional on the stored item being of this entity type (``#type =
+      :type``: an instance read must still be stored; a new instance's upsert also when no item is
+      there), so an item of another entity type under the same key is never changed.
 
     Args:
         obj: the instance (not changed here).
@@ -763,14 +845,16 @@ def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterabl
         for bound in meta.indexes.values():
             if bound.writes_key_attributes and touched & set(bound.fields):
                 index_attrs.update(meta.index_key(bound, values, keys[tmeta.pk_attribute] or ""))
-        conditions.append(f"attribute_exists({b.name(tmeta.pk_attribute)})")
+        conditions.append(_type_condition(b, meta))  # the item exists, and is this entity's
         local = {n: values.get(n) for n in auto}
+        upsert = False
     else:
         names = [n for n in meta.fields if n != vf]
-        if not vf and not state.adding and not create and not fallback:
-            # an unversioned instance read from the table: never re-create an item deleted or moved
-            # (a move-mode migration) since it was read, at a key nothing reads any more
-            conditions.append(f"attribute_exists({b.name(tmeta.pk_attribute)})")
+        # an instance read from the table: never re-create an item deleted or moved (a move-mode
+        # migration) since it was read, at a key nothing reads any more; a new instance's save()
+        # is an upsert. Either way never over an item of another entity type
+        upsert = state.adding and current is None
+        conditions.append(_type_condition(b, meta, or_absent=upsert or bool(fallback)))
         own = {a for bound in meta.indexes.values() if bound.writes_key_attributes
                for a, _ in meta.index_key(bound, {}, "")}
         index_attrs = {a: t for a, t in keys.items() if a in own}
@@ -819,7 +903,7 @@ def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterabl
     return WriteOp("Update", model, params, key, description, instance=obj, verb=verb,
                    expected_version=0 if unversioned_read else current, new_version=new_version,
                    local_changes=local, key_values=key_values, token=token, pins=pins, pinned_as=pinned_as,
-                   unread_after=unread_after)
+                   unread_after=unread_after, may_create=upsert)
 
 
 def check_lsi_values(meta: Options, item: Mapping[str, Any], values: Mapping[str, Any]) -> None:
@@ -933,6 +1017,14 @@ def prepare_delete(model: type[EntityLike], target: EntityLike | Mapping[str, An
                    condition: Q | None = None) -> WriteOp:
     """Plan a DeleteItem; an instance of a versioned entity is deleted only if unchanged.
 
+    Conditional on the stored item being of ``model``'s entity type (an item of another type under
+    the key is left alone, the op's error is ``DoesNotExist``); deleting no item stays a no-op,
+    except for a versioned instance, whose version read says the item is there.
+
+    Args:
+        model: the entity class; target: an instance or a key dict of primary-key fields;
+            condition: an extra ``Q`` that must hold on the stored item.
+
     Raises:
         ValidationError, InvalidKeyValue: a bad key.
     """
@@ -947,6 +1039,9 @@ def prepare_delete(model: type[EntityLike], target: EntityLike | Mapping[str, An
         version = getattr(instance, vf)
         if version is not None:
             conditions.append(f"{b.name(meta.fields[vf].attr_name)} = {b.value({'N': str(version)})}")
+    # an item of another entity type under this key is not this entity's to delete; deleting
+    # nothing stays a no-op, unless the version read says the item must be there
+    conditions.insert(0, _type_condition(b, meta, or_absent=version is None))
     if condition is not None:
         conditions.append(b.condition(condition, meta))
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
@@ -1053,14 +1148,29 @@ def _entity_keydesc(model: type[EntityLike], target: EntityLike | Mapping[str, A
 
 # -- ConditionCheck ----------------------------------------------------------------------
 def prepare_check(model: type[EntityLike], target: EntityLike | Mapping[str, Any], condition: Q) -> WriteOp:
-    """Plan a ConditionCheck on another item (transactions only)."""
+    """Plan a ConditionCheck on another item (transactions only: one action of TransactWriteItems).
+
+    The check holds when ``condition`` holds on the item stored under the key, which must be of
+    ``model``'s entity type or absent (a condition such as ``Q(name__exists=False)`` holds on no
+    item); an item of another entity type there fails it.
+
+    Args:
+        model: the entity class; target: an instance or a key dict of primary-key fields;
+            condition: the ``Q`` that must hold.
+
+    Raises:
+        ValidationError, InvalidKeyValue: a bad key or an empty condition (before any request).
+    """
     meta = model._meta
     key = primary_key_of(model, target)
     b = ExpressionBuilder()
     params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": key}
-    _finish(params, b, [b.condition(condition, meta)], meta.entity)
-    if "ConditionExpression" not in params:
+    user = b.condition(condition, meta)
+    if not user:
         raise ValidationError(f"{meta.entity}: check() needs a condition.", entity=meta.entity)
+    # the condition is about this entity's item, or its absence (Q(name__exists=False) holds on no
+    # item): an item of another entity type under this key fails the check
+    _finish(params, b, [_type_condition(b, meta, or_absent=True), user], meta.entity)
     return WriteOp("ConditionCheck", model, params, key, f"check {meta.entity} {_entity_keydesc(model, target)}",
                    verb="check")
 
@@ -1125,6 +1235,10 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
         key: primary-key fields when there is no instance.
         changes: field -> plain value, ``None`` (REMOVE), or an :class:`F` expression.
         condition: an extra condition on the stored item.
+
+    The update is conditional on the item existing with ``model``'s entity type (an item of
+    another entity type under the key fails it: ``DoesNotExist``), on the version read (versioned
+    instance), on the pinned fields of rewritten index keys, and on ``condition``.
 
     Raises:
         ValidationError: unknown field, wrong type, a required field set to None, an
@@ -1219,7 +1333,7 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
             check_key_sizes(meta, {attr: str(key_text)}, known)
             sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
 
-    conditions = [f"attribute_exists({b.name(tmeta.pk_attribute)})"]
+    conditions = [_type_condition(b, meta)]  # the item exists, and is this entity's
     vf = meta.version_field
     expected = new_version = None
     if vf:
@@ -1330,7 +1444,9 @@ def prepare_move_to_current(model: type[EntityLike], raw: Mapping[str, Any]) -> 
     keys = meta.key_attributes(model.from_raw_data(dict(raw)).attribute_values)
     item = {a: v for a, v in raw.items() if a not in keys}
     item.update({a: {"S": t} for a, t in keys.items() if t is not None})
-    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute}}
+    # ALL_OLD: an item of another entity type under the current keys is told apart from a copy of this one
+    put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute},
+                           "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
     if rev in raw:
         put["ConditionExpression"] = "attribute_not_exists(#pk) OR #r = :r"
         put["ExpressionAttributeNames"]["#r"] = rev

@@ -22,7 +22,6 @@ which is harmless, as moved items are gone from the old version and copied ones 
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import decimal
 import hashlib
 import json
@@ -42,7 +41,7 @@ from ..exceptions import (
     ServiceError,
     TransactionCanceled,
 )
-from ..keys import KeyTemplate
+from ..keys import KeyTemplate, parse_datetime
 from ..tables import copied_from_attribute
 from ..writes import new_token, unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
@@ -154,7 +153,7 @@ def _plain_for_keys(state: EntityState, plain: dict[str, Any]) -> dict[str, Any]
         if v is None:
             continue
         if kind == "DateTime" and isinstance(v, str):
-            v = _dt.datetime.fromisoformat(v[:-1] if v.endswith("Z") else v).replace(tzinfo=_dt.timezone.utc)
+            v = parse_datetime(v)  # the instant stored, whatever offset another writer gave it
         elif kind in NUMERIC_KINDS and isinstance(v, decimal.Decimal) and v == v.to_integral_value():
             v = int(v)
         values[fname] = v

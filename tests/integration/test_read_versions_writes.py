@@ -11,7 +11,7 @@ import pytest
 import dynorm
 from dynorm import F, backend
 from dynorm.migrations.executor import MigrateOptions
-from tests.migproject import UNVERSIONED, V2, Project, load_v1, widgets
+from tests.migproject import UNVERSIONED, V2, Project, load_v1, scan_all, widgets
 
 V2_READING_V1 = {**V2, "read_versions": ["v2", "v1"]}
 
@@ -398,3 +398,18 @@ def test_queryset_delete_of_many_removes_their_older_copies_too(project: Project
     with pytest.raises(v2.Widget.DoesNotExist):
         v2.Widget.objects.get(widget_id="w00001")
 
+
+
+def test_a_fallback_write_never_moves_onto_an_item_of_another_entity_type(project: Project, io: Any) -> None:
+    """The v2 key of an item read at v1 holds another entity type's item (colliding templates). The move
+    to v2 found an item there with another revision, took it for the current copy, deleted the v1 item
+    as a leftover, then wrote over the stranger: the Widget was lost. Now nothing is written."""
+    W = _setup(project)
+    w = W.objects.get(widget_id="w00003")  # found under v1
+    stranger = {"PK": {"S": "v2#W#w00003"}, "SK": {"S": "METADATA"}, "entityType": {"S": "GADGET"},
+                "_dynorm_rev": {"S": "someone-else"}}
+    backend.call("PutItem", {"TableName": project.table.table_name(), "Item": stranger})
+    before = {i["PK"]["S"]: i for i in scan_all(project.table) if i["PK"]["S"].endswith("#W#w00003")}
+    with pytest.raises(W.DoesNotExist, match="entity type 'GADGET'"):
+        io(w, "update", size=7)
+    assert {i["PK"]["S"]: i for i in scan_all(project.table) if i["PK"]["S"].endswith("#W#w00003")} == before

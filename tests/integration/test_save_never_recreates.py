@@ -75,3 +75,22 @@ def test_a_new_instance_loaded_by_refresh_from_db_counts_as_read(project: Projec
     partly = models.Widget(widget_id="w00000", maker="m", size=4)
     partly.refresh_from_db(fields=["size"])  # only some fields read: still the caller's instance
     assert partly._state.adding
+
+
+def test_an_item_read_without_its_version_attribute_is_not_brought_back_by_save() -> None:
+    """An item stored without the version attribute (written before the model had ``fields.Version()``,
+    or by another writer) is saved on condition ``attribute_not_exists(version)``, which a deleted item
+    meets too: its ``save()`` re-created it. The entity-type condition beside it needs the item there."""
+    from tests.models import Counter
+
+    key = {"PK": {"S": "v1#COUNTER#c1"}, "SK": {"S": "METADATA"}}
+    table = Counter._meta.table.table_name()
+    backend.call("PutItem", {"TableName": table, "Item": {**key, "entityType": {"S": "COUNTER"},
+                                                          "name": {"S": "c1"}, "value": {"N": "5"}}})
+    obj = Counter.objects.get(name="c1")
+    assert obj.version is None
+    backend.call("DeleteItem", {"TableName": table, "Key": key})
+    obj.value = 6
+    with pytest.raises(StaleWrite, match="it was deleted"):
+        obj.save()
+    assert backend.call("GetItem", {"TableName": table, "Key": key, "ConsistentRead": True}).get("Item") is None

@@ -35,6 +35,28 @@ def test_failed_condition_carries_the_item_and_writes_nothing() -> None:
     assert raw_at(Product._meta.table, f"v2#P#{p.product_id}", "METADATA") == before
 
 
+def test_compound_conditions_on_writes_are_sent_as_dynamodb_takes_them() -> None:
+    """A ``Q`` joined with ``|``/``&`` or negated is one group beside the write's own conditions (entity
+    type, version, revision token); wrapping it again gave ``((a OR b))``, which DynamoDB refuses
+    ("redundant parentheses") after a request."""
+    p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=5)
+    Store.objects.create(store_id="s1", name="One")
+    with dynorm.capture() as c:
+        p.update(stock_level=4, condition=Q(stock_level=5) | Q(name="nobody"))
+        Product.objects.filter(product_id=p.product_id).update(name="W", condition=~(Q(stock_level=0) | Q(name="x")))
+        p.refresh_from_db()
+        with dynorm.transaction() as tx:
+            tx.check(Store, {"store_id": "s1"}, condition=Q(name="One") & Q(city__exists=False))
+            tx.update(p, stock_level=3, condition=~Q(stock_level=0))
+        with pytest.raises(dynorm.ConditionFailed):
+            p.update(stock_level=2, condition=Q(stock_level=0) | Q(name="nobody"))
+        Store.objects.get(store_id="s1").delete(condition=Q(name="nobody") | Q(city__exists=False))
+    assert c.operations == ["UpdateItem", "UpdateItem", "GetItem", "TransactWriteItems", "UpdateItem", "GetItem",
+                            "DeleteItem"]
+    assert Product.objects.get(product_id=p.product_id).stock_level == 3
+    assert not Store.objects.filter(store_id="s1").exists()
+
+
 def test_update_without_read_and_missing_item() -> None:
     p = Product.objects.create(brand_id="1", category_id="1", name="Widget", stock_level=5)
     with dynorm.capture() as c:

@@ -11,6 +11,7 @@ dynorm's reads.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -416,6 +417,26 @@ def test_a_pin_as_stored_still_catches_a_concurrent_change() -> None:
     assert_keys_match_fields(Chore)
 
 
+@pytest.mark.parametrize("way", WAYS)
+def test_a_datetime_stored_with_an_offset_keys_the_instant_it_names(way: str) -> None:
+    """Another writer stored ``due`` as 10:00+02:00 (08:00 UTC) with keys for that instant. It was read
+    as 10:00 UTC (the offset dropped), so a write rewriting ``by_due`` moved the item two hours later
+    in the index, where a query for the time it names missed it."""
+    eight = dt.datetime(2026, 1, 1, 8, 0, tzinfo=dt.timezone.utc)
+    item = {"PK": {"S": f"v1#T#tz-{way}"}, "SK": {"S": "METADATA"}, "entityType": {"S": "TICKET"},
+            "ticket_id": {"S": f"tz-{way}"}, "status": {"S": "new"}, "tier": {"S": "gold"},
+            "due": {"S": "2026-01-01T10:00:00+02:00"}, "GSI1PK": {"S": "v1#TIER#gold"}, "GSI1SK": {"S": "S#new"},
+            "GSI2PK": {"S": "v1#S#new"}, "GSI2SK": {"S": "DUE#2026-01-01T08:00:00.000000Z"}}
+    backend.call("PutItem", {"TableName": Depots.table_name(), "Item": item})
+    obj = Chore.objects.get(ticket_id=f"tz-{way}")
+    assert obj.due == eight
+    _set_status(obj, way, "paid")  # rewrites GSI2 (by_due) from the value read; due is pinned as stored
+    assert stored_item(Chore, ticket_id=f"tz-{way}")["GSI2SK"] == {"S": "DUE#2026-01-01T08:00:00.000000Z"}
+    at_eight = Chore.objects.using("by_due").filter(status="paid", due=eight)  # the key condition alone
+    assert [t.ticket_id for t in at_eight] == [f"tz-{way}"]
+    assert_keys_match_fields(Chore)
+
+
 # -- 2. a transaction never leaves an instance older than its version ------------------------
 @pytest.mark.parametrize("name, change, expected", [
     ("n", F("n") - 3, 7),
@@ -462,6 +483,28 @@ def test_after_an_async_transaction_asave_loads_the_expression_field_first(io: A
 
 async def _read_n(obj: Any) -> Any:
     return obj.n
+
+
+@pytest.mark.parametrize("deferred_by", ["transaction", "only"])
+def test_bulk_update_loads_a_deferred_field_first_in_sync_and_async_alike(deferred_by: str, io: Any) -> None:
+    """``abulk_update`` read a deferred field while planning, so the blocking loader raised
+    SynchronousOnlyOperation; it now awaits the same one GetItem ``bulk_update`` sends."""
+    VItem.objects.create(sku="v6", n=10, note="before")
+    if deferred_by == "transaction":
+        obj = VItem.objects.get(sku="v6")
+        io.transaction(lambda tx: tx.update(obj, n=F("n") + 5))  # n deferred: its result did not come back
+        written = ["n", "note"]
+    else:
+        obj = VItem.objects.only("sku", "version").get(sku="v6")  # n, note, ... deferred
+        written = ["n", "note"]
+    obj.note = "after"
+    with dynorm.capture() as c:
+        assert io(VItem.objects, "bulk_update", [obj], written) == 1
+    assert c.operations == ["GetItem", "TransactWriteItems"]  # load, then write, in both APIs
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v6"))
+    n = 15 if deferred_by == "transaction" else 10
+    assert (stored.n, stored.note) == (n, "after")  # never the value from before the transaction
+    assert (obj.n, obj.note) == (n, "after")
 
 
 def test_after_a_transaction_a_concurrent_change_makes_the_next_save_stale() -> None:

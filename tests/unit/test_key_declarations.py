@@ -14,10 +14,12 @@ import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dynorm
 from dynorm import Entity, Index, Table, fields
-from dynorm.keys import KeyTemplate
+from dynorm.keys import KeyTemplate, encode_value
 
 
 class KeyDecl(Table):
@@ -32,9 +34,10 @@ _names = iter(range(10_000))
 
 
 def _entity(indexes: dict[str, Index], pk: str = "{version}#ORDER#{order_id}",
-            sk: str = "ITEM#{product_id}") -> Any:
+            sk: str = "ITEM#{product_id}", key_version: str = "v1") -> Any:
     n = next(_names)
-    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": f"KD{n}", "pk": pk, "sk": sk, "indexes": indexes})
+    Meta = type("Meta", (), {"table": KeyDecl, "entity_type": f"KD{n}", "pk": pk, "sk": sk, "indexes": indexes,
+                             "key_version": key_version})
     return type(f"KeyDeclEntity{n}", (Entity,), {
         "__module__": __name__, "Meta": Meta, "order_id": fields.String(), "product_id": fields.String(),
         "name": fields.String(null=True), "year": fields.Integer(null=True), "city": fields.String(null=True)})
@@ -108,8 +111,70 @@ def test_one_overloaded_attribute_with_one_template_is_accepted_and_several_enti
 
 
 def test_templates_equal_in_normal_form_count_as_one() -> None:
-    assert KeyTemplate("A#{x:}#{{b}}").canonical == KeyTemplate("A#{x}#{{b}}").canonical
-    assert KeyTemplate("A#{x:04d}").canonical != KeyTemplate("A#{x}").canonical
+    assert KeyTemplate("A#{x:}#{{b}}").rendered_form() == KeyTemplate("A#{x}#{{b}}").rendered_form()
+    assert KeyTemplate("A{{#{x}").rendered_form() == KeyTemplate("A{{#{x:}").rendered_form()
+    assert KeyTemplate("A#{x:04d}").rendered_form() != KeyTemplate("A#{x}").rendered_form()
+
+
+# -- templates that differ in text but render alike: compared as rendered -------------------------------------
+def test_a_string_spec_s_and_no_spec_writing_one_attribute_are_accepted() -> None:
+    """``{name:s}`` renders every string as ``{name}`` does, so both may write one ``Data`` (and an inverted
+    index may spell the table's key with ``:s``); they were refused as "render differently"."""
+    cls = _entity({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="N#{name:s}"),
+                   "by_year": Index("GSI2", pk="{version}#YEAR#{year}", sk="N#{name}"),
+                   "by_product": Index("INV", pk="ITEM#{product_id:s}", sk="{version}#ORDER#{order_id}")})
+    keys = cls(order_id="o1", product_id="p#1", name="Ann", city="Oslo", year=2024).key_attributes()
+    assert keys["Data"] == "N#Ann" and keys["SK"] == "ITEM#p$231" and keys["PK"] == "v1#ORDER#o1"
+    assert set(cls._meta.shared_key_attributes) == {"Data", "SK", "PK"}
+
+
+def test_version_and_a_literal_equal_to_the_key_version_are_accepted_and_refused_once_they_differ() -> None:
+    accepted = _entity({"by_product": Index("INV", pk="ITEM#{product_id}", sk="v7#ORDER#{order_id}")},
+                       key_version="v7")
+    assert accepted(order_id="o1", product_id="p1").key_attributes()["PK"] == "v7#ORDER#o1"
+    _entity({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk="{version}#N#{name}"),
+             "by_year": Index("GSI2", pk="{version}#YEAR#{year}", sk="v1#N#{name}")})
+    # a key-version bump makes them render differently: refused, naming both
+    _refused({"by_product": Index("INV", pk="ITEM#{product_id}", sk="v7#ORDER#{order_id}")},
+             "'PK'", "Meta.pk '{version}#ORDER#{order_id}'", "'v7#ORDER#{order_id}'", key_version="v8")
+
+
+@pytest.mark.parametrize("one, other", [
+    ("Y#{year:s}", "Y#{year}"),        # an Integer: {year} is number text, {year:s} no text at all
+    ("N#{name:.3}", "N#{name}"),       # a truncation renders long names differently
+    ("N#{name:>5}", "N#{name}"),       # padding
+    ("N#{name:s}#", "N#{name}"),       # another literal
+    ("N#{city:s}", "N#{name}"),        # another field
+])
+def test_templates_that_can_render_differently_are_still_refused(one: str, other: str) -> None:
+    _refused({"by_city": Index("GSI1", pk="{version}#CITY#{city}", sk=one),
+              "by_year": Index("GSI2", pk="{version}#YEAR#{year}", sk=other)},
+             "'Data'", "render differently")
+
+
+class _Loud(str):
+    """A str subclass whose format() and str() disagree with its characters."""
+
+    def __format__(self, spec: str) -> str:
+        return "formatted"
+
+    def __str__(self) -> str:
+        return "stringified"
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=st.text(min_size=1, max_size=20), delim=st.sampled_from(["#", "::", "|"]),
+       encoding=st.sampled_from(["ordered", "percent"]))
+def test_a_string_renders_one_text_with_spec_s_and_without(value: str, delim: str, encoding: str) -> None:
+    """What makes ``{b:s}`` and ``{b}`` interchangeable: one rendering path for every string."""
+    for v in (value, _Loud(value)):
+        try:
+            plain = encode_value(v, "", delimiter=delim, encoding=encoding)
+        except dynorm.InvalidKeyValue:
+            with pytest.raises(dynorm.InvalidKeyValue):
+                encode_value(v, "s", delimiter=delim, encoding=encoding)
+            continue
+        assert encode_value(v, "s", delimiter=delim, encoding=encoding) == plain
 
 
 # -- the table's own attributes ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ Test-local entities (on tests.models' Retail table, so no extra table is created
 from __future__ import annotations
 
 import decimal
+import re
 from typing import Any
 
 import pytest
@@ -96,10 +97,11 @@ def test_saving_a_read_instance_is_an_update_that_keeps_undeclared_attributes() 
     op = prepare_put(doc)
     assert op.kind == "Update"
     expression = _expr(op.params, "UpdateExpression")
-    assert expression.startswith("SET entityType = :v0, doc_id = ")
+    assert re.match(r"SET entityType = :v\d+, doc_id = ", expression)
     assert "rev = " in expression and "_dynorm_rev = " in expression
     assert expression.endswith("REMOVE owner, tags, GSI1PK, GSI1SK")  # None, empty set, sparse index
-    assert _expr(op.params, "ConditionExpression") == "rev = :v" + str(len(op.params["ExpressionAttributeValues"]) - 2)
+    # the item read must still be there, a DOC (never another entity type's item under this key), at version 3
+    assert _pinned(op) == "(entityType = 'DOC') AND (rev = '3')"
     values = op.params["ExpressionAttributeValues"]
     assert {"N": "4"} in values.values() and {"N": "3"} in values.values()
     assert doc.rev == 3  # only applied() changes it
@@ -114,7 +116,7 @@ def test_update_fields_plans_only_those_fields_and_their_index_keys() -> None:
     assert "title" not in expression
     assert "owner = " in expression and "GSI1PK = " in expression and "GSI1SK = " in expression
     assert {"S": "v1#DOWNER#bob"} in op.params["ExpressionAttributeValues"].values()
-    assert _expr(op.params, "ConditionExpression").startswith("(attribute_exists(PK)) AND (rev = ")
+    assert _pinned(op) == "(entityType = 'DOC') AND (rev = '1')"  # there, a DOC, at the version read
 
 
 def test_an_unversioned_idempotent_update_carries_the_token_guard() -> None:
@@ -146,9 +148,41 @@ def test_set_subclass_and_delete_and_check_plans() -> None:
     op = prepare_update(Doc, instance=doc, changes={"tags": F("tags").add({"a"})})
     assert " ADD tags :v" in _expr(op.params, "UpdateExpression")
     d = prepare_delete(Doc, doc)
-    assert d.kind == "Delete" and d.token is None and _expr(d.params, "ConditionExpression").startswith("rev = ")
+    assert d.kind == "Delete" and d.token is None and _pinned(d) == "(entityType = 'DOC') AND (rev = '2')"
     c = prepare_check(Memo, {"memo_id": "m"}, Q(hits__gte=1))
-    assert c.kind == "ConditionCheck" and _expr(c.params, "ConditionExpression").startswith("hits >= ")
+    assert c.kind == "ConditionCheck"
+    assert _pinned(c) == "(attribute_not_exists(PK) OR entityType = 'MEMO') AND (hits >= '1')"
+
+
+def _placeholders_agree(params: dict[str, Any]) -> None:
+    """Every #name/:value placeholder the expressions use is defined once, and every one defined is used."""
+    text = " ".join(params.get(k, "") for k in ("UpdateExpression", "ConditionExpression"))
+    used = set(re.findall(r"[#:][A-Za-z0-9_]+", text))
+    defined = [*params.get("ExpressionAttributeNames", {}), *params.get("ExpressionAttributeValues", {})]
+    assert len(defined) == len(set(defined)) and used == set(defined), (used, defined)
+
+
+def test_the_entity_type_condition_is_a_group_of_its_own_beside_the_version_token_and_a_users_condition() -> None:
+    """Writes by key are conditional on the stored entity type; an OR inside any condition never binds
+    to the AND around it, and no group is wrapped twice (DynamoDB refuses redundant parentheses)."""
+    memo = prepare_update(Memo, key={"memo_id": "m"}, changes={"body": "x"}, condition=Q(hits=0) | ~Q(body="y"))
+    assert _pinned(memo) == ("(entityType = 'MEMO') AND (attribute_not_exists(_dynorm_rev) OR _dynorm_rev <> "
+                             f"'{memo.token}') AND (hits = '0' OR (NOT body = 'y'))")
+    doc = prepare_update(Doc, instance=_read(Doc, doc_id="d1", title="T", rev=2), changes={"title": "x"},
+                         condition=Q(pages=1) | Q(owner="a"))
+    assert _pinned(doc) == "(entityType = 'DOC') AND (rev = '2') AND (pages = '1' OR owner = 'a')"
+    gone = prepare_delete(Memo, {"memo_id": "m"}, condition=Q(hits=0) | Q(body="b"))
+    assert _pinned(gone) == "(attribute_not_exists(PK) OR entityType = 'MEMO') AND (hits = '0' OR body = 'b')"
+    assert _pinned(prepare_delete(Memo, {"memo_id": "m"})) == "attribute_not_exists(PK) OR entityType = 'MEMO'"
+    upsert = prepare_put(Memo(memo_id="m", body="b"))  # a new unversioned instance: may create the item
+    assert upsert.kind == "Update" and upsert.may_create
+    assert _pinned(upsert) == "attribute_not_exists(PK) OR entityType = 'MEMO'"
+    read = prepare_put(_read(Memo, memo_id="m", body="b"))  # read from the table: must still be there
+    assert not read.may_create and _pinned(read) == "entityType = 'MEMO'"
+    check = prepare_check(Memo, {"memo_id": "m"}, ~(Q(hits=0) & Q(body="b")))
+    assert _pinned(check) == "(attribute_not_exists(PK) OR entityType = 'MEMO') AND (NOT (hits = '0' AND body = 'b'))"
+    for op in (memo, doc, gone, upsert, read, check):
+        _placeholders_agree(op.params)
 
 
 def test_tokens_are_fresh_per_write() -> None:
