@@ -232,6 +232,16 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
+def _cause(exc: BaseException) -> str:
+    """``exc`` in a few words for a stop's message: ``DeleteItem: ReadTimeoutError`` for a request that
+    got no answer (its whole text is the exception's, kept as ``__cause__``)."""
+    if isinstance(exc, ServiceError) and exc.operation and exc.code:
+        return f"{exc.operation}: {exc.code}" + (" (the write may have been applied)" if exc.maybe_applied else "")
+    if isinstance(exc, MigrationInterrupted):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 class MigrationInterrupted(DynormError):
     """A stop (SIGINT/SIGTERM) ended the run at a checkpoint; the lock is released and progress saved.
 
@@ -285,6 +295,10 @@ class MigrateReport:
     done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
     #: ``--fake``: ``applied``/``unapplied`` were only recorded (or un-recorded); no operation ran
     fake: bool = False
+    #: when the lock could not be given back: why, and the time (``time.time()``) its lease ends by
+    #: at the latest (another run can take it then; ``dynorm migrate --force-unlock`` removes it sooner)
+    lock_error: str = ""
+    lock_expires_by: float | None = None
 
     def nothing_to_do(self) -> str | None:
         """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
@@ -310,6 +324,8 @@ class MigrateReport:
                 "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "done_elsewhere": self.done_elsewhere,
+                "lock_expires_by": None if self.lock_expires_by is None else
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.lock_expires_by)),
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
                                 "catch_up_passes": o.catch_up_passes, "caught_up": o.caught_up,
@@ -666,53 +682,88 @@ class Executor:
             ledger.on_lost = self._stop.set  # a lock that cannot be renewed stops every segment
             ledger.acquire(worker, ttl=options.lock_ttl)
             self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
-            try:
-                backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
-                for m in backwards:
-                    if options.fake:
-                        # Django's --fake: only the record changes; the items stay as the operations left them
+            # once stopped (a signal, a lost lease), no request is retried: a silent endpoint must not
+            # hold the stop for max_attempts x read_timeout per request
+            with backend.no_retries_after(self._stop):
+                try:
+                    backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
+                    for m in backwards:
+                        if options.fake:
+                            # Django's --fake: only the record changes; the items stay as the operations left them
+                            ledger.forget(m.name)
+                            report.unapplied.append(m.name)
+                            continue
+                        # from here on the migration is no longer applied: its forward records are void
+                        # (a forward run starts it again) and an interruption leaves it partial
+                        ledger.unrecord_applied(m.name)
+                        ledger.clear(m.name)
+                        status = self._run(m, options, report, ledger, reverse=True)
+                        if status == "partial":
+                            report.partial[m.name] = self._totals(report, f"{m.name}~reverse").get("failed", 0)
+                        if status != "done":
+                            break
                         ledger.forget(m.name)
                         report.unapplied.append(m.name)
-                        continue
-                    # from here on the migration is no longer applied: its forward records are void
-                    # (a forward run starts it again) and an interruption leaves it partial
-                    ledger.unrecord_applied(m.name)
-                    ledger.clear(m.name)
-                    status = self._run(m, options, report, ledger, reverse=True)
-                    if status == "partial":
-                        report.partial[m.name] = self._totals(report, f"{m.name}~reverse").get("failed", 0)
-                    if status != "done":
-                        break
-                    ledger.forget(m.name)
-                    report.unapplied.append(m.name)
-                for m in pending:
-                    if options.fake:
-                        ledger.record_applied(m.name, {}, fake=True)
+                    for m in pending:
+                        if options.fake:
+                            ledger.record_applied(m.name, {}, fake=True)
+                            report.applied.append(m.name)
+                            continue
+                        ledger.clear(f"{m.name}~reverse")  # a partial reversal is void once it moves forward
+                        status = self._run(m, options, report, ledger)
+                        if status == "waiting":
+                            break  # other workers still own segments of this migration
+                        if status == "partial":
+                            report.partial[m.name] = self._totals(report, m.name).get("failed", 0)
+                            break  # later migrations may rely on this one: stop here
+                        ledger.record_applied(m.name, self._totals(report, m.name))
                         report.applied.append(m.name)
-                        continue
-                    ledger.clear(f"{m.name}~reverse")  # a partial reversal is void once it moves forward
-                    status = self._run(m, options, report, ledger)
-                    if status == "waiting":
-                        break  # other workers still own segments of this migration
-                    if status == "partial":
-                        report.partial[m.name] = self._totals(report, m.name).get("failed", 0)
-                        break  # later migrations may rely on this one: stop here
-                    ledger.record_applied(m.name, self._totals(report, m.name))
-                    report.applied.append(m.name)
-            except MigrationInterrupted as exc:
-                if ledger.lost.is_set():
-                    raise MigrationInterrupted(
-                        f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
-                        f"checkpoint so that no other run writes at the same time ({exc})", report,
-                        lost_lease=True) from exc
-                raise
-            finally:
-                ledger.release()
+                except BaseException as exc:
+                    interrupted = self._interruption(exc, ledger, report)
+                    self._give_back(ledger, report, quick=interrupted is not None)
+                    if interrupted is None or interrupted is exc:
+                        raise
+                    raise interrupted from exc
+                else:
+                    self._give_back(ledger, report, quick=False)
         finally:
             report.seconds = time.monotonic() - started
             report.read_units = self._pacer.read_units
             report.write_units = self._pacer.write_units
         return report
+
+    def _interruption(self, exc: BaseException, ledger: Ledger, report: MigrateReport) -> MigrationInterrupted | None:
+        """What ends a run that raised ``exc`` once its lock was held: a :class:`MigrationInterrupted`
+        (``lost_lease`` when the lock's lease was lost or has run out), or ``None`` when ``exc`` is an
+        error of its own (a ``RunPython`` failing, a bad migration, DynamoDB refusing with no stop).
+
+        A request that fails once the run is stopping (it is not retried: the endpoint may be silent)
+        is part of the stop, not an error of its own.
+        """
+        if isinstance(exc, (OperationFailed, MigrationError)):
+            return None
+        own_stop = isinstance(exc, MigrationInterrupted) or (not isinstance(exc, Exception) and self._stop.is_set())
+        if not own_stop and not isinstance(exc, DynormError):
+            return None
+        lost = ledger.lost.is_set() or not ledger.holds()  # a lease that ran out while a request hung
+        if lost:
+            return MigrationInterrupted(
+                f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
+                f"checkpoint so that no other run writes at the same time ({_cause(exc)})", report, lost_lease=True)
+        if isinstance(exc, MigrationInterrupted):
+            return exc
+        if not self._stop.is_set():
+            return None
+        return MigrationInterrupted(f"a request in flight when the run stopped failed and was not retried: "
+                                    f"{_cause(exc)}", report)
+
+    @staticmethod
+    def _give_back(ledger: Ledger, report: MigrateReport, quick: bool) -> None:
+        """Release the lock (one short attempt when ``quick``); when it stays, note until when in the report."""
+        error = ledger.release(quick=quick)
+        if error is not None:
+            report.lock_error = _cause(error)
+            report.lock_expires_by = ledger.expires_by
 
     def _refuse_split_run_python(self, backwards: list[Migration], pending: list[Migration],
                                  options: MigrateOptions) -> None:
@@ -975,8 +1026,11 @@ class Executor:
             for future in futures:
                 error = future.exception() if future.done() else None
                 if error is not None:
+                    asked = stop.is_set()  # by a signal or a lost lease, before this error
                     stop.set()  # end the other segments at their next checkpoint, then re-raise
                     wait_futures(futures)
+                    if not asked:
+                        stop.clear()  # that stop was only ours: the error is the run's own, not a stop
                     if not isinstance(error, Exception):
                         # signals reach the main thread only: this is user code (a transform) exiting, and
                         # re-raised as it is, a SystemExit(0) would end the command with exit 0, nothing said
