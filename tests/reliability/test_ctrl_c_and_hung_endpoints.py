@@ -175,7 +175,7 @@ def test_ctrl_c_while_the_endpoint_hangs_exits_130_with_the_resume_line(project:
         _, rest = proc.communicate(timeout=60)
         took = time.monotonic() - sent
         assert proc.returncode == 130, rest[-2000:]  # was 1 (ServiceError) after 76-79 s
-        assert took < 20, took  # the requests in flight end within 2 attempts x 2 s, the lock's release too
+        assert took < 20, took  # the request in flight ends within its 2 s, not retried; the release is one 2 s try
         assert "Interrupted by SIGINT" in rest
         _resume_and_finish(project, rest, proxy)
     finally:
