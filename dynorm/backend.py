@@ -29,7 +29,7 @@ from .exceptions import (
 __all__ = ["client", "call", "paginate", "aclient", "acall", "apaginate", "aclose", "drive", "adrive", "stream",
            "collect", "first_emit", "astream", "Send", "Sleep", "Emit", "Pager", "RetryPolicy", "register_hook",
            "unregister_hook", "set_send_guard", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS",
-           "credentials_for", "describe_endpoint", "tables_of"]
+           "credentials_for", "describe_endpoint", "tables_of", "no_retries_after"]
 
 #: Dummy credentials, used only when botocore's credential chain resolves none *and* the endpoint
 #: is on the loopback interface (DynamoDB Local checks nothing but needs *some* letters-and-digits key).
@@ -394,8 +394,9 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
     where = describe_endpoint(settings)
     if type(exc).__name__ in ("ReadTimeoutError", "ConnectTimeoutError"):
         which = "read_timeout" if type(exc).__name__ == "ReadTimeoutError" else "connect_timeout"
-        hint = (f" No answer within {getattr(settings, which):g} s (connection.{which}), {settings.max_attempts} "
-                "attempt(s) (connection.max_attempts) in dynorm.yaml." + hint)
+        tries = ("; not retried: the run was stopping" if _stopping() else
+                 f", {settings.max_attempts} attempt(s) (connection.max_attempts)")
+        hint = f" No answer within {getattr(settings, which):g} s (connection.{which}){tries} in dynorm.yaml." + hint
     maybe_applied = operation in _WRITE_OPERATIONS
     if maybe_applied:
         # the connection can fail after DynamoDB received (and applied) an attempt: "nothing was
@@ -406,6 +407,60 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
     return ServiceError(f"{operation}{_on_tables(params)} could not reach DynamoDB at {where}: "
                         f"{_one_line(str(exc), 200)}.{hint}", code=type(exc).__name__, operation=operation,
                         maybe_applied=maybe_applied)
+
+
+# -- stopping: once a run is asked to stop, no request is retried ------------------------------
+_stop_events: list[threading.Event] = []  # of the active no_retries_after() blocks
+
+#: error codes botocore retries as throttling (with backoff); after a stop, the attempt is the last
+_THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "ProvisionedThroughputExceededException",
+                             "RequestLimitExceeded", "LimitExceededException", "TransactionInProgressException",
+                             "TooManyRequestsException"})
+
+
+def _stopping() -> bool:
+    return any(event.is_set() for event in _stop_events)
+
+
+@contextmanager
+def no_retries_after(stop: threading.Event) -> Iterator[None]:
+    """Inside the block, once ``stop`` is set, no request of this process is retried, in any thread.
+
+    A run asked to stop (SIGINT, a lost lock lease) must not wait out botocore's retries of requests
+    to an endpoint that stopped answering (``max_attempts`` x ``read_timeout`` each, plus backoff):
+    from the stop on, an attempt that failed (no answer, a 5xx, a throttle) is the last one and
+    raises what the last attempt would (:class:`ServiceError` from :func:`call`, saying it was not
+    retried). A request that succeeds, or is refused with a definite answer (a failed condition),
+    is unaffected; a request already in flight still ends within ``connection.read_timeout``.
+
+    Args:
+        stop: the run's stop event.
+
+    Uses botocore's ``needs-retry`` event (a hook added with :func:`register_hook`, removed on exit);
+    it sends no request itself.
+    """
+    def last_attempt(response: Any = None, caught_exception: BaseException | None = None, operation: Any = None,
+                     **kwargs: Any) -> None:
+        if not stop.is_set():
+            return None
+        if caught_exception is not None:
+            raise caught_exception  # what botocore raises after its last attempt
+        if response is not None:
+            http, parsed = response
+            code = (parsed or {}).get("Error", {}).get("Code", "")
+            if http.status_code >= 500 or http.status_code == 429 or code in _THROTTLE_CODES:
+                from botocore.exceptions import ClientError
+
+                raise ClientError(parsed, operation.name if operation is not None else "")
+        return None
+
+    _stop_events.append(stop)
+    register_hook("needs-retry.dynamodb", last_attempt)
+    try:
+        yield
+    finally:
+        unregister_hook("needs-retry.dynamodb", last_attempt)
+        _stop_events.remove(stop)
 
 
 #: The operations that change items: one that gets no answer may have been applied.

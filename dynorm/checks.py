@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from .keys import KeyTemplate
+from .keys import VERSION, KeyTemplate
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import TableLike
@@ -186,7 +186,7 @@ def check_collections(table: type[TableLike]) -> list[str]:
     """
     by_template: dict[tuple[str, str], dict[str, str]] = {}
     for label, index, template, version in collection_members(table):
-        if "{version" in template:
+        if VERSION in KeyTemplate(template).placeholders:  # parsed: "{{version}}" is a literal
             by_template.setdefault((index, template), {})[label] = version
     problems = []
     for (index, template), members in sorted(by_template.items()):

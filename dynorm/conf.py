@@ -129,8 +129,10 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         ``{field: value}`` for the keys present in the file.
 
     Raises:
-        ConfigurationError: unreadable file, invalid YAML, unknown keys, wrong types, or a number
-            out of its range (``max_attempts`` 1 to 100, timeouts 0.01 to 3600 s), naming key and value.
+        ConfigurationError: unreadable file, invalid YAML, a key given twice in one mapping (naming
+            it and both lines), unknown keys, wrong types (a quoted number is text), a number out of
+            its range (``max_attempts`` 1 to 100, timeouts 0.01 to 3600 s) or an endpoint port out
+            of 1 to 65535, naming key and value.
     """
     import yaml
 
@@ -139,7 +141,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigurationError(f"cannot read config file {path}: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_keys_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -185,6 +187,42 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return out
 
 
+_LOADER: Any = None
+
+
+def _unique_keys_loader() -> Any:
+    """PyYAML's ``SafeLoader`` refusing a key given twice in one mapping (built once, on first use).
+
+    ``safe_load`` keeps the last of two ``connection:`` blocks and silently drops the first: a
+    setting the user wrote would never apply. The documented way to change how mappings are built
+    is a loader subclass overriding ``construct_mapping``; merge keys (``<<``) still override.
+    """
+    global _LOADER
+    if _LOADER is None:
+        import yaml
+
+        class UniqueKeyLoader(yaml.SafeLoader):
+            def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+                if isinstance(node, yaml.MappingNode):
+                    first: dict[Any, Any] = {}
+                    for key_node, _ in node.value:
+                        if key_node.tag == "tag:yaml.org,2002:merge":
+                            continue
+                        key = self.construct_object(key_node, deep=True)
+                        try:
+                            seen = first.setdefault(key, key_node)
+                        except TypeError:
+                            continue  # an unhashable key: SafeLoader's own error names it
+                        if seen is not key_node:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"duplicate key {key!r} (first at line {seen.start_mark.line + 1}): "
+                                "the second would silently replace the first; keep one", key_node.start_mark)
+                return super().construct_mapping(node, deep=deep)
+
+        _LOADER = UniqueKeyLoader
+    return _LOADER
+
+
 def _from_env() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for env, key in (("DYNORM_ENDPOINT", "endpoint"), ("DYNORM_REGION", "region"),
@@ -207,6 +245,10 @@ def _build(values: Mapping[str, Any]) -> Settings:
         if key not in vals:
             continue
         value = vals[key]
+        if isinstance(value, str):  # float("5") would take it: a quoted number is a typo to point out
+            raise ConfigurationError(f"setting {key!r} = {value!r} ({source}) must be a number from {low:g} to "
+                                     f"{high:g} ({what}), not text: write it without quotes (YAML also reads 1e3 "
+                                     "as text: write 1000 or 1.0e+3).")
         try:
             if isinstance(value, bool) or (typ is int and isinstance(value, float) and not value.is_integer()):
                 raise TypeError
@@ -224,7 +266,28 @@ def _build(values: Mapping[str, Any]) -> Settings:
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")
+    if endpoint is not None:
+        _check_endpoint(endpoint, source)
     return Settings(**vals)
+
+
+def _check_endpoint(endpoint: str, source: str) -> None:
+    """Refuse an endpoint URL without a host or with a port outside 1 to 65535 (botocore would fail
+    on the first request with a bare ValueError)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if not parts.hostname:
+        raise ConfigurationError(f"setting 'endpoint' = {endpoint!r} ({source}) has no host: use a URL such as "
+                                 "http://127.0.0.1:8000.")
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        text = parts.netloc.rpartition(":")[2]
+        raise ConfigurationError(f"setting 'endpoint' = {endpoint!r} ({source}): port {text!r} is not a TCP port: "
+                                 "allowed 1 to 65535 (e.g. http://127.0.0.1:8000, DynamoDB Local's default port).")
 
 
 def get_settings() -> Settings:

@@ -29,7 +29,8 @@ from .exceptions import DynormError
 
 __all__ = ["LocalDynamoDB", "find_jar", "install", "check_java", "port_in_use", "LocalServerError", "STATE_FILE",
            "DEFAULT_PORT", "INSTALL_DIR", "NPM_PACKAGE", "EXPOSURE", "is_recorded_server", "stop_recorded",
-           "read_state", "state_dir", "state_path", "start_lock", "recorded_servers", "STATE_DIR_ENV"]
+           "read_state", "state_dir", "state_path", "start_lock", "recorded_servers", "unreadable_records",
+           "STATE_DIR_ENV"]
 
 #: Where dynorm before 0.x recorded a server left running: relative to the working directory, so
 #: another folder did not find it. Still read (and removed by ``stop``); new records go to :func:`state_path`.
@@ -358,6 +359,40 @@ def _load(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return {**state, "path": str(path)} if isinstance(state, dict) else None
+
+
+def unreadable_records() -> list[dict[str, Any]]:
+    """The server records that cannot be used: ``{"path", "port", "reason"}``, by port.
+
+    A record that is not a JSON object (a truncated or hand-edited file) names no process, so
+    :func:`recorded_servers` leaves it out; ``dynorm local stop`` reports each one instead of
+    skipping it. ``port`` comes from the file name (``server-<port>.json``; ``None`` for the
+    ``./.dynamodb-local/server.json`` of an older dynorm).
+    """
+    import re
+
+    folder = state_dir()
+    paths = sorted(folder.glob("server-*.json")) if folder.is_dir() else []
+    out = []
+    for path in [*paths, STATE_FILE]:
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            continue  # gone meanwhile (or never there): nothing to report
+        except OSError as exc:
+            reason = f"cannot be read: {exc.strerror}"
+        else:
+            try:
+                state = json.loads(text)
+            except ValueError as exc:
+                reason = f"not JSON: {exc}"
+            else:
+                if isinstance(state, dict):
+                    continue
+                reason = f"a JSON {type(state).__name__}, not an object"
+        match = re.fullmatch(r"server-(\d+)\.json", path.name)
+        out.append({"path": str(path), "port": int(match.group(1)) if match else None, "reason": reason})
+    return out
 
 
 def recorded_servers() -> list[dict[str, Any]]:

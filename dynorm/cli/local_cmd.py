@@ -111,18 +111,21 @@ def endpoint(port: int | None) -> None:
 def stop(port: int | None, every: bool) -> None:
     """Stop the server started by `dynorm local start` (recorded in the per-user state folder).
 
-    Exit 0 when the recorded server was stopped or was already gone (each said); exit 1 when several
-    are recorded and neither --port nor --all says which, or when nothing is recorded but a DynamoDB
-    server answers on the port asked for (it was not started here: nothing is signalled).
+    Exit 0 when every recorded server was stopped or was already gone (each said); exit 1 when several
+    are recorded and neither --port nor --all says which, when a record is unreadable or a server
+    could not be signalled (each named, the others still stopped), or when nothing is recorded but a
+    DynamoDB server answers on the port asked for (it was not started here: nothing is signalled).
     """
     from pathlib import Path
 
     import dynorm.local as lib
 
     records = [r for r in lib.recorded_servers() if port is None or int(r.get("port", 0) or 0) == port]
-    if len(records) > 1 and not every:
-        ports = ", ".join(str(r.get("port")) for r in records)
+    broken = [b for b in lib.unreadable_records() if port is None or b["port"] == port]
+    if len(records) + len(broken) > 1 and not every:
+        ports = ", ".join(str(r.get("port")) for r in [*records, *broken])
         raise click.UsageError(f"DynamoDB Local servers are recorded on ports {ports}: pass --port P, or --all.")
+    failed = []
     for state in records:
         path = Path(state["path"])
         try:
@@ -134,9 +137,25 @@ def stop(port: int | None, every: bool) -> None:
             click.echo(f"The recorded DynamoDB Local (pid {pid}, port {rport}) is gone: pid {pid} is not DynamoDB "
                        f"Local on port {rport} now, so nothing was signalled; the record {path} was removed.")
             continue
-        stopped = lib.stop_recorded(path)
+        try:
+            stopped = lib.stop_recorded(path)
+        except OSError as exc:  # not ours to signal (another user's pid), or it could not be killed
+            failed.append(f"port {rport}")
+            click.echo(f"Could not stop DynamoDB Local (pid {pid}, port {rport}): {exc.strerror or exc}; stop it "
+                       "as the user who started it.", err=True)
+            continue
         click.echo(f"DynamoDB Local stopped (pid {pid}, port {rport})." if stopped else
                    f"DynamoDB Local (pid {pid}, port {rport}) had already exited; the record {path} was removed.")
+    for bad in broken:
+        where = f"port {bad['port']}" if bad["port"] is not None else "its port"
+        failed.append(bad["path"])
+        click.echo(f"Cannot stop the server recorded in {bad['path']}: the record is unreadable ({bad['reason']}), so "
+                   f"it does not say which process to stop and nothing was signalled. If a DynamoDB Local still runs "
+                   f"on {where} (its command line runs DynamoDBLocal.jar -port ...; `ps -ef | grep DynamoDBLocal`), "
+                   f"stop it with kill PID, then delete {bad['path']}.", err=True)
+    if failed:
+        raise click.ClickException(f"{len(failed)} recorded server(s) could not be stopped: {', '.join(failed)} "
+                                   "(see above).")
     if records:
         return
     asked = port or lib.DEFAULT_PORT

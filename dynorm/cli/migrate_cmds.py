@@ -104,13 +104,15 @@ def _in_request(frame: Any) -> bool:
 
 
 @contextmanager
-def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0) -> Iterator[tuple[threading.Event, list[int],
-                                                                                list[float]]]:
+def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0,
+                     read_timeout: float = 5.0) -> Iterator[tuple[threading.Event, list[int], list[float]]]:
     """Turn SIGINT and SIGTERM into a stop event for the migration (restored afterwards).
 
-    The first signal stops every segment at its next checkpoint (a request in flight ends within
-    the read timeout). A second one stops at once: it prints the resume line and exits ``128 +
-    signal`` without waiting (the lock then lasts until its lease ends, or ``--force-unlock``).
+    The first signal stops every segment at its next checkpoint: from then on no request is retried
+    (:func:`dynorm.backend.no_retries_after`), a request the main thread waits for ends at once, one
+    in flight in a scan segment within ``read_timeout`` seconds; the lock is given back with one short
+    attempt. A second one stops at once: it prints the resume line and exits ``128 + signal``
+    without waiting (the lock then lasts until its lease ends, or ``--force-unlock``).
     """
     stop = threading.Event()
     caught: list[int] = []
@@ -126,8 +128,8 @@ def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0) -> Iterator[tuple
             sys.stderr.flush()
             os._exit(128 + signum)
         received.append(time.monotonic())
-        click.echo(f"\n{name}: stopping at the next checkpoint (a request in flight ends within the read "
-                   f"timeout); {name} again stops at once...", err=True)
+        click.echo(f"\n{name}: stopping at the next checkpoint; no request is retried now, one in flight ends "
+                   f"within {read_timeout:g} s (connection.read_timeout); {name} again stops at once...", err=True)
         caught.append(signum)
         stop.set()
         if _in_request(frame):
@@ -144,6 +146,17 @@ def _stop_on_signals(resume: str = "", lock_ttl: float = 60.0) -> Iterator[tuple
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _lock_note(report: Any) -> str:
+    """Whether the run gave its lock back and, when not, until when it stays and how to remove it sooner."""
+    if report.lock_expires_by is None:
+        return "the lock is released"
+    left = report.lock_expires_by - time.time()
+    when = time.strftime("%H:%M:%S", time.localtime(report.lock_expires_by))
+    return (f"the lock could NOT be released ({report.lock_error}): its lease ends by {when} "
+            f"({f'in {left:.0f} s' if left > 0 else 'already over'}), when another run can take it; to remove it "
+            "sooner, once this process is gone and no other migrate runs, add --force-unlock to the resume command")
 
 
 def _sync_models(state: State, plan_only: bool) -> None:
@@ -333,7 +346,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                                              "--dask-workers": dask_workers if engine == "dask" and not scheduler
                                              else None})
     started = time.monotonic()
-    with _stop_on_signals(resume, lock_ttl) as (stop, caught, received):
+    with _stop_on_signals(resume, lock_ttl, settings.read_timeout) as (stop, caught, received):
         options.stop = stop
         try:
             report = executor.migrate(options)
@@ -344,16 +357,18 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
             raise click.ClickException(str(exc).split("\n", 1)[0]) from exc
         except MigrationInterrupted as exc:
             _print_report(exc.report, as_json, dry_run)
+            lock = _lock_note(exc.report)
             if exc.lost_lease and not caught:
                 click.echo(f"Stopped after {time.monotonic() - started:.1f} s: the migration lock's lease was lost "
-                           f"({exc}). Progress is saved up to the last checkpoint. Check the network to DynamoDB "
-                           f"(or who ran --force-unlock). Resume with:\n  {resume}", err=True)
+                           f"({exc}). Progress is saved up to the last checkpoint; {lock}. Check the network to "
+                           f"DynamoDB (or who ran --force-unlock). Resume with:\n  {resume}", err=True)
                 sys.exit(LOST_LEASE_EXIT)
             signum = caught[0] if caught else signal.SIGINT
             lag = time.monotonic() - received[0] if received else 0.0
+            saved = ("progress is saved and the lock released" if exc.report.lock_expires_by is None else
+                     f"progress is saved up to the last checkpoint; {lock}")
             click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
-                       f"({exc}; stopped {lag:.2f} s after the signal); progress is saved and the lock released. "
-                       f"Resume with:\n  {resume}", err=True)
+                       f"({exc}; stopped {lag:.2f} s after the signal); {saved}. Resume with:\n  {resume}", err=True)
             sys.exit(128 + signum)
         except (Exception, RequestInterrupted) as exc:
             if not caught:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..keys import VERSION, KeyTemplate
 from .operations import (
     AlterKeyEncoding,
     CreateEntity,
@@ -107,12 +108,16 @@ def _check_version_used(before: EntityState, after: EntityState) -> None:
     """
     if before.keys != after.keys or before.key_version == after.key_version:
         return
-    if any("{version" in tpl for attrs in after.keys.values() for tpl in attrs.values()):
+    # the parsed placeholders, not the text: "{{version}}" is the literal "{version}" in every key
+    if any(VERSION in KeyTemplate(tpl).placeholders for attrs in after.keys.values() for tpl in attrs.values()):
         return
+    escaped = any("{{version}}" in tpl for attrs in after.keys.values() for tpl in attrs.values())
     raise MigrationError(
         f"entity type {after.entity_type!r} in table {after.table!r}: key_version changed from "
         f"{before.key_version!r} to {after.key_version!r}, but none of its key templates contains {{version}}, "
-        "so no stored key would change (the migration would rewrite 0 items). Put {version} in the templates "
+        "so no stored key would change (the migration would rewrite 0 items)"
+        + (" ({{version}} is escaped: the literal text '{version}', the same in every key)" if escaped else "")
+        + ". Put {version} in the templates "
         f"that should change (e.g. pk=\"{{version}}#...\"), or keep key_version = {before.key_version!r}.")
 
 

@@ -408,9 +408,12 @@ class DaskExecutor(Executor):
                 if failed is not None or stop.is_set():
                     break
                 time.sleep(0.2)
-            if failed is not None or stop.is_set():
+            asked = stop.is_set()  # by a signal or a lost lease
+            if failed is not None or asked:
                 stop.set()
                 self._stop_tasks(client, run, futures)
+                if not asked:
+                    stop.clear()  # that stop was only ours: the failed segment's error is the run's own, not a stop
             for f in futures:
                 if f.status == "finished":
                     result = f.result()

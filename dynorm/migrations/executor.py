@@ -184,6 +184,16 @@ def _user_traceback(exc: BaseException) -> str:
     return "".join(lines).rstrip("\n")
 
 
+def _cause(exc: BaseException) -> str:
+    """``exc`` in a few words for a stop's message: ``DeleteItem: ReadTimeoutError`` for a request that
+    got no answer (its whole text is the exception's, kept as ``__cause__``)."""
+    if isinstance(exc, ServiceError) and exc.operation and exc.code:
+        return f"{exc.operation}: {exc.code}" + (" (the write may have been applied)" if exc.maybe_applied else "")
+    if isinstance(exc, MigrationInterrupted):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
 class MigrationInterrupted(DynormError):
     """A stop (SIGINT/SIGTERM) ended the run at a checkpoint; the lock is released and progress saved.
 
@@ -438,19 +448,54 @@ class Executor:
         ledger.on_lost = self._stop.set  # a lock that cannot be renewed stops every segment
         ledger.acquire(worker, ttl=options.lock_ttl)
         self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
-        try:
-            backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
-            if self._backwards(ledger, backwards, options, report):
-                self._forwards(ledger, pending, options, report)
-        except MigrationInterrupted as exc:
-            if ledger.lost.is_set():
-                raise MigrationInterrupted(
-                    f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
-                    f"checkpoint so that no other run writes at the same time ({exc})", report,
-                    lost_lease=True) from exc
-            raise
-        finally:
-            ledger.release()
+        # once stopped (a signal, a lost lease), no request is retried: a silent endpoint must not
+        # hold the stop for max_attempts x read_timeout per request
+        with backend.no_retries_after(self._stop):
+            try:
+                backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
+                if self._backwards(ledger, backwards, options, report):
+                    self._forwards(ledger, pending, options, report)
+            except BaseException as exc:
+                interrupted = self._interruption(exc, ledger, report)
+                self._give_back(ledger, report, quick=interrupted is not None)
+                if interrupted is None or interrupted is exc:
+                    raise
+                raise interrupted from exc
+            else:
+                self._give_back(ledger, report, quick=False)
+
+    def _interruption(self, exc: BaseException, ledger: Ledger, report: MigrateReport) -> MigrationInterrupted | None:
+        """What ends a run that raised ``exc`` once its lock was held: a :class:`MigrationInterrupted`
+        (``lost_lease`` when the lock's lease was lost or has run out), or ``None`` when ``exc`` is an
+        error of its own (a ``RunPython`` failing, a bad migration, DynamoDB refusing with no stop).
+
+        A request that fails once the run is stopping (it is not retried: the endpoint may be silent)
+        is part of the stop, not an error of its own.
+        """
+        if isinstance(exc, (OperationFailed, MigrationError)):
+            return None
+        own_stop = isinstance(exc, MigrationInterrupted) or (not isinstance(exc, Exception) and self._stop.is_set())
+        if not own_stop and not isinstance(exc, DynormError):
+            return None
+        lost = ledger.lost.is_set() or not ledger.holds()  # a lease that ran out while a request hung
+        if lost:
+            return MigrationInterrupted(
+                f"the migration lock on {ledger.name} could not be renewed before it expired; stopped at a "
+                f"checkpoint so that no other run writes at the same time ({_cause(exc)})", report, lost_lease=True)
+        if isinstance(exc, MigrationInterrupted):
+            return exc
+        if not self._stop.is_set():
+            return None
+        return MigrationInterrupted(f"a request in flight when the run stopped failed and was not retried: "
+                                    f"{_cause(exc)}", report)
+
+    @staticmethod
+    def _give_back(ledger: Ledger, report: MigrateReport, quick: bool) -> None:
+        """Release the lock (one short attempt when ``quick``); when it stays, note until when in the report."""
+        error = ledger.release(quick=quick)
+        if error is not None:
+            report.lock_error = _cause(error)
+            report.lock_expires_by = ledger.expires_by
 
     def _backwards(self, ledger: Ledger, backwards: list[Migration], options: MigrateOptions,
                    report: MigrateReport) -> bool:

@@ -25,6 +25,10 @@ never fails, so the heartbeat alone cannot notice: :attr:`Ledger.lease_end` is t
 the last renewal known to have succeeded, and :meth:`Ledger.holds` (checked by the executor's
 pacer before every write request) is False once it is less than ``ttl / 6`` away; the run then
 loses the lock as above, whatever the heartbeat is waiting for.
+
+A run that stops (a signal, a lost lease) gives the lock back with one DeleteItem of at most
+:data:`RELEASE_TIMEOUT` seconds (``release(quick=True)``): when that fails, the lock stays until
+:attr:`Ledger.expires_by` at the latest, or until ``dynorm migrate --force-unlock``.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
-from .. import backend, keyguard, keyversions
+from .. import backend, conf, keyguard, keyversions
 from ..exceptions import ConditionFailed, DynormError
 from ..keyversions import LEDGER_PARTITION, KeyVersionChange
 from .state import TableState
@@ -47,6 +51,10 @@ __all__ = ["Ledger", "MigrationLocked", "LEDGER_PARTITION"]
 
 #: read-modify-write attempts of a key-version record before giving up (two runs writing it at once)
 _RECORD_ATTEMPTS = 8
+
+#: seconds (connect and read) of the one attempt to give the lock back when a run stops: an endpoint
+#: that stopped answering must not hold Ctrl-C for ``max_attempts`` x ``read_timeout``
+RELEASE_TIMEOUT = 2.0
 
 
 class MigrationLocked(DynormError):
@@ -72,6 +80,9 @@ class Ledger:
         #: the wall-clock time (``time.time()``) the lock is known to be held until: the expiry
         #: written by the acquisition or by the last renewal that succeeded
         self.lease_end = 0.0
+        #: the latest expiry (``time.time()``) a request of this run may have written: the lock is
+        #: gone by then even when it could not be given back (a renewal in flight may have landed)
+        self.expires_by = 0.0
         self._margin = 0.0
         #: set when the heartbeat could not renew the lock in time (the run must stop)
         self.lost = threading.Event()
@@ -404,6 +415,7 @@ class Ledger:
         sk = f"lock#{worker}"
         now = time.time()
         item = {**self._key(sk), "owner": {"S": self.owner}, "expires_at": {"N": f"{now + ttl:.3f}"}}
+        self.expires_by = max(self.expires_by, now + ttl)
         try:
             backend.call("PutItem", {
                 "TableName": self.name, "Item": item,
@@ -434,6 +446,7 @@ class Ledger:
         wait = ttl / 3
         while not self._stop.wait(wait):
             new_expiry = time.time() + ttl
+            self.expires_by = max(self.expires_by, new_expiry)
             try:
                 backend.call("UpdateItem", {
                     "TableName": self.name, "Key": self._key(sk), "UpdateExpression": "SET #exp = :exp",
@@ -469,21 +482,40 @@ class Ledger:
         if self.on_lost is not None:
             self.on_lost()
 
-    def release(self) -> None:
-        """Give the lock back (DeleteItem conditional on owning it)."""
+    def release(self, quick: bool = False) -> DynormError | None:
+        """Give the lock back (DeleteItem conditional on owning it); stop the heartbeat.
+
+        Args:
+            quick: one attempt of at most :data:`RELEASE_TIMEOUT` seconds (a run that is stopping:
+                the endpoint may have stopped answering), instead of the configured timeouts and retries.
+
+        Returns:
+            ``None`` when the lock is given back (or was no longer ours: taken over, or never held);
+            else the error that kept it: the lock then stays until :attr:`expires_by` at the latest.
+        """
         self._stop.set()
         if self._heartbeat is not None:
-            self._heartbeat.join(timeout=5)
+            # a renewal in flight cannot bring the lock back once deleted (it is conditional on its owner)
+            self._heartbeat.join(timeout=0.2 if quick else 5)
         if self._lock_sk is None:
-            return
-        try:
-            backend.call("DeleteItem", {"TableName": self.name, "Key": self._key(self._lock_sk),
-                                        "ConditionExpression": "#owner = :me",
-                                        "ExpressionAttributeNames": {"#owner": "owner"},
-                                        "ExpressionAttributeValues": {":me": {"S": self.owner}}})
-        except DynormError:
-            pass
+            return None
+        params = {"TableName": self.name, "Key": self._key(self._lock_sk), "ConditionExpression": "#owner = :me",
+                  "ExpressionAttributeNames": {"#owner": "owner"},
+                  "ExpressionAttributeValues": {":me": {"S": self.owner}}}
         self._lock_sk = None
+        try:
+            if quick:
+                settings = conf.get_settings()
+                with conf.overridden(max_attempts=1, connect_timeout=min(settings.connect_timeout, RELEASE_TIMEOUT),
+                                     read_timeout=min(settings.read_timeout, RELEASE_TIMEOUT)):
+                    backend.call("DeleteItem", params)
+            else:
+                backend.call("DeleteItem", params)
+        except ConditionFailed:
+            return None  # not ours any more (expired and taken, or --force-unlock): nothing to give back
+        except DynormError as exc:
+            return exc
+        return None
 
     def force_unlock(self) -> int:
         """Delete every lock item of this table; return how many there were."""

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,10 @@ class MigrateReport:
     done_elsewhere: list[dict[str, Any]] = field(default_factory=list)
     #: ``--fake``: ``applied``/``unapplied`` were only recorded (or un-recorded); no operation ran
     fake: bool = False
+    #: when the lock could not be given back: why, and the time (``time.time()``) its lease ends by
+    #: at the latest (another run can take it then; ``dynorm migrate --force-unlock`` removes it sooner)
+    lock_error: str = ""
+    lock_expires_by: float | None = None
 
     def nothing_to_do(self) -> str | None:
         """``"nothing to do: 0003 was applied by another run at <time>"`` when every migration this
@@ -117,6 +122,8 @@ class MigrateReport:
                 "seconds": round(self.seconds, 3),
                 "read_units": round(self.read_units, 1), "totals": self.totals(),
                 "done_elsewhere": self.done_elsewhere,
+                "lock_expires_by": None if self.lock_expires_by is None else
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.lock_expires_by)),
                 "operations": [{"migration": o.migration, "index": o.index, "operation": o.description,
                                 "status": o.status, "seconds": round(o.seconds, 3), **o.counts,
                                 "catch_up_passes": o.catch_up_passes, "caught_up": o.caught_up,

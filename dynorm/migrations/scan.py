@@ -143,8 +143,11 @@ def parallel(segments: list[int], fn: Callable[[int], None], threads: int, stop:
         for future in futures:
             error = future.exception() if future.done() else None
             if error is not None:
+                asked = stop.is_set()  # by a signal or a lost lease, before this error
                 stop.set()  # end the other segments at their next checkpoint, then re-raise
                 wait_futures(futures)
+                if not asked:
+                    stop.clear()  # that stop was only ours: the error is the run's own, not a stop
                 if not isinstance(error, Exception):
                     # signals reach the main thread only: this is user code (a transform) exiting, and
                     # re-raised as it is, a SystemExit(0) would end the command with exit 0, nothing said

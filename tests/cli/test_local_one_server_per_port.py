@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -74,3 +76,45 @@ def test_stop_with_no_record_but_a_server_on_the_port_says_nothing_was_stopped(
     assert result.exit_code == 1 and "nothing was stopped" in result.output and "answers there" in result.output
     result = CliRunner().invoke(cli, ["local", "stop", "--port", str(_free_port())])
     assert result.exit_code == 0 and "No DynamoDB Local was running" in result.output
+
+
+def test_stop_all_reports_an_unreadable_record_and_stops_the_others(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A truncated record names no process: `stop --all` names the file and what to do, still stops
+    the recorded server beside it (a real process, a real SIGTERM), and exits 1."""
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("DYNORM_STATE_DIR", str(state))
+    monkeypatch.chdir(tmp_path)
+    port, broken_port = _free_port(), _free_port()
+    # a stand-in for DynamoDB Local: its command line runs DynamoDBLocal.jar -port PORT, as the record check wants
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "DynamoDBLocal.jar",
+                               "-port", str(port)])
+    reaper = threading.Thread(target=server.wait)  # as for a server started by another process: no zombie left
+    reaper.start()
+    try:
+        for _ in range(50):
+            if is_recorded_server(server.pid, port):
+                break
+            time.sleep(0.1)
+        (state / f"server-{port}.json").write_text(json.dumps({"pid": server.pid, "port": port,
+                                                               "endpoint": f"http://127.0.0.1:{port}"}))
+        broken = state / f"server-{broken_port}.json"
+        broken.write_text('{"pid": 12')  # cut short (a full disk, a crash while writing by hand)
+        result = CliRunner().invoke(cli, ["local", "stop", "--all"])
+        assert result.exit_code == 1, result.output
+        assert f"DynamoDB Local stopped (pid {server.pid}, port {port})" in result.output
+        assert f"Cannot stop the server recorded in {broken}: the record is unreadable (not JSON" in result.output
+        assert f"still runs on port {broken_port}" in result.output and f"delete {broken}" in result.output
+        assert "1 recorded server(s) could not be stopped" in result.output
+        reaper.join(timeout=10)
+        assert server.returncode == -signal.SIGTERM
+        assert broken.exists() and not (state / f"server-{port}.json").exists()
+        # alone, the unreadable record is reported too, never "No DynamoDB Local was running"
+        result = CliRunner().invoke(cli, ["local", "stop"])
+        assert result.exit_code == 1 and "the record is unreadable" in result.output, result.output
+        assert "No DynamoDB Local was running" not in result.output
+    finally:
+        if server.returncode is None:
+            server.kill()
+        reaper.join()

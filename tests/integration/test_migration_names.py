@@ -45,3 +45,56 @@ def test_a_key_version_bump_that_changes_no_key_is_refused(project: Project) -> 
     with pytest.raises(MigrationError, match=r"none of its key templates contains \{version\}.*rewrite 0 items"):
         project.makemigrations()
     assert not (project.dir / "migrations" / "0002_widget_v2.py").exists()
+
+
+def test_a_key_version_bump_whose_only_version_is_an_escaped_literal_is_refused(project: Project) -> None:
+    """``{{version}}`` renders the literal text ``{version}`` in every key: no key would change either."""
+    import pytest
+
+    from dynorm.migrations.operations import MigrationError
+
+    def escaped_keys(**variant: str | None) -> str:
+        return _models(project, "WIDGET", **variant).replace('"{version}#', '"{{version}}#')
+
+    project.stage(TABLE_SRC, escaped_keys(**V1))
+    assert project.makemigrations().name == "0001_initial"
+    project.stage(TABLE_SRC, escaped_keys(**{**V1, "version": "v2"}))
+    with pytest.raises(MigrationError, match=r"none of its key templates contains \{version\}.*rewrite 0 items\) "
+                                             r"\(\{\{version\}\} is escaped"):
+        project.makemigrations()
+    assert not (project.dir / "migrations" / "0002_widget_v2.py").exists()
+
+
+ESCAPED_COLLECTION = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Issue(Entity):
+    issue_id = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "ISSUE"
+        key_version = "v2"
+        pk = "{{{{version}}}}#I#{{issue_id}}"
+        sk = "ISSUE"
+
+class Comment(Entity):
+    issue_id = fields.String()
+    comment_id = fields.String()
+
+    class Meta:
+        table = MigShop
+        entity_type = "COMMENT"
+        key_version = "v1"
+        pk = "{{{{version}}}}#I#{{issue_id}}"
+        sk = "C#{{comment_id}}"
+'''
+
+
+def test_an_escaped_version_does_not_split_an_item_collection(project: Project) -> None:
+    """Two entities whose shared partition-key template holds only the literal ``{{version}}`` stay in
+    one collection whatever their key versions: `check` must not report a split."""
+    models = project.stage(TABLE_SRC, ESCAPED_COLLECTION.format(pkg=project.pkg))
+    assert models.Issue._meta.primary.pk.template == "{{version}}#I#{issue_id}"
+    assert project.table.check() == []

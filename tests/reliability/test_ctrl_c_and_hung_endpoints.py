@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from dynorm import conf
@@ -36,6 +37,8 @@ class Proxy:
         self.listener.listen(128)
         self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
+        #: requests (or their answers) held since :attr:`silent` was set: each one hangs its sender
+        self.held = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -46,6 +49,7 @@ class Proxy:
                 return
             self.sockets.append(client)
             if self.silent.is_set() or self.target is None:
+                self.held += 1
                 continue  # held open: never read, never answered
             upstream = socket.create_connection(("127.0.0.1", self.target))
             self.sockets.append(upstream)
@@ -60,8 +64,17 @@ class Proxy:
                     return
                 if not self.silent.is_set():
                     b.sendall(data)
+                else:
+                    self.held += 1
         except OSError:
             return
+
+    def wait_held(self, timeout: float = 30.0) -> None:
+        """Wait until a request hangs on the silent proxy (one sent, or answered, since :attr:`silent` was set)."""
+        deadline = time.monotonic() + timeout
+        while not self.held and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self.held, "no request reached the silent proxy"
 
     def close(self) -> None:
         for s in [self.listener, *self.sockets]:
@@ -162,7 +175,7 @@ def test_ctrl_c_while_the_endpoint_hangs_exits_130_with_the_resume_line(project:
         _, rest = proc.communicate(timeout=60)
         took = time.monotonic() - sent
         assert proc.returncode == 130, rest[-2000:]  # was 1 (ServiceError) after 76-79 s
-        assert took < 20, took  # the requests in flight end within 2 attempts x 2 s, the lock's release too
+        assert took < 20, took  # the request in flight ends within its 2 s, not retried; the release is one 2 s try
         assert "Interrupted by SIGINT" in rest
         _resume_and_finish(project, rest, proxy)
     finally:
@@ -186,6 +199,92 @@ def wait(ctx):
 
 operations = [RunPython(wait)]
 '''
+
+
+def _under_way(project: Project, proxy: Proxy, items: int, extra: str, *args: str) -> subprocess.Popen[str]:
+    """A paced ``dynorm migrate`` rekey of ``items`` items through ``proxy``, once its first progress line is out."""
+    load_v1(project, items)
+    project.write_models(**V2)
+    project.makemigrations()
+    cfg = _config(project, f"http://127.0.0.1:{proxy.port}", extra)
+    proc = _dynorm(project, cfg, "migrate", "--segments", "2", "--json", "--max-wcu", "60", *args)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if '"event": "progress"' in line:
+            break
+    return proc
+
+
+def _local_port() -> int:
+    return int(str(conf.get_settings().endpoint).rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize("extra, bound", [
+    # 5 attempts of 1 s and botocore's backoff per request, the lock's release too: 20-30 s before
+    (", read_timeout: 1, max_attempts: 5", 8),
+    # the dynorm command's own timeouts (5 s read, 3 attempts): 33 s measured before here, 54 s on a busier run
+    pytest.param("", 15, marks=pytest.mark.slow(reason="waits out the CLI's 5 s read timeout (about 15 s)")),
+], ids=["1s-read-5-attempts", "cli-defaults"])
+def test_the_first_ctrl_c_on_a_silent_endpoint_stops_within_seconds(project: Project, extra: str, bound: float) -> None:
+    """No request is retried after the signal (in every scan segment), the lock's release is tried
+    once with a short timeout, and the run says the lock stays, until when, and how to remove it."""
+    proxy = Proxy(_local_port())
+    try:
+        proc = _under_way(project, proxy, 200, extra)
+        proxy.silent.set()  # the endpoint stops answering mid-run
+        proxy.wait_held()  # a scan segment's request waits for its answer
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        proxy.close()
+    assert proc.returncode == 130, err[-2000:]
+    assert took < bound, took
+    assert "Interrupted by SIGINT" in err and "not retried" in err, err[-2000:]
+    assert "the lock could NOT be released (DeleteItem: ReadTimeoutError" in err and "its lease ends by" in err
+    assert "add --force-unlock to the resume command" in err
+    resume = err.split("Resume with:")[1].strip().splitlines()[0]
+    assert resume.endswith("migrate --segments 2 --mode move --max-wcu 60.0"), resume
+
+
+def test_a_second_sigterm_stops_at_once_with_143_and_the_resume_line(project: Project) -> None:
+    proxy = Proxy(_local_port())
+    try:
+        proc = _under_way(project, proxy, 200, ", read_timeout: 2, max_attempts: 2")
+        proxy.silent.set()
+        proxy.wait_held()
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proxy.close()
+    assert proc.returncode == 143, err[-2000:]
+    assert took < 2, took
+    assert "SIGTERM again: stopped at once" in err and "--force-unlock" in err and "Resume with:" in err
+
+
+def test_a_lost_lease_on_a_silent_endpoint_exits_75_not_service_error(project: Project) -> None:
+    """The endpoint stops answering with no signal: the lock's lease runs out while the requests
+    wait, and that is what the run reports (exit 75, the resume line), not their ServiceError
+    (exit 1, as before) nor an interruption by a signal."""
+    proxy = Proxy(_local_port())
+    try:
+        proc = _under_way(project, proxy, 200, ", read_timeout: 1, max_attempts: 2", "--lock-ttl", "2")
+        proxy.silent.set()
+        silent = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        took = time.monotonic() - silent
+    finally:
+        proxy.close()
+    assert proc.returncode == 75, err[-2000:]
+    assert "the migration lock's lease was lost" in err and "Resume with:" in err, err[-2000:]
+    assert "Error: ServiceError" not in err and "Interrupted by" not in err
+    assert "the lock could NOT be released" in err
+    assert took < 15, took  # two attempts of 1 s, then one short try to give the lock back
 
 
 def test_ctrl_c_while_a_run_python_waits_for_a_request_exits_130_not_operation_failed(project: Project) -> None:

@@ -65,6 +65,45 @@ def test_max_attempts_is_the_total_number_of_attempts_the_first_included(attempt
     assert err.value.code == "ThrottlingException" and sent["n"] == attempts
 
 
+@pytest.mark.parametrize("fault", ["throttled", "server error", "connection dropped"])
+def test_once_a_run_is_stopping_a_failed_request_is_not_retried(fault: str) -> None:
+    """``backend.no_retries_after(stop)``: botocore retries as configured until ``stop`` is set; from
+    then on the failed attempt is the last and raises what the last one would. A definite refusal
+    (a failed condition) is unaffected, and so is everything after the block."""
+    import threading
+
+    from dynorm import backend
+
+    c = Counter.objects.create(name="stopping")
+    sent = {"n": 0}
+
+    def fail(request: Any, **kwargs: Any) -> Any:
+        sent["n"] += 1
+        if fault == "throttled":
+            return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException",
+                                       "message": "Rate of requests exceeds the allowed throughput."})
+        if fault == "server error":
+            return fake_response(500, {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError",
+                                       "message": "injected"})
+        raise botocore.exceptions.ConnectionClosedError(endpoint_url=request.url)
+
+    def attempts() -> int:
+        sent["n"] = 0
+        with Hook("before-send.dynamodb.GetItem", fail), pytest.raises(dynorm.ServiceError):
+            Counter.objects.get(name=c.name)
+        return sent["n"]
+
+    dynorm.configure(max_attempts=2)
+    stop = threading.Event()
+    with backend.no_retries_after(stop):
+        assert attempts() == 2  # not stopping: botocore retries
+        stop.set()
+        assert attempts() == 1
+        with pytest.raises(dynorm.AlreadyExists):  # DynamoDB's definite answer, as always
+            Counter.objects.create(name="stopping")
+    assert attempts() == 2  # the block is over: retried again
+
+
 def test_unprocessed_items_on_every_batch_response_still_write_everything() -> None:
     # every BatchWriteItem response leaves the last third of its items unprocessed (and they
     # are really not written: the request is cut before it is sent)
