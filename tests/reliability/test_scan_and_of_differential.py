@@ -102,7 +102,15 @@ def test_scans_and_collection_of_match_a_brute_force_oracle(data: Any, ios: dict
                 cond = ("not", cond)
             else:
                 qs = qs.filter(to_q(cond))
-            assert qs.explain().operation == "Scan"
+            try:
+                operation = qs.explain().operation
+            except dynorm.InvalidQuery as exc:
+                # contradictory equalities (tag='b' and tag='c') are refused before any request, as on
+                # every path (test_query_differential): only ever for an empty answer
+                assert "must equal both" in str(exc)
+                assert not [r for r in recs if holds(cond, r)]
+                continue
+            assert operation == "Scan"
             _scan_shape(draw, qs, [r for r in recs if holds(cond, r)], ios)
             continue
         collection = Rec.objects.collection(tenant=tenant)
