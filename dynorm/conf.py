@@ -15,6 +15,7 @@ import contextlib
 import contextvars
 import dataclasses
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
@@ -24,7 +25,8 @@ from .exceptions import ConfigurationError
 __all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file",
            "set_defaults", "CLI_DEFAULTS"]
 
-_KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret", "check_key_versions"}
+_KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret", "check_key_versions",
+               "key_versions_max_age"}
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
 
 
@@ -33,6 +35,7 @@ _RANGES: dict[str, tuple[type, float, float, str]] = {
     "max_attempts": (int, 1, 100, "botocore's total attempts per request, the first included"),
     "connect_timeout": (float, 0.01, 3600, "seconds to wait for a connection"),
     "read_timeout": (float, 0.01, 3600, "seconds to wait for a response"),
+    "key_versions_max_age": (float, 0, 86400, "seconds a process trusts the key-version record it read"),
 }
 
 
@@ -57,6 +60,10 @@ class Settings:
             key-version record once per process (one GetItem) and refuse the entity's reads and
             writes when the ledger has retired its ``Meta.key_version`` (a deploy rolled back
             after a rekey; :class:`~dynorm.exceptions.KeyVersionBehind`). Default on.
+        key_versions_max_age: seconds a process keeps the key-version record it read before it
+            reads it again (before the next run of requests of an entity of that table); a process
+            started before ``dynorm migrate`` retired its key version is refused at most this long
+            after. ``0`` reads it before every run of requests. Default 60.
         source: where the settings came from (for error messages).
     """
 
@@ -70,6 +77,7 @@ class Settings:
     read_timeout: float = 30.0
     cursor_secret: str | None = None
     check_key_versions: bool = True
+    key_versions_max_age: float = 60.0
     source: str = "defaults"
 
     @property
@@ -170,8 +178,9 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
             if data[key] is not None and not isinstance(data[key], str):
                 raise ConfigurationError(f"{key!r} in {path} must be a string.")
             out[key] = data[key] if data[key] is not None or key != "table_prefix" else ""
-    if "check_key_versions" in data:
-        out["check_key_versions"] = data["check_key_versions"]
+    for key in ("check_key_versions", "key_versions_max_age"):
+        if key in data:
+            out[key] = data[key]
     conn = data.get("connection") or {}
     if not isinstance(conn, Mapping):
         raise ConfigurationError(f"'connection' in {path} must be a mapping.")
@@ -263,12 +272,30 @@ def _build(values: Mapping[str, Any]) -> Settings:
     if not isinstance(check, bool):
         raise ConfigurationError(f"setting 'check_key_versions' ({source}) must be true or false, got {check!r} "
                                  "(whether entities refuse to run at a key version the migration ledger retired).")
+    _check_names(vals, source)
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")
     if endpoint is not None:
         _check_endpoint(endpoint, source)
     return Settings(**vals)
+
+
+_REGION = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\Z")
+_TABLE_NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]*\Z")
+
+
+def _check_names(vals: Mapping[str, Any], source: str) -> None:
+    """Refuse a region that is not a region name and a table prefix DynamoDB would refuse in a table
+    name (both would fail only at the first request, the region as "could not reach DynamoDB")."""
+    region = vals.get("region", "us-east-1")
+    if not isinstance(region, str) or not _REGION.match(region):
+        raise ConfigurationError(f"setting 'region' = {region!r} ({source}) is not an AWS region name: lower-case "
+                                 "letters, digits and dashes, such as us-east-1 (DynamoDB Local takes any such name).")
+    prefix = vals.get("table_prefix", "")
+    if not isinstance(prefix, str) or not _TABLE_NAME_CHARS.match(prefix) or len(prefix) > 200:
+        raise ConfigurationError(f"setting 'table_prefix' = {prefix!r} ({source}) cannot begin a DynamoDB table name: "
+                                 "use letters, digits, '_', '-' and '.' only (at most 200 characters).")
 
 
 def _check_endpoint(endpoint: str, source: str) -> None:
@@ -288,6 +315,9 @@ def _check_endpoint(endpoint: str, source: str) -> None:
         text = parts.netloc.rpartition(":")[2]
         raise ConfigurationError(f"setting 'endpoint' = {endpoint!r} ({source}): port {text!r} is not a TCP port: "
                                  "allowed 1 to 65535 (e.g. http://127.0.0.1:8000, DynamoDB Local's default port).")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ConfigurationError(f"setting 'endpoint' = {endpoint!r} ({source}) has a path or query: DynamoDB is "
+                                 "served at the root; use scheme, host and port only (http://127.0.0.1:8000).")
 
 
 def get_settings() -> Settings:

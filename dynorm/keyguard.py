@@ -5,10 +5,12 @@ key version leaves code whose reads miss every moved item and whose writes make 
 the old keys, which the newer code never sees (an acknowledged write lost). So, before the first
 request an entity sends to a table in a process, dynorm reads the table's key-version record
 (:mod:`dynorm.keyversions`; one GetItem, eventually consistent, honest: it shows in
-:func:`dynorm.capture` and in the queryset's ``stats``) and keeps the answer for the life of the
-process, per physical table and connection. An entity whose ``Meta.key_version`` the record lists
-as retired raises :class:`~dynorm.exceptions.KeyVersionBehind`; nothing is sent. No record, an
-entity type not in it, or code newer than the record (a copy-mode rollout deploying the new code
+:func:`dynorm.capture` and in the queryset's ``stats``) and keeps the answer, per physical table and
+connection, for ``key_versions_max_age`` seconds (dynorm.yaml; default 60): a process that read the
+record before ``dynorm migrate`` retired its key version is refused at most that long after. An
+entity whose ``Meta.key_version`` the record lists as retired raises
+:class:`~dynorm.exceptions.KeyVersionBehind`; nothing is sent. No record, an entity type not in it,
+or code newer than the record (a copy-mode rollout deploying the new code
 first) -> the request goes.
 
 The check runs in the step drivers (:func:`dynorm.backend.stream`/``astream``) for every
@@ -24,6 +26,8 @@ Turned off by ``check_key_versions: false`` (dynorm.yaml) or ``dynorm.configure(
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from . import backend, conf, keyversions
@@ -32,8 +36,20 @@ from .exceptions import ConfigurationError, KeyVersionBehind, ServiceError, Tabl
 __all__ = ["pending_checks", "note", "forget", "known", "read_steps"]
 
 _Key = tuple[Any, ...]
-#: (endpoint, region, physical table) -> the record's entries as this process last knew them
-_known: dict[_Key, dict[str, keyversions.Entry]] = {}
+#: (endpoint, region, physical table) -> the record's entries as this process last knew them, and
+#: the time (``time.monotonic()``) after which they are read again
+_known: dict[_Key, tuple[dict[str, keyversions.Entry], float]] = {}
+
+
+def _fresh(key: _Key, settings: conf.Settings) -> dict[str, keyversions.Entry] | None:
+    cached = _known.get(key)
+    if cached is None or time.monotonic() >= cached[1]:
+        return None
+    return cached[0]
+
+
+def _keep(key: _Key, entries: dict[str, keyversions.Entry], max_age: float) -> None:
+    _known[key] = (entries, time.monotonic() + max_age)
 
 
 def _key(table: str, settings: conf.Settings | None = None) -> _Key:
@@ -41,17 +57,20 @@ def _key(table: str, settings: conf.Settings | None = None) -> _Key:
     return settings.endpoint, settings.region, table
 
 
-def note(table: str, entries: dict[str, keyversions.Entry] | None = None) -> None:
+def note(table: str, entries: dict[str, keyversions.Entry] | None = None, *, until_forgotten: bool = False) -> None:
     """Record what the key-version record of ``table`` holds, as known without reading it.
 
-    ``dynorm migrate`` calls it with the record it has just written; the test plugin with ``{}``
-    for a table it has just emptied (no record: nothing to read).
+    ``dynorm migrate`` calls it with the record it has just written (kept ``key_versions_max_age``
+    seconds, as a record read); the test plugin with ``{}`` and ``until_forgotten`` for a table it
+    has just emptied (no record until a migration in the test writes one, which notes it again).
 
     Args:
         table: the physical table name (on the current settings' endpoint and region).
         entries: the record's entries (``None`` or ``{}``: no record).
+        until_forgotten: keep it until :func:`forget` or the next :func:`note`, not for the max age.
     """
-    _known[_key(table)] = dict(entries or {})
+    settings = conf.get_settings()
+    _keep(_key(table, settings), dict(entries or {}), math.inf if until_forgotten else settings.key_versions_max_age)
 
 
 def forget(table: str | None = None) -> None:
@@ -63,8 +82,10 @@ def forget(table: str | None = None) -> None:
 
 
 def known(table: str) -> dict[str, keyversions.Entry] | None:
-    """The cached record of ``table`` (``{}``: none in the table), or ``None`` when not read yet."""
-    return _known.get(_key(table))
+    """The cached record of ``table`` (``{}``: none in the table), or ``None`` when not read yet (or
+    read longer than ``key_versions_max_age`` seconds ago: it is read again on next use)."""
+    settings = conf.get_settings()
+    return _fresh(_key(table, settings), settings)
 
 
 def pending_checks(step: backend.Send, passed: set[Any]) -> backend.Steps | None:
@@ -92,7 +113,7 @@ def pending_checks(step: backend.Send, passed: set[Any]) -> backend.Steps | None
         if entity in passed:
             continue
         table = entity._meta.table.table_name()
-        entries = _known.get(_key(table, settings))
+        entries = _fresh(_key(table, settings), settings)
         if entries is None:
             unread.append((entity, table))
             continue
@@ -139,7 +160,8 @@ def _read(entity: Any, table: str, step: backend.Send) -> backend.Steps:
                 "(dynorm.configure(check_key_versions=False)).") from exc
         raise
     entries = keyversions.decode(response.get("Item"))
-    _known[_key(table)] = entries
+    settings = conf.get_settings()
+    _keep(_key(table, settings), entries, settings.key_versions_max_age)
     return entries
 
 

@@ -275,7 +275,7 @@ class _SessionTables:
         # migrated is forgotten (its record went with the items)
         keyguard.forget()
         for name in wanted:
-            keyguard.note(name, {})
+            keyguard.note(name, {}, until_forgotten=True)
 
     def drop_all(self) -> None:
         for name in [n for n in _list_tables() if n.startswith(self.prefix)]:

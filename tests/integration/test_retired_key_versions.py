@@ -315,3 +315,39 @@ def test_a_policy_denying_the_record_is_a_configuration_error_naming_the_item_an
     assert "Allow dynamodb:GetItem on that item" in str(exc.value) and "check_key_versions: false" in str(exc.value)
     assert c.operations == ["GetItem"]  # the PutItem was not sent
     assert keyguard.known(Brand._meta.table.table_name()) is None  # read again next time
+
+
+# -- a process that read the record before the migration: refused once its copy is too old ---------------------------
+
+def test_a_process_that_read_the_record_before_the_migration_is_refused_once_its_copy_is_max_age_old(
+        project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running v1 process read "no record" before another process's ``migrate`` retired v1: it kept
+    that answer for its whole life, so its ``create()``/``get_or_create``/``bulk_create`` wrote copies at
+    v1 that the v2 code never sees. It reads the record again once its copy is ``key_versions_max_age``
+    seconds old (default 60) and is refused from then on, writing nothing."""
+    rekeyed(project, n=5)
+    widget_v1 = project.write_models(**V1).Widget
+    table = project.table.table_name()
+    keyguard.note(table, {})  # what the v1 process read before the other process migrated
+    before = scan_all(project.table)
+    clock = keyguard.time.monotonic
+    monkeypatch.setattr(keyguard.time, "monotonic", lambda: clock() + 61)  # a minute and a second later
+    with dynorm.capture() as c:
+        with pytest.raises(KeyVersionBehind, match="Refusing to send PutItem"):
+            widget_v1.objects.create(widget_id="late", maker="m1")
+        with pytest.raises(KeyVersionBehind):
+            widget_v1.objects.get_or_create(widget_id="w00001", defaults={"maker": "m1"})
+    assert [(r.operation, r.params["Key"]["SK"]["S"]) for r in c.requests] == [("GetItem", "keyversions")]
+    assert scan_all(project.table) == before
+
+
+def test_key_versions_max_age_zero_reads_the_record_before_every_run_of_requests(io: Any) -> None:
+    from demo_project.catalog.models import Brand
+
+    dynorm.configure(key_versions_max_age=0)  # (the test plugin undoes it)
+    keyguard.forget()
+    with dynorm.capture() as c:
+        io(Brand.objects, "create", brand_id="1", name="Acme")
+        io(Brand.objects, "get", brand_id="1")
+    assert c.operations == ["GetItem", "PutItem", "GetItem", "GetItem"]
+    assert [r.params["Key"].get("SK") for r in c.requests[::2]] == [{"S": "keyversions"}] * 2

@@ -141,3 +141,30 @@ def test_the_cli_timeouts_are_defaults_that_dynorm_yaml_overrides(tmp_path: Path
         conf.reset()
         conf._overrides.update(saved[0])
         conf.use_file(saved[1])
+
+
+@pytest.mark.parametrize("text, key, says", [
+    ("connection: {region: 5}\n", "region", "is not an AWS region name"),
+    ("connection: {region: 'us east 1'}\n", "region", "is not an AWS region name"),
+    ("connection: {region: ''}\n", "region", "is not an AWS region name"),
+    ("table_prefix: 'bad prefix!'\n", "table_prefix", "cannot begin a DynamoDB table name"),
+    ("connection: {endpoint: 'http://127.0.0.1:8722/some/path'}\n", "endpoint", "has a path or query"),
+])
+def test_a_region_prefix_or_endpoint_path_dynamodb_would_refuse_is_refused_when_loaded(tmp_path: Path, text: str,
+                                                                                        key: str, says: str) -> None:
+    """They failed only at the first request ("unexpected TypeError", or "could not reach DynamoDB ... Is
+    DynamoDB Local running?", or DynamoDB's ValidationException), or were accepted silently."""
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigurationError) as err:
+        conf.load_file(cfg)
+    assert f"setting {key!r} = " in str(err.value) and says in str(err.value), str(err.value)
+
+
+def test_key_versions_max_age_is_a_range_of_seconds(tmp_path: Path) -> None:
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("key_versions_max_age: 5\nconnection: {region: eu-west-1, endpoint: 'http://127.0.0.1:8000/'}\n")
+    assert conf.load_file(cfg)["key_versions_max_age"] == 5.0
+    cfg.write_text("key_versions_max_age: -1\n")
+    with pytest.raises(ConfigurationError, match="'key_versions_max_age' = -1 .* out of range: allowed 0 to 86400"):
+        conf.load_file(cfg)
