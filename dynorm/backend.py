@@ -410,7 +410,8 @@ def _botocore_error(operation: str, params: dict[str, Any], exc: Exception, stat
 
 
 # -- stopping: once a run is asked to stop, no request is retried ------------------------------
-_stop_events: list[threading.Event] = []  # of the active no_retries_after() blocks
+#: of the active no_retries_after() blocks: each block's "stopping?" test
+_stop_events: list[Callable[[], bool]] = []
 
 #: error codes botocore retries as throttling (with backoff); after a stop, the attempt is the last
 _THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "ProvisionedThroughputExceededException",
@@ -419,12 +420,13 @@ _THROTTLE_CODES = frozenset({"ThrottlingException", "Throttling", "ProvisionedTh
 
 
 def _stopping() -> bool:
-    return any(event.is_set() for event in _stop_events)
+    return any(stopping() for stopping in _stop_events)
 
 
 @contextmanager
-def no_retries_after(stop: threading.Event) -> Iterator[None]:
-    """Inside the block, once ``stop`` is set, no request of this process is retried, in any thread.
+def no_retries_after(stop: threading.Event, also: Callable[[], bool] | None = None) -> Iterator[None]:
+    """Inside the block, once ``stop`` is set (or ``also()`` is true), no request of this process is
+    retried, in any thread.
 
     A run asked to stop (SIGINT, a lost lock lease) must not wait out botocore's retries of requests
     to an endpoint that stopped answering (``max_attempts`` x ``read_timeout`` each, plus backoff):
@@ -435,13 +437,19 @@ def no_retries_after(stop: threading.Event) -> Iterator[None]:
 
     Args:
         stop: the run's stop event.
+        also: a further test, e.g. ``lambda: not ledger.holds()``: a migration whose lock lease has
+            (nearly) run out must not have botocore retry its writes past the lease's end, when another
+            run may take the lock.
 
     Uses botocore's ``needs-retry`` event (a hook added with :func:`register_hook`, removed on exit);
     it sends no request itself.
     """
+    def stopping() -> bool:
+        return stop.is_set() or (also is not None and also())
+
     def last_attempt(response: Any = None, caught_exception: BaseException | None = None, operation: Any = None,
                      **kwargs: Any) -> None:
-        if not stop.is_set():
+        if not stopping():
             return None
         if caught_exception is not None:
             raise caught_exception  # what botocore raises after its last attempt
@@ -454,13 +462,13 @@ def no_retries_after(stop: threading.Event) -> Iterator[None]:
                 raise ClientError(parsed, operation.name if operation is not None else "")
         return None
 
-    _stop_events.append(stop)
+    _stop_events.append(stopping)
     register_hook("needs-retry.dynamodb", last_attempt)
     try:
         yield
     finally:
         unregister_hook("needs-retry.dynamodb", last_attempt)
-        _stop_events.remove(stop)
+        _stop_events.remove(stopping)
 
 
 #: The operations that change items: one that gets no answer may have been applied.

@@ -449,8 +449,9 @@ class Executor:
         ledger.acquire(worker, ttl=options.lock_ttl)
         self._pacer.lease = ledger.holds  # no write once the lock may have expired (a hung renewal)
         # once stopped (a signal, a lost lease), no request is retried: a silent endpoint must not
-        # hold the stop for max_attempts x read_timeout per request
-        with backend.no_retries_after(self._stop):
+        # hold the stop for max_attempts x read_timeout per request; nor once the lease is (nearly) out,
+        # before the heartbeat gives up: a retried write must not land after another run took the lock
+        with backend.no_retries_after(self._stop, also=lambda: not ledger.holds()):
             try:
                 backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
                 if self._backwards(ledger, backwards, options, report):
