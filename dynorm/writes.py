@@ -1077,17 +1077,26 @@ def older_keys(model: type[EntityLike], target: EntityLike | Mapping[str, Any],
 
 
 def prepare_delete_older(model: type[EntityLike], target: EntityLike | Mapping[str, Any]) -> list[WriteOp]:
-    """Plan unconditional Deletes of the item's keys at the older key versions ``Meta.read_versions``
-    lists (:func:`older_keys`), sent with the item's own Delete in one TransactWriteItems: a copy
-    left there (a copy-mode rekey, an application still on that version) would otherwise be found
-    by ``get()``'s fallback and the deleted item would come back. Empty without older versions.
+    """Plan Deletes of the item's keys at the older key versions ``Meta.read_versions`` lists
+    (:func:`older_keys`), sent with the item's own Delete in one TransactWriteItems: a copy left
+    there (a copy-mode rekey, an application still on that version) would otherwise be found by
+    ``get()``'s fallback and the deleted item would come back. Empty without older versions.
+
+    Each is conditional on no item, or an item of this entity type, being there: an item of another
+    entity type whose templates render the same older key (a subclass not bumped with it) is not
+    this entity's, and the whole delete fails naming both types instead of deleting it.
 
     Raises:
         InvalidKeyValue: a key field is missing or cannot be put in a key.
     """
     meta = model._meta
+    tmeta = meta.table._meta
     desc = _entity_keydesc(model, target)
-    return [WriteOp("Delete", model, {"TableName": meta.table.table_name(), "Key": key}, key,
+    names = {"#k": tmeta.pk_attribute, "#t": tmeta.type_attribute}
+    return [WriteOp("Delete", model, {"TableName": meta.table.table_name(), "Key": key,
+                                      "ConditionExpression": "attribute_not_exists(#k) OR #t = :t",
+                                      "ExpressionAttributeNames": names,
+                                      "ExpressionAttributeValues": {":t": {"S": meta.entity_type}}}, key,
                     f"delete {meta.entity} {desc} at key version {version}", verb="delete")
             for version, key in older_keys(model, target)]
 

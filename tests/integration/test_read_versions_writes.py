@@ -413,3 +413,44 @@ def test_a_fallback_write_never_moves_onto_an_item_of_another_entity_type(projec
     with pytest.raises(W.DoesNotExist, match="entity type 'GADGET'"):
         io(w, "update", size=7)
     assert {i["PK"]["S"]: i for i in scan_all(project.table) if i["PK"]["S"].endswith("#W#w00003")} == before
+
+
+def test_a_delete_never_clears_an_older_key_holding_another_entity_types_item(project: Project, io: Any) -> None:
+    """A delete also clears the item's keys at the older versions of ``Meta.read_versions`` (a copy
+    there would come back through get()'s fallback). Those Deletes were unconditional: another entity
+    type's item stored under the older key (a subclass not bumped with its parent) was deleted with
+    it. Now each is conditional on the entity type: the delete fails naming both types, nothing changes."""
+    W = _setup(project)
+    w = io(W.objects, "create", widget_id="fresh", maker="m1")  # at v2
+    stranger = {"PK": {"S": "v1#W#fresh"}, "SK": {"S": "METADATA"}, "entityType": {"S": "GADGET"},
+                "note": {"S": "not a widget"}}
+    backend.call("PutItem", {"TableName": project.table.table_name(), "Item": stranger})
+    before = scan_all(project.table)
+    with dynorm.capture() as c:
+        with pytest.raises(dynorm.DynormError, match="entity type 'GADGET'"):
+            io(w, "delete")
+    assert c.operations == ["TransactWriteItems"]  # the condition rides on the same request
+    assert scan_all(project.table) == before
+    with pytest.raises(dynorm.TransactionCanceled, match="entity type 'GADGET'"):
+        with dynorm.transaction() as tx:  # a transaction's delete carries the same conditions
+            tx.delete(w)
+    assert scan_all(project.table) == before
+    backend.call("DeleteItem", {"TableName": project.table.table_name(), "Key": {"PK": stranger["PK"],
+                                                                                "SK": stranger["SK"]}})
+    io(w, "delete")  # no other type there: the delete clears both keys as before
+    assert _where(project, "fresh") == {}
+
+
+@pytest.mark.xfail(strict=True, reason="open (issue note, session 6): queryset delete() and bulk_delete() send "
+                   "BatchWriteItem, whose Deletes take no condition, so the older-version key of an item is cleared "
+                   "whatever entity type is stored there (as bulk_create's, in test_rollout_creates.py); they could "
+                   "send conditional Deletes in TransactWriteItems while read_versions lists older versions")
+def test_a_queryset_delete_never_clears_an_older_key_holding_another_entity_types_item(project: Project) -> None:
+    W = _setup(project)
+    W.objects.create(widget_id="fresh", maker="m1")  # at v2
+    stranger = {"PK": {"S": "v1#W#fresh"}, "SK": {"S": "METADATA"}, "entityType": {"S": "GADGET"}}
+    backend.call("PutItem", {"TableName": project.table.table_name(), "Item": stranger})
+    before = scan_all(project.table)
+    with pytest.raises(dynorm.DynormError, match="entity type 'GADGET'"):
+        W.objects.filter(widget_id="fresh").delete()
+    assert scan_all(project.table) == before
