@@ -286,6 +286,10 @@ def encode_value(value: Any, spec: str = "", *, delimiter: str = "#", entity: st
         raise InvalidKeyValue(
             f"{entity}.{field}={value!r}: a {type(value).__name__} cannot be part of a key; "
             "use a string, number, datetime or ULID.", entity=entity, field=field, value=value)
+    if isinstance(value, str) and type(value) is not str:
+        # a str subclass ((str, Enum) members, str subclasses with their own __str__) is stored as
+        # its string content; its str() ("Color.RED") would key the item under another text
+        value = str.__str__(value)
     if spec == "s" and isinstance(value, str):
         # "s" renders a string as no spec does; one path for both, so {b:s} and {b} give one text
         # for every string (a str subclass too), which lets two such templates share an attribute

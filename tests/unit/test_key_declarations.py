@@ -307,3 +307,23 @@ def test_an_lsi_on_a_fields_attribute_or_with_a_template_and_no_such_field_is_ac
     assert templated(a="a", b="b", label="x").key_attributes()["created"] == "L#x"
     plan = templated.objects.filter(a="a", label="x").explain()
     assert plan.index == "LSI1"
+
+
+def test_a_str_subclass_value_keys_the_item_by_the_text_that_is_stored() -> None:
+    """A ``(str, Enum)`` member (or a str subclass with its own ``__str__``) was keyed by ``str(value)``
+    ("Color.RED") while the attribute stored its string content ("red"): the item's keys disagreed with
+    its stored field, and get()/filter() by the stored value missed it."""
+    import enum
+
+    from dynorm.keys import encode_value
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    class Loud(str):
+        def __str__(self) -> str:
+            return "LOUD"
+
+    assert encode_value(Color.RED) == encode_value("red") == "red"
+    assert encode_value(Color.RED, "s") == "red"
+    assert encode_value(Loud("quiet")) == "quiet"
