@@ -256,6 +256,8 @@ class QuerySetWrites(Generic[T]):
         try:
             return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
         except AlreadyExists as exc:
+            if getattr(exc, "other_entity", None):
+                raise  # another entity type's item holds the key: it names both, nothing to read again
             # the conditional create decides: an item holds this primary key. Read it
             # consistently; if its other fields differ from kwargs it is not the one asked for,
             # and creating it would overwrite another: say so instead of DoesNotExist
@@ -309,6 +311,8 @@ class QuerySetWrites(Generic[T]):
                 try:
                     return (yield from self._create_steps({**(defaults or {}), **kwargs})), True
                 except AlreadyExists as exc:
+                    if getattr(exc, "other_entity", None):
+                        raise  # another entity type's item holds the key: no race, no retry
                     if len(keys) == len(kwargs):
                         continue  # created by another caller since the read: read it again
                     # an item holds this primary key: when it differs from the lookups it is not

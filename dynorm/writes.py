@@ -184,19 +184,23 @@ class WriteOp:
         other = other_entity_type(self.model, raw)
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
             if other is not None:
-                return AlreadyExists(f"{name} with {_describe(self)} cannot be created: {other} is stored under this "
-                                     "key; nothing was overwritten. Give the two entity types distinct key templates "
-                                     "(dynorm check reports the overlap), or use another key.")
+                taken = AlreadyExists(f"{name} with {_describe(self)} cannot be created: {other} is stored under this "
+                                      "key; nothing was overwritten. Give the two entity types distinct key templates "
+                                      "(dynorm check reports the overlap), or use another key.")
+                taken.other_entity = other  # type: ignore[attr-defined]
+                return taken
             return AlreadyExists(f"{name} with {_describe(self)} already exists; nothing was overwritten. "
                                  "Read it with get() or change it with save() on the instance read.")
         if other is not None:
             # every write by key is conditional on the stored entity type: the item there is not
             # this entity's (get() does not return it either), so it was left exactly as it was
             if self.may_create:
-                return AlreadyExists(
+                taken = AlreadyExists(
                     f"{name} with {_describe(self)} cannot be saved: {other} is stored under this key, and "
                     f"saving this new {name} would overwrite it; nothing was written. Give the two entity types "
                     "distinct key templates (dynorm check reports the overlap), or use another key.")
+                taken.other_entity = other  # type: ignore[attr-defined]
+                return taken
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist: {other} is stored under this key, and a {name} "
                 f"write never changes an item of another entity type ({name}.objects.get() does not return it "

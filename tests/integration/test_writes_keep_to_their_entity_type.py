@@ -287,3 +287,17 @@ def test_an_item_stored_without_an_entity_type_is_not_written_either(io: Any) ->
     with pytest.raises(dynorm.AlreadyExists, match="without an entity type"):
         io(Animal(animal_id="raw1", name="Max"), "save")
     assert stored_item(Animal, animal_id="raw1") == before
+
+
+def test_get_or_create_and_update_or_create_on_another_entity_types_key_say_so_at_once(io: Any) -> None:
+    """update_or_create took the refused create for a lost race: it read and tried again five times, then
+    raised StaleWrite "lost the race 5 times"; get_or_create said "its fields differ from " and nothing.
+    Both now raise the create's AlreadyExists naming both types, after one attempt, and write nothing."""
+    Dog.objects.create(animal_id="d1", name="Rex", breed="lab")
+    before = stored_item(Dog, animal_id="d1")
+    for call in ("update_or_create", "get_or_create"):
+        with dynorm.capture() as c:
+            with pytest.raises(dynorm.AlreadyExists, match=r"a Dog \(entity type 'DOG'\) is stored under this key"):
+                io(Animal.objects, call, animal_id="d1", defaults={"name": "X"})
+        assert c.operations == ["GetItem", "PutItem"], call
+    assert stored_item(Dog, animal_id="d1") == before
