@@ -67,6 +67,8 @@ def test_the_wheel_in_a_fresh_virtualenv_runs_the_readme_quick_start(dist: Path,
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNORM_", "VIRTUAL_ENV", "PYTHON"))}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     env["DYNAMODB_LOCAL_JAR"] = str(find_jar(ROOT))  # no npm download in the test
+    # a new user's machine: no DynamoDB Local recorded by another checkout or test run on this one
+    env["DYNORM_STATE_DIR"] = str(tmp_path / "state")
     out = sh(bin_dir / "dynorm", "--help", cwd=work, env=env, timeout=60)
     assert "local" in out and "migrate" in out
     with socket.socket() as s:
