@@ -337,6 +337,8 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                     f"record {len(pending)} migration(s) as applied") + " (--fake: only the ledger; no item is written)"
         tables = sorted({settings.table_prefix + t for m in (pending or backwards) for t in m.tables})
         confirm_changes(settings, what, tables, yes)
+    # what was shown (and confirmed) is what may run: the executor compares it with the plan under the lock
+    options.confirmed = (tuple(m.name for m in backwards), tuple(m.name for m in pending))
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
                                              "--max-wcu": max_wcu, "--max-rcu": max_rcu,
                                              "--consistent-read": consistent_read, "--resolve": resolve,

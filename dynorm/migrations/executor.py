@@ -398,6 +398,10 @@ class Executor:
         # run, and is what the caller saw; a real run plans again from the ledger read under the lock
         backwards = self.backwards_plan(options.target, fake=options.fake)
         pending = [] if backwards else self.plan(options.target)
+        if options.confirmed is not None:  # what the operator saw: compared with the plan under the lock
+            by_name = {m.name: m for m in self.migrations}
+            backwards = [by_name[n] for n in options.confirmed[0] if n in by_name]
+            pending = [by_name[n] for n in options.confirmed[1] if n in by_name]
         report.fake = options.fake
         if options.worker[1] > 1 and not options.dry_run and not options.fake:
             self._refuse_split_run_python(backwards, pending, options)
@@ -454,6 +458,7 @@ class Executor:
         with backend.no_retries_after(self._stop, also=lambda: not ledger.holds()):
             try:
                 backwards, pending = self._replan(options.target, backwards, pending, report, options.fake)
+                self._refuse_unconfirmed(options, backwards, pending)
                 if self._backwards(ledger, backwards, options, report):
                     self._forwards(ledger, pending, options, report)
             except BaseException as exc:
@@ -464,6 +469,24 @@ class Executor:
                 raise interrupted from exc
             else:
                 self._give_back(ledger, report, quick=False)
+
+    @staticmethod
+    def _refuse_unconfirmed(options: MigrateOptions, backwards: list[Migration], pending: list[Migration]) -> None:
+        """Refuse a plan under the lock that holds a migration the operator was not shown
+        (``options.confirmed``): another run changed the ledger between the prompt and the lock.
+
+        Raises:
+            MigrationError: naming what would also run; nothing was done (the lock is released).
+        """
+        if options.confirmed is None:
+            return
+        extra = [f"reverse {m.name}" for m in backwards if m.name not in options.confirmed[0]]
+        extra += [f"apply {m.name}" for m in pending if m.name not in options.confirmed[1]]
+        if extra:
+            raise MigrationError(
+                f"the plan changed after it was shown: another run changed the ledger meanwhile, and this run "
+                f"would now also {', '.join(extra)}, which was not confirmed. Nothing was done; run the command "
+                "again to see the plan as it is now.")
 
     def _interruption(self, exc: BaseException, ledger: Ledger, report: MigrateReport) -> MigrationInterrupted | None:
         """What ends a run that raised ``exc`` once its lock was held: a :class:`MigrationInterrupted`

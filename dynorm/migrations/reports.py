@@ -36,6 +36,11 @@ class MigrateOptions:
             between the ``worker`` processes and shared by this process's segments.
         resolve: ``"keep-new"`` or ``"keep-old"``: a rekey's failed items whose new key holds a
             different item are settled that way (:meth:`Rekeyer.resolve`) instead of failing again.
+        confirmed: the plan the operator was shown (and confirmed): ``(migrations to reverse, newest
+            first; migrations to apply)`` by name. The run takes it as the plan read before the lock:
+            what another run did meanwhile is reported in ``done_elsewhere``, and a plan under the
+            lock holding a migration not in it is refused (:class:`MigrationError`, nothing done).
+            ``None``: the plan the executor reads itself.
         stop: when set (SIGINT/SIGTERM), every segment stops at its next checkpoint and
             :meth:`Executor.migrate` raises :class:`MigrationInterrupted`. The executor sets it
             too when one segment fails with an error, to end the others before re-raising.
@@ -52,6 +57,7 @@ class MigrateOptions:
     max_rcu: float | None = None
     max_wcu: float | None = None
     resolve: str | None = None
+    confirmed: tuple[tuple[str, ...], tuple[str, ...]] | None = None
     stop: threading.Event | None = field(default=None, repr=False)
 
 

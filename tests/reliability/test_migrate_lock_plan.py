@@ -105,3 +105,37 @@ def test_two_forward_runs_do_not_both_claim_the_migration(project: Project) -> N
     assert "Nothing to do: 0002_counter was applied by another run at 20" in result.output, result.output
     as_json = CliRunner().invoke(cli, ["--config", cfg, "migrate", "--json"])
     assert as_json.exit_code == 0 and _counter(project) == 1
+
+
+def test_a_confirmed_plan_another_run_did_before_the_lock_says_nothing_to_do(project: Project) -> None:
+    """`migrate` asks before it runs against a remote table: the operator confirmed applying 0002 while
+    another run applied it. The run re-read the plan after the prompt and printed "Applied 0
+    migration(s): none"; it now compares what was confirmed with the plan under the lock."""
+    _setup(project)
+    project.executor().migrate(MigrateOptions())  # the other run, between the prompt and the answer
+    report = project.executor().migrate(MigrateOptions(confirmed=((), ("0002_counter",))))
+    assert _counter(project) == 1
+    assert report.applied == [] and report.nothing_to_do() is not None
+    assert report.nothing_to_do().startswith("nothing to do: 0002_counter was applied by another run at 20")
+
+
+def test_a_plan_that_grew_after_it_was_confirmed_is_refused_and_nothing_runs(project: Project) -> None:
+    """The operator confirmed reversing 0002; meanwhile another run applied 0003. The run reversed 0003
+    too (its reverse function ran, never shown nor confirmed). Now it refuses, naming 0003, and runs nothing."""
+    import pytest
+
+    from dynorm.migrations.executor import MigrationError
+
+    _setup(project)
+    project.executor().migrate(MigrateOptions())
+    shown = project.executor().backwards_plan("0001_initial")
+    assert [m.name for m in shown] == ["0002_counter"]
+    (project.dir / "migrations" / "0003_counter.py").write_text(
+        COUNTER_MIGRATION.replace('dependencies = ["0001_initial"]', 'dependencies = ["0002_counter"]'))
+    project.executor().migrate(MigrateOptions())  # the other run applies 0003: the counter is 2
+    assert _counter(project) == 2
+    with pytest.raises(MigrationError, match="would now also reverse 0003_counter, which was not confirmed"):
+        project.executor().migrate(MigrateOptions(target="0001_initial", confirmed=(("0002_counter",), ())))
+    assert _counter(project) == 2
+    assert set(project.executor().applied()) >= {"0002_counter", "0003_counter"}
+    assert project.executor().ledger()._live_locks(0) == []  # the lock was given back
