@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -498,7 +499,9 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
     settings = state.settings()
     if not settings.migrations:
         raise ConfigurationError("no migrations package configured; set `migrations:` in dynorm.yaml.")
-    if check:  # the package must exist and the ledger know no migration without a file (offline: a note)
+    # the ledger must know no migration without a file (offline: a note); --check also refuses a
+    # missing package, which a first makemigrations creates
+    if check or _package_exists(settings.migrations):
         check_ledger(settings.migrations, tables)
     result = make_migrations(settings.migrations, tables, name=name, empty=empty, check=check)
     if not result.operations and not empty:
@@ -510,6 +513,14 @@ def makemigrations(state: State, name: str | None, empty: bool, check: bool) -> 
         raise click.ClickException(f"models have changes with no migration ({len(result.operations)} operation(s)); "
                                    "run `dynorm makemigrations`.")
     click.echo(f"Wrote {result.path}")
+
+
+def _package_exists(package: str) -> bool:
+    """True when ``package`` can be imported (without importing it when its parent is missing)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 @click.command()

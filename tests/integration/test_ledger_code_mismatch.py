@@ -110,6 +110,24 @@ def test_check_and_makemigrations_check_refuse_an_applied_migration_without_a_fi
         assert "No changes detected" not in result.output and "No problems found" not in result.output
 
 
+def test_plain_makemigrations_refuses_too_and_writes_no_second_0002(project: Project) -> None:
+    """With the ledger holding 0002_widget_v2 and its file gone, `makemigrations --empty --name x` wrote
+    0002_x.py: a second 0002 that collides with the real one on roll-forward."""
+    cfg = _rolled_back(project)
+    result = CliRunner().invoke(cli, ["--config", cfg, "makemigrations", "--empty", "--name", "x"])
+    assert result.exit_code == 1, result.output
+    assert "UnknownMigrationsApplied" in result.output and "0002_widget_v2 (applied 20" in result.output
+    assert sorted(p.name for p in (project.dir / "migrations").glob("0*.py")) == ["0001_initial.py"]
+
+
+def test_a_first_makemigrations_still_creates_the_package(project: Project) -> None:
+    project.write_models(**V1)
+    cfg = project.config()
+    result = CliRunner().invoke(cli, ["--config", str(cfg), "makemigrations"])
+    assert result.exit_code == 0, result.output
+    assert (project.dir / "migrations" / "0001_initial.py").exists()
+
+
 def test_check_and_makemigrations_check_refuse_a_migrations_package_that_does_not_exist(project: Project) -> None:
     project.write_models(**V1)
     cfg = project.config()
