@@ -390,9 +390,16 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         first = "; ".join(report.failed_items[:5])
         if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
             raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
+        if any("--resolve" in item for item in report.failed_items):
+            # a new key holding another item fails the same way on every plain re-run: only a rule settles it
+            todo = (f"Items whose new key holds a different item fail again on a plain re-run: settle them with "
+                    f"`{resume} --resolve keep-new` (the item at the new key is current) or `--resolve keep-old` "
+                    "(the old item replaces it); docs/migrations.md, \"A partial migration that conflicts\".")
+        else:
+            todo = f"Fix the cause and run `{resume}` again: it retries exactly the failed items."
         raise click.ClickException(
             f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
-            f"Fix the cause and run `{resume}` again: it retries exactly the failed items.")
+            + todo)
 
 
 def _warn_unmigrated(migrations: list[Any], tables: list[Any]) -> None:

@@ -35,6 +35,9 @@ def _conflicted(project: Project) -> str:
         result = CliRunner().invoke(cli, ["--config", cfg, "migrate"])
         assert result.exit_code == 1 and "NOT applied (partial)" in result.output, result.output
         assert "--resolve keep-new" in result.output and "--resolve keep-old" in result.output
+        # the closing advice matches: a plain re-run does not settle it (it said "Fix the cause and run again")
+        assert "fail again on a plain re-run: settle them with `dynorm" in result.output, result.output
+        assert "Fix the cause" not in result.output
     return cfg
 
 
