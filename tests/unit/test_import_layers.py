@@ -23,7 +23,8 @@ BELOW_FACE = {
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.plan_value", "dynorm.access_paths",
     "dynorm.key_conditions", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
-    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.iterables", "dynorm.query",
+    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.instance_writes",
+    "dynorm.iterables", "dynorm.query",
     "dynorm.query_writes", "dynorm.manager",
 }
 
