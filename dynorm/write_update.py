@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .exceptions import KeyChangeError, ValidationError
@@ -88,7 +89,44 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
         KeyChangeError: a primary-key field is changed.
     """
     meta = model._meta
-    tmeta = meta.table._meta
+    _check_changes(meta, changes)
+    target_key = primary_key_of(model, instance if instance is not None else (key or {}))
+    b = ExpressionBuilder()
+    clauses = _change_clauses(b, meta, changes)
+    # Index keys built from changed fields are rewritten in the same request, from values the
+    # write knows: the other fields they are built from are pinned at their stored values
+    _refuse_index_expressions(meta, changes)
+    keyed = _index_key_clauses(model, b, clauses, target_key, instance, key)
+    conditions = [type_condition(b, meta)]  # the item exists, and is this entity's
+    expected, new_version = _version_clauses(b, meta, instance, clauses, conditions)
+    conditions += keyed.pin_conditions
+    token = new_token()
+    rev = b.name(meta.table._meta.revision_attribute)
+    tok = b.value({"S": token})
+    clauses.sets.append(f"{rev} = {tok}")
+    once = expected is None and any(isinstance(v, F) and not _idempotent(v) for v in changes.values())
+    if expected is None and not once:
+        # a retried idempotent request finds its own token stored and fails, and the sender
+        # reports the first attempt's result (applying it again would change nothing anyway)
+        conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
+    if condition is not None:
+        conditions.append(b.condition(condition, meta))
+    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
+                              "UpdateExpression": clauses.expression()}
+    finish_params(params, b, conditions, meta.entity)
+    shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
+    return WriteOp("Update", model, params, target_key,
+                   f"update {meta.entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
+                   instance=instance, verb="update", expected_version=expected, new_version=new_version,
+                   local_changes=clauses.plain, key_values=keyed.key_values, token=token, returns_item=True,
+                   once=once, pins=keyed.pins, pinned_as=keyed.pinned_as,
+                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   unread_after=unread_after_write(instance, clauses.written), entity_key=dict(shown),
+                   changes=dict(changes))
+
+
+def _check_changes(meta: Any, changes: Mapping[str, Any]) -> None:
+    """Refuse no changes, an unknown field, a primary-key field or the version field (before any request)."""
     entity = meta.entity
     if not changes:
         raise ValidationError(f"{entity}.update() needs at least one field to change.", entity=entity)
@@ -102,54 +140,99 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
         if name == meta.version_field:
             raise ValidationError(f"{entity}.{name} is the version field; dynorm increments it itself.",
                                   entity=entity, field=name)
-    target_key = primary_key_of(model, instance if instance is not None else (key or {}))
-    b = ExpressionBuilder()
-    sets: list[str] = []
-    removes: list[str] = []
-    adds: list[str] = []
-    plain: dict[str, Any] = {}
+
+
+@dataclass
+class _Clauses:
+    """The UpdateExpression being built: SET, REMOVE and ADD/DELETE clauses, and the plain values written.
+
+    Attributes:
+        plain: field -> validated value of each plain change (``None`` for a REMOVE) and ``auto_now``
+            field; written: every field the update sets or removes (expressions included).
+    """
+
+    sets: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    adds: list[str] = field(default_factory=list)
+    plain: dict[str, Any] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+
+    def expression(self) -> str:
+        """The UpdateExpression: ``SET ... REMOVE ... ADD ...``."""
+        parts = []
+        if self.sets:
+            parts.append("SET " + ", ".join(self.sets))
+        if self.removes:
+            parts.append("REMOVE " + ", ".join(self.removes))
+        return " ".join(parts + self.adds)
+
+
+def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any]) -> _Clauses:
+    """Render each change (a value, ``None``, an ``F()`` expression) and the ``auto_now`` fields."""
+    entity = meta.entity
+    out = _Clauses()
     for name, value in changes.items():
         f = meta.fields[name]
         path = b.name(f.attr_name)
         if isinstance(value, F):
             text, clause = _operand(b, meta, name, value)
             if clause:
-                adds.append(clause)
+                out.adds.append(clause)
             else:
-                sets.append(f"{path} = {text}")
+                out.sets.append(f"{path} = {text}")
         elif value is None:
             if not f.null:
                 raise ValidationError(f"{entity}.{name} is required and cannot be removed (set to None).",
                                       entity=entity, field=name)
-            removes.append(path)
-            plain[name] = None
+            out.removes.append(path)
+            out.plain[name] = None
         else:
             av = _value_av(meta, name, value)
             check_index_attributes(meta, {f.attr_name: av})
-            plain[name] = f.validate(value, entity)
-            check_lsi_values(meta, {f.attr_name: av}, plain)
-            sets.append(f"{path} = {b.value(av)}")
+            out.plain[name] = f.validate(value, entity)
+            check_lsi_values(meta, {f.attr_name: av}, out.plain)
+            out.sets.append(f"{path} = {b.value(av)}")
     now = _dt.datetime.now(_dt.timezone.utc)
     for name, f in meta.fields.items():
         if getattr(f, "auto_now", False) and name not in changes:
-            sets.append(f"{b.name(f.attr_name)} = {b.value({'S': f.serialize(now)})}")
-            plain[name] = now
-    written = set(changes) | set(plain)
+            out.sets.append(f"{b.name(f.attr_name)} = {b.value({'S': f.serialize(now)})}")
+            out.plain[name] = now
+    out.written = set(changes) | set(out.plain)
+    return out
 
-    # Index keys built from changed fields are rewritten in the same request, from values the
-    # write knows: the other fields they are built from are pinned at their stored values
+
+def _refuse_index_expressions(meta: Any, changes: Mapping[str, Any]) -> None:
+    """Refuse an ``F()`` expression on a field an index key is built from (the key is recomputed client-side)."""
     for bound in meta.indexes.values():
         if bound.writes_key_attributes:
             exprs = sorted(n for n in bound.fields if isinstance(changes.get(n), F))
             if exprs:
                 raise ValidationError(
-                    f"{entity}.{exprs[0]} is part of index {bound.name} ({bound.index_name}); give a plain value, not "
-                    "an expression, so the index key can be recomputed in the same request.", entity=entity,
-                    field=exprs[0])
+                    f"{meta.entity}.{exprs[0]} is part of index {bound.name} ({bound.index_name}); give a plain "
+                    "value, not an expression, so the index key can be recomputed in the same request.",
+                    entity=meta.entity, field=exprs[0])
+
+
+@dataclass
+class _Keyed:
+    """The index keys an update rewrites: the pins they need and the key values set on the instance."""
+
+    pin_conditions: list[str]
+    pins: dict[str, Any]
+    pinned_as: dict[str, Any]
+    key_values: dict[str, Any]
+
+
+def _index_key_clauses(model: type[EntityLike], b: ExpressionBuilder, clauses: _Clauses,
+                       target_key: dict[str, Any], instance: EntityLike | None,
+                       key: Mapping[str, Any] | None) -> _Keyed:
+    """SET (or REMOVE) the index keys built from written fields, pinning their other sources."""
+    meta = model._meta
+    written = clauses.written
     known, unknown = stored_knowledge(model, instance, key)
     if instance is not None:
         known.update(instance.key)
-    known.update(plain)
+    known.update(clauses.plain)
     pin_conditions, pins, pinned_as = pin_key_sources(model, b, written, known, unknown,
                                                       instance._state.read_as if instance is not None else None)
     multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
@@ -166,56 +249,35 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
             continue
         if not (set(bound.fields) - set(meta.key_fields)) & written:
             continue
-        index_attrs.update(meta.index_key(bound, known, target_key[tmeta.pk_attribute]["S"]))
+        index_attrs.update(meta.index_key(bound, known, target_key[meta.table._meta.pk_attribute]["S"]))
     for attr, key_text in index_attrs.items():
         key_values[model._dynamo_to_python_attr(attr)] = key_text
         if key_text is None:
-            removes.append(b.name(attr))
+            clauses.removes.append(b.name(attr))
         else:
             check_key_sizes(meta, {attr: str(key_text)}, known)
-            sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
+            clauses.sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
+    return _Keyed(pin_conditions, pins, pinned_as, key_values)
 
-    conditions = [type_condition(b, meta)]  # the item exists, and is this entity's
+
+def _version_clauses(b: ExpressionBuilder, meta: Any, instance: EntityLike | None, clauses: _Clauses,
+                     conditions: list[str]) -> tuple[int | None, int | None]:
+    """Condition on the version read and SET the next one (incremented in the table without an instance).
+
+    Returns:
+        (the version expected, the version written), ``(None, None)`` when not known.
+    """
     vf = meta.version_field
-    expected = new_version = None
-    if vf:
-        vpath = b.name(meta.fields[vf].attr_name)
-        current = getattr(instance, vf) if instance is not None else None
-        if current is not None:
-            expected, new_version = current, current + 1
-            conditions.append(f"{vpath} = {b.value({'N': str(current)})}")
-            sets.append(f"{vpath} = {b.value({'N': str(new_version)})}")
-        else:
-            sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
-    conditions += pin_conditions
-    token = new_token()
-    rev = b.name(tmeta.revision_attribute)
-    tok = b.value({"S": token})
-    sets.append(f"{rev} = {tok}")
-    once = expected is None and any(isinstance(v, F) and not _idempotent(v) for v in changes.values())
-    if expected is None and not once:
-        # a retried idempotent request finds its own token stored and fails, and the sender
-        # reports the first attempt's result (applying it again would change nothing anyway)
-        conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
-    if condition is not None:
-        conditions.append(b.condition(condition, meta))
-    clauses = []
-    if sets:
-        clauses.append("SET " + ", ".join(sets))
-    if removes:
-        clauses.append("REMOVE " + ", ".join(removes))
-    clauses += adds
-    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
-                              "UpdateExpression": " ".join(clauses)}
-    finish_params(params, b, conditions, meta.entity)
-    shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
-    return WriteOp("Update", model, params, target_key,
-                   f"update {entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
-                   instance=instance, verb="update", expected_version=expected, new_version=new_version,
-                   local_changes=plain, key_values=key_values, token=token, returns_item=True, once=once,
-                   pins=pins, pinned_as=pinned_as,
-                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
-                   unread_after=unread_after_write(instance, written), entity_key=dict(shown), changes=dict(changes))
+    if not vf:
+        return None, None
+    vpath = b.name(meta.fields[vf].attr_name)
+    current = getattr(instance, vf) if instance is not None else None
+    if current is None:
+        clauses.sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+        return None, None
+    conditions.append(f"{vpath} = {b.value({'N': str(current)})}")
+    clauses.sets.append(f"{vpath} = {b.value({'N': str(current + 1)})}")
+    return current, current + 1
 
 
 def unread_after_write(instance: EntityLike | None, written: Iterable[str]) -> frozenset[str] | None:
