@@ -51,6 +51,11 @@ def _grouped(expr: str) -> bool:
 
 
 def finish_params(params: dict[str, Any], b: ExpressionBuilder, conditions: list[str], entity: str = "?") -> None:
+    """Finish a request: AND the conditions (each one group), add the placeholders, refuse an expression over 4 KB.
+
+    Raises:
+        ValidationError: the UpdateExpression or ConditionExpression is over DynamoDB's 4,096 bytes.
+    """
     conditions = [c for c in conditions if c]
     if conditions:
         # each condition is one group, so an OR inside one never binds to the AND around it

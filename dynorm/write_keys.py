@@ -207,5 +207,6 @@ def _check_aggregate_key_size(meta: Any, gname: str, role: str, attrs: list[str]
 
 
 def entity_key_text(model: type[EntityLike], target: EntityLike | Mapping[str, Any]) -> str:
+    """The primary-key fields of an instance or key dict, for messages (``"sku='A-1'"``)."""
     key = target.key if not isinstance(target, Mapping) else target
     return ", ".join(f"{k}={v!r}" for k, v in key.items() if k in model._meta.key_fields)
