@@ -9,6 +9,7 @@ Unprocessed items and keys are retried with exponential backoff and full jitter,
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from . import backend
@@ -128,58 +129,81 @@ def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
             ``.uncertain`` (no answer came) list the entity keys exactly; an entity is written
             only when all its requests went in.
     """
+    sent = yield from _send_chunks_steps(model, requests, policy, then, on_written)
+    bad = {_entity_ident(t[0]) for t in sent.failed} | {_entity_ident(t[0]) for t in sent.uncertain}
+    written: list[dict[str, Any]] = []
+    seen: set[tuple[str, ...]] = set()
+    for ek, _, _ in sent.went_in:
+        if _entity_ident(ek) not in bad and _entity_ident(ek) not in seen:
+            seen.add(_entity_ident(ek))
+            written.append(ek)
+    if not bad:
+        return written
+    raise _incomplete(model, requests, policy, verb, sent, bad, written, bool(then)) from sent.stop
+
+
+@dataclass
+class _Sent:
+    """How a batch's requests went: in, refused or unprocessed, unanswered; the error that stopped it."""
+
+    went_in: list[Triple] = field(default_factory=list)
+    failed: list[Triple] = field(default_factory=list)
+    uncertain: list[Triple] = field(default_factory=list)
+    stop: DynormError | None = None
+
+
+def _entity_ident(entity_key: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(map(str, entity_key.values()))
+
+
+def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
+                       then: Mapping[tuple[str, ...], list[Triple]] | None,
+                       on_written: Callable[[Triple], object] | None) -> backend.Steps:
+    """Send the requests 25 at a time, queueing ``then`` after what went in; stop at the first error."""
     table = model._meta.table.table_name()
     tmeta = model._meta.table._meta
     queue = list(requests)
-    went_in: list[Triple] = []
-    failed: list[Triple] = []
-    uncertain: list[Triple] = []
-    stop: DynormError | None = None
+    sent = _Sent()
     pos = 0
     while pos < len(queue):
         chunk = queue[pos:pos + WRITE_CHUNK]
         pos += len(chunk)
         by_identity = {_identity(triple[1]): triple for triple in chunk}
-        pending, stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy, entities=(model,))
+        pending, sent.stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy, entities=(model,))
         left = set()
         for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
             ident = _identity({k: body[k] for k in (tmeta.pk_attribute, tmeta.sk_attribute) if k and k in body})
             left.add(ident)
-            (uncertain if stop is not None and not answered(stop) else failed).append(by_identity[ident])
+            (sent.uncertain if sent.stop is not None and not answered(sent.stop) else sent.failed).append(
+                by_identity[ident])
         done = [t for t in chunk if _identity(t[1]) not in left]
-        went_in += done
+        sent.went_in += done
         follow: list[Triple] = []
         for triple in done:
             if on_written is not None:
                 on_written(triple)
             follow += (then or {}).get(_identity(triple[1]), [])
         queue += follow  # after the Puts still to send: full chunks, ceil(all requests / 25) BatchWriteItems
-        if stop is not None:
+        if sent.stop is not None:
             break
-    failed += queue[pos:]  # never sent (the batch stopped)
+    sent.failed += queue[pos:]  # never sent (the batch stopped)
+    return sent
 
-    def ident_of(entity_key: dict[str, Any]) -> tuple[str, ...]:
-        return tuple(map(str, entity_key.values()))
 
-    bad = {ident_of(t[0]) for t in failed} | {ident_of(t[0]) for t in uncertain}
-    unsure = {ident_of(t[0]) for t in uncertain}
-    written: list[dict[str, Any]] = []
-    seen: set[tuple[str, ...]] = set()
-    for ek, _, _ in went_in:
-        if ident_of(ek) not in bad and ident_of(ek) not in seen:
-            seen.add(ident_of(ek))
-            written.append(ek)
-    if not bad:
-        return written
+def _incomplete(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy, verb: str, sent: _Sent,
+                bad: set[tuple[str, ...]], written: list[dict[str, Any]], followed: bool) -> BatchIncomplete:
+    """The error of a batch some items did not go in, listing exactly which (and which may have)."""
+    unsure = {_entity_ident(t[0]) for t in sent.uncertain}
+    seen = {_entity_ident(ek) for ek in written}
     not_done: list[dict[str, Any]] = []
     maybe: list[dict[str, Any]] = []
     for ek, _, _ in requests:
-        ident = ident_of(ek)
+        ident = _entity_ident(ek)
         if ident in bad and ident not in seen:
             seen.add(ident)
             (maybe if ident in unsure else not_done).append(ek)
-    name = model.__name__
+    stop = sent.stop
     if stop is None:
         why = f"still unprocessed after {policy.max_attempts} attempts per batch (throttling?)"
     elif maybe:
@@ -188,19 +212,19 @@ def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
     else:
         why = f"refused by DynamoDB ({stop})"
     leftover = ""
-    if then:
+    if followed:
         first = {id(t) for t in requests}
-        put_in = {ident_of(t[0]) for t in went_in if id(t) in first}
-        half = [ek for ek in not_done + maybe if ident_of(ek) in put_in]
+        put_in = {_entity_ident(t[0]) for t in sent.went_in if id(t) in first}
+        half = [ek for ek in not_done + maybe if _entity_ident(ek) in put_in]
         if half:
             leftover = (f" {len(half)} of them went in under the current key version, but their item under an older "
                         "key version (Meta.read_versions) may still be there: run the same call again for them "
                         "(it replaces, and deletes the older copy).")
-    total = len({ident_of(t[0]) for t in requests})
-    raise BatchIncomplete(
-        f"{verb}: {len(written)} of {total} {name} item(s) went in (listed in .written); "
+    total = len({_entity_ident(t[0]) for t in requests})
+    return BatchIncomplete(
+        f"{verb}: {len(written)} of {total} {model.__name__} item(s) went in (listed in .written); "
         f"{len(not_done) + len(maybe)} did not: {why}. The ones not written are in .unprocessed.{leftover}",
-        not_done, written=written, uncertain=maybe) from stop
+        not_done, written=written, uncertain=maybe)
 
 
 def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> None:

@@ -47,7 +47,9 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
     """Move ``obj``'s item from the older key version it was read under to the current one.
 
     A no-op for an instance not read through ``Meta.read_versions``. Afterwards the instance
-    points at its current keys (``obj._state.fallback`` is ``None``).
+    points at its current keys (``obj._state.fallback`` is ``None``). Each attempt
+    (:func:`_move_attempt_steps`) ends moved, gone or changed; a changed item is read again
+    after a backoff.
 
     Requests: GetItem (ConsistentRead) + TransactWriteItems per attempt (a DeleteItem when the
     current item exists already).
@@ -62,67 +64,106 @@ def move_to_current_steps(obj: EntityLike) -> backend.Steps:
     state = obj._state
     if not state.fallback:
         return
-    model = type(obj)
-    meta = model._meta
+    meta = obj._meta
     old_key = meta.primary_key(obj.attribute_values, state.fallback)  # key fields are always read
     policy = RetryPolicy()
     for attempt in range(ATTEMPTS):
-        raw = (yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": old_key,
-                                              "ConsistentRead": True}, entities=(model,))).get("Item")
-        if raw is None:
-            break  # moved by a migration, or deleted: the write goes to the current keys
-        read = state.fallback_revision
-        rev = meta.table._meta.revision_attribute
-        if read is not None and read.get(rev) != raw.get(rev):
-            # written since this instance read it (an application still on that version): moving it
-            # (or deleting it as a leftover) would carry or drop a write this instance never saw
-            raise StaleWrite(f"{meta.entity} {obj.key}: the item read under key version {state.fallback!r} was "
-                             f"written since (revision {raw.get(rev, {}).get('S')!r}, read as "
-                             f"{read.get(rev, {}).get('S')!r}); nothing was written. Read it again and retry.")
-        put, delete = prepare_move_to_current(model, raw)
-        try:
-            yield backend.Send("TransactWriteItems", {"TransactItems": [{"Put": put}, {"Delete": delete}],
-                                                      "ClientRequestToken": str(uuid.uuid4())}, entities=(model,))
+        outcome = yield from _move_attempt_steps(obj, old_key)
+        if outcome != CHANGED:
             break
-        except TransactionCanceled as exc:
-            codes = [str(r.get("code")) for r in exc.reasons]
-            other = other_entity_type(model, exc.reasons[0].get("item")) if codes[:1] == ["ConditionalCheckFailed"] \
-                else None
-            if other is not None:
-                # not this entity's item: neither the current one nor a copy, so the old item is no
-                # leftover (deleting it would lose it) and nothing may be written there
-                raise model.DoesNotExist(
-                    f"{meta.entity} {obj.key} was read under key version {state.fallback!r} and cannot move to "
-                    f"version {meta.key_version!r}: {other} is stored under its current keys; nothing was "
-                    "written. Give the two entity types distinct key templates (dynorm check reports the "
-                    "overlap).") from exc
-        if codes[:1] == ["ConditionalCheckFailed"]:
-            # an item written under the current keys since: it is the current one; drop the leftover
-            cond, names, values = delete["ConditionExpression"], delete["ExpressionAttributeNames"], \
-                delete.get("ExpressionAttributeValues")
-            params: dict[str, Any] = {"TableName": delete["TableName"], "Key": old_key, "ConditionExpression": cond,
-                                      "ExpressionAttributeNames": names}
-            if values:
-                params["ExpressionAttributeValues"] = values
-            try:
-                yield backend.Send("DeleteItem", params, entities=(model,))
-                break
-            except ConditionFailed:
-                pass  # the old item changed meanwhile: read it again
         yield backend.Sleep(policy.delay(attempt + 1))
     else:
         raise StaleWrite(f"{meta.entity} {obj.key}: the item read under key version {state.fallback!r} kept "
                          f"changing while it was moved to version {meta.key_version!r} ({ATTEMPTS} attempts); "
                          "nothing was written. Read it again and retry.")
+    _point_at_current_keys(obj)
+
+
+#: How one attempt of a move ended: the item is under the current keys, was not there to move, or
+#: changed while it was moved (read it again).
+MOVED, GONE, CHANGED = "moved", "gone", "changed"
+
+
+def _move_attempt_steps(obj: EntityLike, old_key: dict[str, Any]) -> backend.Steps:
+    """Read the old item, then move it (one TransactWriteItems); return MOVED, GONE or CHANGED."""
+    model = type(obj)
+    meta = model._meta
+    raw = (yield backend.Send("GetItem", {"TableName": meta.table.table_name(), "Key": old_key,
+                                          "ConsistentRead": True}, entities=(model,))).get("Item")
+    if raw is None:
+        return GONE  # moved by a migration, or deleted: the write goes to the current keys
+    _refuse_written_since(obj, raw)
+    put, delete = prepare_move_to_current(model, raw)
+    canceled = yield from _transact_steps(model, [{"Put": put}, {"Delete": delete}])
+    if canceled is None:
+        return MOVED
+    codes = [str(r.get("code")) for r in canceled.reasons]
+    if codes[:1] != ["ConditionalCheckFailed"]:
+        return CHANGED  # the Delete's condition failed (the old item changed), or a conflict
+    other = other_entity_type(model, canceled.reasons[0].get("item"))
+    if other is not None:
+        # not this entity's item: neither the current one nor a copy, so the old item is no
+        # leftover (deleting it would lose it) and nothing may be written there
+        raise model.DoesNotExist(
+            f"{meta.entity} {obj.key} was read under key version {obj._state.fallback!r} and cannot move to "
+            f"version {meta.key_version!r}: {other} is stored under its current keys; nothing was "
+            "written. Give the two entity types distinct key templates (dynorm check reports the "
+            "overlap).") from canceled
+    # an item written under the current keys since: it is the current one; drop the leftover
+    dropped = yield from _delete_leftover_steps(model, old_key, delete)
+    return MOVED if dropped else CHANGED
+
+
+def _refuse_written_since(obj: EntityLike, raw: Mapping[str, Any]) -> None:
+    """Refuse to move an old item written since ``obj`` read it (another revision token)."""
+    state = obj._state
+    meta = obj._meta
+    read = state.fallback_revision
+    rev = meta.table._meta.revision_attribute
+    if read is not None and read.get(rev) != raw.get(rev):
+        # written since this instance read it (an application still on that version): moving it
+        # (or deleting it as a leftover) would carry or drop a write this instance never saw
+        raise StaleWrite(f"{meta.entity} {obj.key}: the item read under key version {state.fallback!r} was "
+                         f"written since (revision {raw.get(rev, {}).get('S')!r}, read as "
+                         f"{read.get(rev, {}).get('S')!r}); nothing was written. Read it again and retry.")
+
+
+def _transact_steps(model: type[EntityLike], items: list[dict[str, Any]]) -> backend.Steps:
+    """Send one TransactWriteItems; return ``None`` when it committed, else the cancellation (reasons per action)."""
+    try:
+        yield backend.Send("TransactWriteItems", {"TransactItems": items, "ClientRequestToken": str(uuid.uuid4())},
+                           entities=(model,))
+    except TransactionCanceled as exc:
+        return exc
+    return None
+
+
+def _delete_leftover_steps(model: type[EntityLike], old_key: dict[str, Any], delete: dict[str, Any]) -> backend.Steps:
+    """Delete the old item, conditional on it being unchanged (DeleteItem); return False when it changed."""
+    params: dict[str, Any] = {"TableName": delete["TableName"], "Key": old_key,
+                              "ConditionExpression": delete["ConditionExpression"],
+                              "ExpressionAttributeNames": delete["ExpressionAttributeNames"]}
+    if delete.get("ExpressionAttributeValues"):
+        params["ExpressionAttributeValues"] = delete["ExpressionAttributeValues"]
+    try:
+        yield backend.Send("DeleteItem", params, entities=(model,))
+    except ConditionFailed:
+        return False  # the old item changed meanwhile: read it again
+    return True
+
+
+def _point_at_current_keys(obj: EntityLike) -> None:
+    """After the move: the instance holds its current key attributes and no longer names the old version."""
+    model = type(obj)
     values = obj.attribute_values
-    for attr, text in meta.key_attributes(values).items():
+    for attr, text in model._meta.key_attributes(values).items():
         name = model._dynamo_to_python_attr(attr)
         if text is None:
             values.pop(name, None)
         else:
             values[name] = text
-    state.fallback = None
-    state.fallback_revision = None
+    obj._state.fallback = None
+    obj._state.fallback_revision = None
 
 
 def resolve_older_steps(model: type[EntityLike], key: Mapping[str, Any]) -> backend.Steps:

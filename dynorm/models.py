@@ -14,30 +14,16 @@ from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
 from pynamodb.models import MetaModel, Model
 
 from . import backend, exceptions, registry
-from ._deferred import load_needed_steps
 from ._state import ModelState
-from .exceptions import (
-    AlreadyExists,
-    ModelError,
-    ValidationError,
-)
+from .exceptions import ModelError, ValidationError
 from .expressions import Q
-from .fallback import move_to_current_steps, resolve_older_steps
 from .fields import Field
+from .instance_writes import delete_steps, refresh_steps, save_steps, update_steps
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
-from .sender import send, send_create_steps, send_steps
+from .sender import send
 from .tables import Table, copied_from_attribute
-from .transaction import send_delete_steps
-from .writes import (
-    prepare_create_checks,
-    prepare_delete,
-    prepare_delete_older,
-    prepare_older_checks,
-    prepare_put,
-    prepare_update,
-    stored_key,
-)
+from .writes import stored_key
 
 __all__ = ["Entity"]
 
@@ -274,45 +260,7 @@ class Entity(Model, metaclass=EntityMeta):
         return self
 
     def _save_steps(self, update_fields: Iterable[str] | None, create: bool) -> backend.Steps:
-        state = self._state
-        if state.deferred is not None and not isinstance(update_fields, str):
-            # as Django does: a deferred field the write needs (a named field, or a field of an
-            # index key it rewrites) is loaded first (one GetItem), never written as None; a
-            # whole save needs every field (one changed by an F() whose result did not come back)
-            if update_fields is None:
-                needed = set() if state.partial else set(self._meta.fields)  # partial: refused whole
-            else:
-                update_fields = list(update_fields)
-                names = set(update_fields)
-                needed = set(names)
-                for bound in self._meta.indexes.values():
-                    if bound.writes_key_attributes and names & set(bound.fields):
-                        needed |= set(bound.fields)
-            yield from load_needed_steps(self, needed)
-        if self._state.fallback:  # read under an older key version: move it to the current one first
-            yield from move_to_current_steps(self)
-        op = prepare_put(self, create=create, update_fields=update_fields)
-        # during a rollout an item may exist only under an older key: creating one under the
-        # current key would hide it from every read, so a create checks those keys too
-        checks = prepare_create_checks(op)
-        if checks:
-            yield from send_create_steps(op, checks)
-            return
-        older = prepare_older_checks(op) if op.kind == "Update" and state.adding else []
-        if older:
-            # a new unversioned instance is an upsert (UpdateItem): sent with a check that no item
-            # is stored under an older key (one TransactWriteItems). When one is, that item is the
-            # one this save changes: it is moved to the current keys (as get() would find it) and
-            # the save is planned again and sent there
-            try:
-                yield from send_create_steps(op, older)
-                return
-            except AlreadyExists as exc:
-                if getattr(exc, "older_version", None) is None:
-                    raise  # the current key holds an item of another entity type: nothing to move
-            yield from resolve_older_steps(type(self), self.key)  # type: ignore[arg-type]
-            op = prepare_put(self, create=create, update_fields=update_fields)
-        yield from send_steps(op)
+        return save_steps(self, update_fields, create)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
         """Change fields in one UpdateItem (ReturnValues ALL_NEW) and refresh the instance.
@@ -345,10 +293,7 @@ class Entity(Model, metaclass=EntityMeta):
         return self
 
     def _update_steps(self, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
-        if self._state.fallback:  # read under an older key version: move it to the current one first
-            yield from move_to_current_steps(self)
-        yield from send_steps(prepare_update(type(self), instance=self, changes=changes, condition=condition))
-        return self
+        return update_steps(self, condition, changes)
 
     def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
         """Delete the item (DeleteItem); with a ``fields.Version()`` only if unchanged since read.
@@ -367,11 +312,7 @@ class Entity(Model, metaclass=EntityMeta):
         await backend.adrive(self._delete_steps(condition))
 
     def _delete_steps(self, condition: Q | None) -> backend.Steps:
-        if self._state.fallback:  # read under an older key version: move it to the current one first
-            yield from move_to_current_steps(self)
-        # with Meta.read_versions, its keys at the older versions go in the same transaction
-        yield from send_delete_steps(prepare_delete(type(self), self, condition=condition),
-                                     prepare_delete_older(type(self), self))
+        return delete_steps(self, condition)
 
     def related(self, name: str) -> Any:
         """Return the entity a ``fields.Reference`` field points to (``None`` when unset).
@@ -425,54 +366,7 @@ class Entity(Model, metaclass=EntityMeta):
         await backend.adrive(self._refresh_steps(fields))
 
     def _refresh_steps(self, fields: Iterable[str] | None = None) -> backend.Steps:
-        meta = self._meta
-        params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": self._primary_key_av(),
-                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"}
-        names: list[str] | None = None
-        if fields is not None:
-            names = [fields] if isinstance(fields, str) else list(dict.fromkeys(fields))
-            for n in names:
-                if n not in meta.fields:
-                    raise ValidationError(f"{meta.entity}.refresh_from_db(fields=...): {meta.entity} has no field "
-                                          f"{n!r}; fields: {', '.join(meta.fields)}.", entity=meta.entity, field=n)
-            if not names:
-                return
-            attrs = [meta.table._meta.type_attribute, *(meta.fields[n].attr_name for n in names)]
-            params["ProjectionExpression"] = ", ".join(f"#r{i}" for i in range(len(attrs)))
-            params["ExpressionAttributeNames"] = {f"#r{i}": a for i, a in enumerate(attrs)}
-        resp = yield backend.Send("GetItem", params, entities=(type(self),))
-        if "Item" not in resp:
-            raise self.DoesNotExist(f"{meta.entity} with {self._describe_key()} no longer exists.")
-        from .fields import decode_item
-
-        state = self._state
-        if names is None:
-            decoded = decode_item(type(self), resp["Item"])
-            self.attribute_values = decoded.attribute_values
-            state.read_as = decoded._state.read_as
-            # it now holds what the table holds, as an instance from get() does: save() must not
-            # re-create the item if it is deleted meanwhile (an UpdateItem on attribute_exists)
-            state.adding = False
-            state.partial = False
-            state.deferred = None
-            state.unread = frozenset()
-            return
-        decoded = decode_item(type(self), {**self._primary_key_av(), **resp["Item"]})
-        loaded = decoded.attribute_values
-        for n in names:
-            if n in loaded:
-                self.attribute_values[n] = loaded[n]
-            else:  # not stored (an optional field left unset)
-                self.attribute_values.pop(n, None)
-            state.read_as.pop(n, None)
-            if n in decoded._state.read_as:
-                state.read_as[n] = decoded._state.read_as[n]
-        state.unread = state.unread - set(names)
-        if state.deferred is not None:
-            unread = frozenset(state.deferred[0]) - set(names)
-            state.deferred = (unread, state.deferred[1]) if unread else None
-            if not unread:
-                state.partial = False
+        return refresh_steps(self, fields)
 
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())

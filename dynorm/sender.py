@@ -16,6 +16,7 @@ error that a caller would retry.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import backend
@@ -25,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
     from .writes import WriteOp
 
-__all__ = ["send", "asend", "send_steps", "send_create_steps"]
+__all__ = ["send", "asend", "send_steps", "send_create_steps", "send_checked_steps", "Refused"]
 
 #: Set on an error raised after botocore retried a request whose first attempt may have been applied.
 MAYBE_APPLIED = "maybe_applied"
@@ -125,43 +126,80 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
 
 
 def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
-    """Send a creating Put (or a new instance's upsert) that must find no item under older key versions.
+    """Send a creating Put that must find no item under older key versions (:func:`send_checked_steps`).
 
-    During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
-    key: reads find it there, so a new item under the current key would hide it (its data lost
-    to every read). One TransactWriteItems: the conditional Put plus the ``ConditionCheck``
-    ``attribute_not_exists`` per older key (:func:`dynorm.writes.prepare_create_checks`), under a
-    ``ClientRequestToken`` (a retried request is applied once). Billed as transactional writes:
-    twice the Put's WCU (2 for a 1 KB item), plus 2 WCU per check.
-
-    Args:
-        op: the planned Put that refuses to overwrite (``create()``, a new versioned instance), or
-            the UpdateItem of a new unversioned instance.
-        checks: its ConditionChecks (:func:`dynorm.writes.prepare_create_checks`,
-            :func:`~dynorm.writes.prepare_older_checks`).
+    Returns:
+        the instance written.
 
     Raises:
         AlreadyExists: an item exists under the current key or under an older one (the message
-            names the version); nothing was written. For an UpdateItem, only an older one.
-        DoesNotExist: (an UpdateItem of ``update_fields``) no item under the current key.
+            names the version); nothing was written.
         TransactionCanceled: cancelled for another reason, after the retries of a conflict.
     """
+    refused = yield from send_checked_steps(op, checks)
+    if refused is not None:
+        raise refused.error() from refused.cause
+    return op.instance
+
+
+@dataclass
+class Refused:
+    """What DynamoDB said when it cancelled a write sent with its checks (:func:`send_checked_steps`).
+
+    Attributes:
+        op: the write; failed: the actions whose condition failed (the write and/or its checks),
+            in request order; cause: the cancellation, with each action's reason.
+    """
+
+    op: WriteOp
+    failed: list[WriteOp]
+    cause: TransactionCanceled
+
+    @property
+    def older_item(self) -> bool:
+        """True when a check found an item stored under an older key version."""
+        return any(a is not self.op for a in self.failed)
+
+    def error(self) -> DynormError:
+        """The error of the first failed action (the write's own, with the item it found)."""
+        first = self.failed[0]
+        return first.error(None, raw_item=self.cause.reasons[0].get("item") if first is self.op else None)
+
+
+def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
+    """Send a write that must find no item under older key versions; say whether it went.
+
+    During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
+    key: reads find it there, so a new item under the current key would hide it (its data lost
+    to every read). One TransactWriteItems: the write (a conditional Put, or the UpdateItem of a
+    new unversioned instance) plus the ``ConditionCheck`` ``attribute_not_exists`` per older key
+    (:func:`dynorm.writes.prepare_create_checks`, :func:`~dynorm.writes.prepare_older_checks`),
+    under a ``ClientRequestToken`` (a retried request is applied once). Billed as transactional
+    writes: twice the write's WCU (2 for a 1 KB item), plus 2 WCU per check. A transaction
+    conflict is sent again (a new token: nothing was applied under the old one).
+
+    Returns:
+        ``None`` when it was applied (and applied to the instance), else a :class:`Refused`
+        naming the actions whose condition failed; nothing was written then.
+
+    Raises:
+        TransactionCanceled: cancelled for another reason, after the retries of a conflict.
+    """
+    actions = (op, *checks)
     policy = backend.RetryPolicy()
     for attempt in range(1, policy.max_attempts + 1):
-        params = {"TransactItems": [op.transact_item(), *(c.transact_item() for c in checks)],
+        params = {"TransactItems": [a.transact_item() for a in actions],
                   "ClientRequestToken": f"{op.token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
         try:
-            yield backend.Send("TransactWriteItems", params,
-                               entities=tuple(dict.fromkeys(a.model for a in (op, *checks))))
+            yield backend.Send("TransactWriteItems", params, entities=tuple(dict.fromkeys(a.model for a in actions)))
             break
         except TransactionCanceled as exc:
             codes = [r.get("code") for r in exc.reasons]
-            failed = [a for a, code in zip((op, *checks), codes) if code == "ConditionalCheckFailed"]
+            failed = [a for a, code in zip(actions, codes) if code == "ConditionalCheckFailed"]
             if failed:
-                # an upsert's caller moves an older item and sends it again: that check speaks first
-                first = failed[-1] if op.kind == "Update" else failed[0]
-                raise first.error(None, raw_item=exc.reasons[0].get("item") if first is op else None) from exc
+                return Refused(op, failed, exc)
             if "TransactionConflict" not in codes or attempt == policy.max_attempts:
                 raise
             yield backend.Sleep(policy.delay(attempt))
-    return op.applied(None)
+    op.applied(None)
+    return None

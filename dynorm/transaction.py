@@ -335,21 +335,7 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
                               entity=entity)
     if not 1 <= chunk_size <= MAX_ACTIONS:
         raise ValidationError(f"bulk_update chunk_size must be 1..{MAX_ACTIONS}, got {chunk_size!r}.", entity=entity)
-    ops: list[WriteOp] = []
-    seen: dict[Any, int] = {}
-    for i, obj in enumerate(objs):
-        if not isinstance(obj, model) or not is_instance(obj):
-            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
-                                  entity=entity, value=obj)
-        # a named field deferred (only(), an F() result a transaction did not return) is loaded
-        # first, one GetItem, awaited under the asyncio driver (reading it there would block)
-        yield from load_needed_steps(obj, names)
-        op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
-        if op.identity in seen:
-            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{seen[op.identity]}] and objs[{i}] are the "
-                                  "same item; pass each item once.", entity=entity, value=obj)
-        seen[op.identity] = i
-        ops.append(op)
+    ops = yield from _plan_bulk_updates_steps(model, objs, names)
     done = 0
     for start in range(0, len(ops), chunk_size):
         tx = Transaction()
@@ -357,31 +343,66 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
             tx._add(op)
         try:
             yield from tx._commit_steps()
-        except TransactionCanceled as exc:
-            if done == 0:
-                raise
-            raise BatchIncomplete(
-                f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
-                f"objs[{start}:] were not ({exc})", unprocessed=objs[start:], written=objs[:done]) from exc
         except DynormError as exc:
-            # refused (throttled after botocore's retries) or unanswered: the chunks before it
-            # went in, so a plain error would hide them from a caller who then sends them again
-            end = start + len(tx.actions)
-            unsure = not answered(exc)
-            if done == 0 and not unsure:
-                raise
-            if unsure:
-                what = (f"objs[{start}:{end}] may or may not have been updated (their request got no answer; "
-                        "sending them again is safe: .uncertain)")
-            else:
-                what = f"objs[{start}:{end}] were not"
-            raise BatchIncomplete(
-                f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}], "
-                f".written); {what}; objs[{end}:] were not sent (.unprocessed). Cause: {exc}",
-                unprocessed=objs[start:] if not unsure else objs[end:], written=objs[:done],
-                uncertain=objs[start:end] if unsure else ()) from exc
+            error = _chunk_failed(entity, objs, done, start, start + len(tx.actions), exc)
+            if error is exc:
+                raise  # nothing written before it: its own error stands
+            raise error from exc
         done += len(tx.actions)
     return done
+
+
+def _plan_bulk_updates_steps(model: type[EntityLike], objs: list[EntityLike], names: list[str]) -> backend.Steps:
+    """Plan (and validate) one Update per instance before any write; return the ops.
+
+    A named field deferred (``only()``, an ``F()`` result a transaction did not return) is loaded
+    first, one GetItem, awaited under the asyncio driver (reading it there would block).
+    """
+    entity = model.__name__
+    ops: list[WriteOp] = []
+    seen: dict[Any, int] = {}
+    for i, obj in enumerate(objs):
+        if not isinstance(obj, model) or not is_instance(obj):
+            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
+                                  entity=entity, value=obj)
+        yield from load_needed_steps(obj, names)
+        op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
+        if op.identity in seen:
+            raise ValidationError(f"{entity}.objects.bulk_update(): objs[{seen[op.identity]}] and objs[{i}] are the "
+                                  "same item; pass each item once.", entity=entity, value=obj)
+        seen[op.identity] = i
+        ops.append(op)
+    return ops
+
+
+def _chunk_failed(entity: str, objs: list[EntityLike], done: int, start: int, end: int,
+                  exc: DynormError) -> DynormError:
+    """The error of a chunk ``objs[start:end]`` that did not commit after ``done`` items did.
+
+    The first chunk's own error stands when nothing may have been written; otherwise a
+    :class:`BatchIncomplete` says which went in, which did not and which may have (no answer).
+    """
+    if isinstance(exc, TransactionCanceled):
+        if done == 0:
+            return exc
+        return BatchIncomplete(
+            f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}]); "
+            f"objs[{start}:] were not ({exc})", unprocessed=objs[start:], written=objs[:done])
+    # refused (throttled after botocore's retries) or unanswered: the chunks before it
+    # went in, so a plain error would hide them from a caller who then sends them again
+    unsure = not answered(exc)
+    if done == 0 and not unsure:
+        return exc
+    if unsure:
+        what = (f"objs[{start}:{end}] may or may not have been updated (their request got no answer; "
+                "sending them again is safe: .uncertain)")
+    else:
+        what = f"objs[{start}:{end}] were not"
+    return BatchIncomplete(
+        f"{entity}.objects.bulk_update(): {done} of {len(objs)} items were updated (objs[:{done}], "
+        f".written); {what}; objs[{end}:] were not sent (.unprocessed). Cause: {exc}",
+        unprocessed=objs[start:] if not unsure else objs[end:], written=objs[:done],
+        uncertain=objs[start:end] if unsure else ())
 
 
 class _AsyncTransaction(Transaction):

@@ -22,8 +22,11 @@ FACE = {"dynorm.models", "dynorm.tables"}
 BELOW_FACE = {
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.plan_value", "dynorm.access_paths",
-    "dynorm.key_conditions", "dynorm.writes", "dynorm.checks", "dynorm.schema", "dynorm._deferred",
-    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.iterables", "dynorm.query",
+    "dynorm.key_conditions", "dynorm.writes", "dynorm.write_op", "dynorm.write_keys", "dynorm.write_conditions",
+    "dynorm.write_put", "dynorm.write_update", "dynorm.write_delete", "dynorm.write_rollout", "dynorm.checks",
+    "dynorm.schema", "dynorm._deferred",
+    "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.instance_writes",
+    "dynorm.iterables", "dynorm.query",
     "dynorm.query_writes", "dynorm.manager",
 }
 

@@ -1,0 +1,293 @@
+"""Planning ``update(**changes)``: one UpdateItem of plain values and ``F()`` expressions (:func:`prepare_update`)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from .exceptions import KeyChangeError, ValidationError
+from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, serialize_value
+from .write_conditions import finish_params, pin_key_sources, stored_knowledge, type_condition
+from .write_keys import check_index_attributes, check_key_sizes, check_lsi_values, primary_key_of
+from .write_op import WriteOp, new_token
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._protocols import EntityLike
+
+__all__ = ["prepare_update", "unread_after_write"]
+
+
+# -- Update ------------------------------------------------------------------------------
+def _value_av(meta: Any, name: str, value: Any) -> dict[str, Any]:
+    return serialize_value(meta, name, value, purpose="stored")
+
+
+def _idempotent(expr: F) -> bool:
+    """False for an expression whose second application changes the item again (+, -, append)."""
+    return not any(op in ("+", "-", "append") for op, _ in expr.ops)
+
+
+def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
+    """Render an F expression; return (SET operand, or None) and an ADD/DELETE clause."""
+    source = field_of(meta, expr.name)
+    path = b.name(source.attr_name)
+    ops = list(expr.ops)
+    if ops and ops[0][0] in ("add", "discard"):
+        if len(ops) != 1 or expr.name != target:
+            raise ValidationError(f"{meta.entity}.{target}: set add/discard must be F({target!r}).add(...) alone.",
+                                  entity=meta.entity, field=target)
+        if not meta.fields[target].is_set:
+            raise ValidationError(f"{meta.entity}.{target} is not a fields.Set; add()/discard() work on sets.",
+                                  entity=meta.entity, field=target)
+        av = _value_av(meta, target, set(ops[0][1]))
+        return "", f"{'ADD' if ops[0][0] == 'add' else 'DELETE'} {path} {b.value(av)}"
+    text = path
+    arithmetic = 0
+    for i, (op, value) in enumerate(ops):
+        if op == "if_not_exists":
+            if i != 0:
+                raise ValidationError(f"{meta.entity}.{target}: if_not_exists() must come first in the expression.",
+                                      entity=meta.entity, field=target)
+            text = f"if_not_exists({path}, {b.value(_value_av(meta, expr.name, value))})"
+        elif op in ("+", "-"):
+            arithmetic += 1
+            if arithmetic > 1:
+                raise ValidationError(f"{meta.entity}.{target}: DynamoDB allows one + or - per update.",
+                                      entity=meta.entity, field=target, value=expr)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__name__ != "Decimal":
+                raise ValidationError(f"{meta.entity}.{target}: {op} needs a number, got {value!r}.",
+                                      entity=meta.entity, field=target, value=value)
+            text = f"{text} {op} {b.value(plain_value(meta, target, value, op))}"
+        elif op == "append":
+            if not meta.fields[target].is_list:
+                raise ValidationError(f"{meta.entity}.{target} is not a fields.List; append() works on lists.",
+                                      entity=meta.entity, field=target)
+            text = f"list_append({text}, {b.value(plain_value(meta, target, list(value), 'append()'))})"
+    return text, None
+
+
+def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = None,
+                   key: Mapping[str, Any] | None = None, changes: Mapping[str, Any],
+                   condition: Q | None = None) -> WriteOp:
+    """Plan one UpdateItem (ReturnValues ALL_NEW) for ``changes``.
+
+    Args:
+        model: the entity class.
+        instance: the instance read (its version is checked), or ``None``.
+        key: primary-key fields when there is no instance.
+        changes: field -> plain value, ``None`` (REMOVE), or an :class:`F` expression.
+        condition: an extra condition on the stored item.
+
+    The update is conditional on the item existing with ``model``'s entity type (an item of
+    another entity type under the key fails it: ``DoesNotExist``), on the version read (versioned
+    instance), on the pinned fields of rewritten index keys, and on ``condition``.
+
+    Raises:
+        ValidationError: unknown field, wrong type, a required field set to None, an
+            expression on a field an index key is built from, or index fields unknown.
+        KeyChangeError: a primary-key field is changed.
+    """
+    meta = model._meta
+    _check_changes(meta, changes)
+    target_key = primary_key_of(model, instance if instance is not None else (key or {}))
+    b = ExpressionBuilder()
+    clauses = _change_clauses(b, meta, changes)
+    # Index keys built from changed fields are rewritten in the same request, from values the
+    # write knows: the other fields they are built from are pinned at their stored values
+    _refuse_index_expressions(meta, changes)
+    keyed = _index_key_clauses(model, b, clauses, target_key, instance, key)
+    conditions = [type_condition(b, meta)]  # the item exists, and is this entity's
+    expected, new_version = _version_clauses(b, meta, instance, clauses, conditions)
+    conditions += keyed.pin_conditions
+    token = new_token()
+    rev = b.name(meta.table._meta.revision_attribute)
+    tok = b.value({"S": token})
+    clauses.sets.append(f"{rev} = {tok}")
+    once = expected is None and any(isinstance(v, F) and not _idempotent(v) for v in changes.values())
+    if expected is None and not once:
+        # a retried idempotent request finds its own token stored and fails, and the sender
+        # reports the first attempt's result (applying it again would change nothing anyway)
+        conditions.append(f"attribute_not_exists({rev}) OR {rev} <> {tok}")
+    if condition is not None:
+        conditions.append(b.condition(condition, meta))
+    params: dict[str, Any] = {"TableName": meta.table.table_name(), "Key": target_key,
+                              "UpdateExpression": clauses.expression()}
+    finish_params(params, b, conditions, meta.entity)
+    shown = instance.key if instance is not None else {k: v for k, v in (key or {}).items() if k in meta.key_fields}
+    return WriteOp("Update", model, params, target_key,
+                   f"update {meta.entity} {', '.join(f'{k}={v!r}' for k, v in shown.items())}",
+                   instance=instance, verb="update", expected_version=expected, new_version=new_version,
+                   local_changes=clauses.plain, key_values=keyed.key_values, token=token, returns_item=True,
+                   once=once, pins=keyed.pins, pinned_as=keyed.pinned_as,
+                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   unread_after=unread_after_write(instance, clauses.written), entity_key=dict(shown),
+                   changes=dict(changes))
+
+
+def _check_changes(meta: Any, changes: Mapping[str, Any]) -> None:
+    """Refuse no changes, an unknown field, a primary-key field or the version field (before any request)."""
+    entity = meta.entity
+    if not changes:
+        raise ValidationError(f"{entity}.update() needs at least one field to change.", entity=entity)
+    for name, value in changes.items():
+        if name not in meta.fields:
+            raise ValidationError(f"{entity} has no field {name!r}; fields: {', '.join(meta.fields)}.",
+                                  entity=entity, field=name, value=value)
+        if name in meta.key_fields:
+            raise KeyChangeError(f"{entity}.{name} is part of the primary key; keys are immutable. Create a new "
+                                 "item and delete the old one instead.")
+        if name == meta.version_field:
+            raise ValidationError(f"{entity}.{name} is the version field; dynorm increments it itself.",
+                                  entity=entity, field=name)
+
+
+@dataclass
+class _Clauses:
+    """The UpdateExpression being built: SET, REMOVE and ADD/DELETE clauses, and the plain values written.
+
+    Attributes:
+        plain: field -> validated value of each plain change (``None`` for a REMOVE) and ``auto_now``
+            field; written: every field the update sets or removes (expressions included).
+    """
+
+    sets: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    adds: list[str] = field(default_factory=list)
+    plain: dict[str, Any] = field(default_factory=dict)
+    written: set[str] = field(default_factory=set)
+
+    def expression(self) -> str:
+        """The UpdateExpression: ``SET ... REMOVE ... ADD ...``."""
+        parts = []
+        if self.sets:
+            parts.append("SET " + ", ".join(self.sets))
+        if self.removes:
+            parts.append("REMOVE " + ", ".join(self.removes))
+        return " ".join(parts + self.adds)
+
+
+def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any]) -> _Clauses:
+    """Render each change (a value, ``None``, an ``F()`` expression) and the ``auto_now`` fields."""
+    entity = meta.entity
+    out = _Clauses()
+    for name, value in changes.items():
+        f = meta.fields[name]
+        path = b.name(f.attr_name)
+        if isinstance(value, F):
+            text, clause = _operand(b, meta, name, value)
+            if clause:
+                out.adds.append(clause)
+            else:
+                out.sets.append(f"{path} = {text}")
+        elif value is None:
+            if not f.null:
+                raise ValidationError(f"{entity}.{name} is required and cannot be removed (set to None).",
+                                      entity=entity, field=name)
+            out.removes.append(path)
+            out.plain[name] = None
+        else:
+            av = _value_av(meta, name, value)
+            check_index_attributes(meta, {f.attr_name: av})
+            out.plain[name] = f.validate(value, entity)
+            check_lsi_values(meta, {f.attr_name: av}, out.plain)
+            out.sets.append(f"{path} = {b.value(av)}")
+    now = _dt.datetime.now(_dt.timezone.utc)
+    for name, f in meta.fields.items():
+        if getattr(f, "auto_now", False) and name not in changes:
+            out.sets.append(f"{b.name(f.attr_name)} = {b.value({'S': f.serialize(now)})}")
+            out.plain[name] = now
+    out.written = set(changes) | set(out.plain)
+    return out
+
+
+def _refuse_index_expressions(meta: Any, changes: Mapping[str, Any]) -> None:
+    """Refuse an ``F()`` expression on a field an index key is built from (the key is recomputed client-side)."""
+    for bound in meta.indexes.values():
+        if bound.writes_key_attributes:
+            exprs = sorted(n for n in bound.fields if isinstance(changes.get(n), F))
+            if exprs:
+                raise ValidationError(
+                    f"{meta.entity}.{exprs[0]} is part of index {bound.name} ({bound.index_name}); give a plain "
+                    "value, not an expression, so the index key can be recomputed in the same request.",
+                    entity=meta.entity, field=exprs[0])
+
+
+@dataclass
+class _Keyed:
+    """The index keys an update rewrites: the pins they need and the key values set on the instance."""
+
+    pin_conditions: list[str]
+    pins: dict[str, Any]
+    pinned_as: dict[str, Any]
+    key_values: dict[str, Any]
+
+
+def _index_key_clauses(model: type[EntityLike], b: ExpressionBuilder, clauses: _Clauses,
+                       target_key: dict[str, Any], instance: EntityLike | None,
+                       key: Mapping[str, Any] | None) -> _Keyed:
+    """SET (or REMOVE) the index keys built from written fields, pinning their other sources."""
+    meta = model._meta
+    written = clauses.written
+    known, unknown = stored_knowledge(model, instance, key)
+    if instance is not None:
+        known.update(instance.key)
+    known.update(clauses.plain)
+    pin_conditions, pins, pinned_as = pin_key_sources(model, b, written, known, unknown,
+                                                      instance._state.read_as if instance is not None else None)
+    multi_attrs = {a for multi in meta.table._meta.multi_gsis.values() for a in multi.attributes}
+    if multi_attrs:
+        # the sum of a multi-attribute GSI's key attributes, with the values the item will hold
+        # (those known: the instance read, the key, the changes)
+        check_index_attributes(meta, {f.attr_name: _value_av(meta, n, known[n]) for n, f in meta.fields.items()
+                                      if f.attr_name in multi_attrs and known.get(n) is not None
+                                      and not isinstance(known[n], F)})
+    key_values: dict[str, Any] = {}
+    index_attrs: dict[str, str | None] = {}  # an attribute shared by two rewritten indexes is sent once
+    for bound in meta.indexes.values():
+        if not bound.writes_key_attributes:
+            continue
+        if not (set(bound.fields) - set(meta.key_fields)) & written:
+            continue
+        index_attrs.update(meta.index_key(bound, known, target_key[meta.table._meta.pk_attribute]["S"]))
+    for attr, key_text in index_attrs.items():
+        key_values[model._dynamo_to_python_attr(attr)] = key_text
+        if key_text is None:
+            clauses.removes.append(b.name(attr))
+        else:
+            check_key_sizes(meta, {attr: str(key_text)}, known)
+            clauses.sets.append(f"{b.name(attr)} = {b.value({'S': key_text})}")
+    return _Keyed(pin_conditions, pins, pinned_as, key_values)
+
+
+def _version_clauses(b: ExpressionBuilder, meta: Any, instance: EntityLike | None, clauses: _Clauses,
+                     conditions: list[str]) -> tuple[int | None, int | None]:
+    """Condition on the version read and SET the next one (incremented in the table without an instance).
+
+    Returns:
+        (the version expected, the version written), ``(None, None)`` when not known.
+    """
+    vf = meta.version_field
+    if not vf:
+        return None, None
+    vpath = b.name(meta.fields[vf].attr_name)
+    current = getattr(instance, vf) if instance is not None else None
+    if current is None:
+        clauses.sets.append(f"{vpath} = if_not_exists({vpath}, {b.value({'N': '0'})}) + {b.value({'N': '1'})}")
+        return None, None
+    conditions.append(f"{vpath} = {b.value({'N': str(current)})}")
+    clauses.sets.append(f"{vpath} = {b.value({'N': str(current + 1)})}")
+    return current, current + 1
+
+
+def unread_after_write(instance: EntityLike | None, written: Iterable[str]) -> frozenset[str] | None:
+    """The fields an instance still has not read once ``written`` are written (see ``ModelState.unread``)."""
+    if instance is None:
+        return None
+    meta = instance._meta
+    state = instance._state
+    if state.adding:
+        before = {n for n in meta.fields if n not in meta.key_fields and n != meta.version_field}
+    else:
+        before = set(state.unread)
+    return frozenset(before - set(written))
