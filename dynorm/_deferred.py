@@ -108,7 +108,13 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
                               "ReturnConsumedCapacity": "TOTAL"}
     if consistent:
         params["ConsistentRead"] = True
-    resp = yield backend.Send("GetItem", params, entities=(type(obj),))
+    try:
+        resp = yield backend.Send("GetItem", params, entities=(type(obj),))
+    except BaseException:
+        # not loaded (no answer, throttled, refused, cancelled): the fields stay deferred, so a later
+        # write never takes their absence for values (a whole save() would remove the attributes)
+        obj._state.deferred = (unread, _loader)
+        raise
     if "Item" not in resp:
         obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "

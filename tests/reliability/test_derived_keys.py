@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import dynorm
 from dynorm import Entity, F, Index, Table, backend, fields
-from tests.faults import stored_item
+from tests.faults import Hook, stored_item
 
 
 class Depots(Table):
@@ -580,3 +580,30 @@ def test_random_partial_writes_from_stale_instances_keep_every_key_equal_to_its_
                 stored = OItem.from_raw_data(stored_item(OItem, sku=sku))
                 assert {f: getattr(stored, f) for f in changes} == changes, (kind, changes)
         assert_keys_match_fields(OItem)
+
+
+def test_a_deferred_load_that_fails_leaves_the_fields_deferred_and_the_next_save_loads_them() -> None:
+    """The loader marked the fields loaded before its GetItem and restored them only for a missing or
+    unreadable item: after a GetItem that got no answer, the instance planned writes as if the fields
+    were not deferred, and a whole save() would have removed their attributes. (Sync: the fault is a
+    botocore response injected before send.)"""
+    from tests.faults import fake_response
+
+    VItem.objects.create(sku="v7", n=10, note="kept")
+    obj = VItem.objects.get(sku="v7")
+    with dynorm.transaction() as tx:
+        tx.update(obj, n=F("n") + 5)  # n deferred: its result did not come back
+    obj.warehouse = "W1"
+
+    def throttle(**_: Any) -> Any:
+        return fake_response(400, {"__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                                   "message": "injected"})
+
+    dynorm.configure(max_attempts=1)  # (the test plugin undoes it)
+    with Hook("before-send.dynamodb.GetItem", throttle):
+        with pytest.raises(dynorm.ServiceError):
+            obj.save()
+    assert obj._state.deferred is not None  # still deferred, not taken as absent
+    obj.save()  # loads them (GetItem), then writes the whole item
+    stored = VItem.from_raw_data(stored_item(VItem, sku="v7"))
+    assert (stored.n, stored.note, stored.warehouse) == (15, "kept", "W1")
