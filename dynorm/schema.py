@@ -1,24 +1,28 @@
-"""Table schema: pure planning of CreateTable / UpdateTable requests, and applying them.
+"""Table schema: pure planning of CreateTable / UpdateTable requests, and the one DDL path that sends them.
 
-``create_action`` and ``plan_sync`` are pure (a table class and a DescribeTable result in,
-actions out); ``apply`` sends them through the backend and waits for ACTIVE.
+``create_action``, ``create_params`` and ``plan_sync`` are pure (a table class or its options and
+a DescribeTable result in, requests out). :func:`create_table`, :func:`update_table`,
+:func:`delete_table`, :func:`ensure_ttl`, :func:`wait_active` and :func:`wait_deleted` send them
+through the backend: ``Table``'s DDL methods, the migration executor and the test plugin all
+call these, so each mechanism (a lost CreateTable response, TTL, waiting) is written once.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from .exceptions import ServiceError
+from .backend import call
+from .exceptions import ServiceError, TableDoesNotExist
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import TableLike
     from .table_options import MultiKeySchema, TableOptions
 
 __all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
-           "plan_sync", "apply",
-           "wait_active", "wait_deleted", "attribute_types"]
+           "plan_sync", "ttl_action", "ttl_params", "apply", "create_table", "create_declared", "update_table",
+           "delete_table", "ensure_ttl", "ttl_enabled", "wait_active", "wait_deleted", "attribute_types"]
 
 
 @dataclass(frozen=True)
@@ -136,12 +140,11 @@ def describe_gsi(m: TableOptions, gname: str) -> str:
     return f"{gname} ({pk}, {sk})"
 
 
-def _ttl_action(table: type[TableLike]) -> SchemaAction:
+def ttl_action(table: type[TableLike]) -> SchemaAction:
+    """Plan the UpdateTimeToLive request turning on ``table``'s declared TTL attribute (pure)."""
     name = table.table_name()
-    attr = table._meta.ttl_attribute
-    return SchemaAction("UpdateTimeToLive", {
-        "TableName": name, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": attr}},
-        f"turn on TTL on {name}.{attr}")
+    attr = table._meta.ttl_attribute or ""  # planned only for a table that declares one
+    return SchemaAction("UpdateTimeToLive", ttl_params(name, attr), f"turn on TTL on {name}.{attr}")
 
 
 def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> list[SchemaAction]:
@@ -157,7 +160,7 @@ def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> lis
     if description is None:
         actions = [create_action(table)]
         if table._meta.ttl_attribute:
-            actions.append(_ttl_action(table))
+            actions.append(ttl_action(table))
         return actions
     present = {g["IndexName"] for g in description.get("GlobalSecondaryIndexes", [])}
     actions = []
@@ -175,41 +178,153 @@ def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> lis
     return actions
 
 
-def wait_active(name: str, timeout: float = 300.0) -> None:
-    from .backend import call
-
+# -- sending: the one DDL path (create, update, delete, wait), for tables, migrations and the test plugin --
+def _ready(done: Callable[[], bool], timeout: float, interval: float) -> bool:
+    """The one wait loop: call ``done()`` (one DescribeTable) every ``interval`` seconds until it
+    says True; False once ``timeout`` seconds have passed without."""
     deadline = time.monotonic() + timeout
-    while True:
-        desc = call("DescribeTable", {"TableName": name})["Table"]
-        statuses = [desc.get("TableStatus")] + [g.get("IndexStatus") for g in desc.get("GlobalSecondaryIndexes", [])]
-        if all(s == "ACTIVE" for s in statuses):
-            return
+    while not done():
         if time.monotonic() > deadline:
-            raise ServiceError(f"table {name} is not ACTIVE after {timeout:.0f} s (statuses: {statuses}).",
-                               code="Timeout", operation="DescribeTable")
-        time.sleep(0.2)
+            return False
+        time.sleep(interval)
+    return True
+
+
+def wait_active(name: str, timeout: float = 300.0) -> None:
+    """Wait until table ``name`` and its GSIs are ACTIVE (DescribeTable every 0.2 s).
+
+    Raises:
+        ServiceError: not ACTIVE after ``timeout`` seconds (``code == "Timeout"``).
+        TableDoesNotExist: there is no such table.
+    """
+    statuses: list[Any] = []
+
+    def active() -> bool:
+        desc = call("DescribeTable", {"TableName": name})["Table"]
+        statuses[:] = [desc.get("TableStatus")] + [g.get("IndexStatus") for g in desc.get("GlobalSecondaryIndexes", [])]
+        return all(s == "ACTIVE" for s in statuses)
+
+    if not _ready(active, timeout, 0.2):
+        raise ServiceError(f"table {name} is not ACTIVE after {timeout:.0f} s (statuses: {statuses}).",
+                           code="Timeout", operation="DescribeTable")
 
 
 def wait_deleted(name: str, timeout: float = 60.0, interval: float = 0.2) -> None:
     """Wait until table ``name`` is gone: DescribeTable every ``interval`` seconds until it raises
     TableDoesNotExist, for at most ``timeout`` seconds (then return; the caller's next request says)."""
-    from .backend import call
-    from .exceptions import TableDoesNotExist
 
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def gone() -> bool:
         try:
             call("DescribeTable", {"TableName": name})
         except TableDoesNotExist:
-            return
-        time.sleep(interval)
+            return True
+        return False
+
+    _ready(gone, timeout, interval)
+
+
+def ttl_params(name: str, attribute: str) -> dict[str, Any]:
+    """UpdateTimeToLive parameters turning TTL on for ``attribute`` of table ``name`` (pure)."""
+    return {"TableName": name, "TimeToLiveSpecification": {"Enabled": True, "AttributeName": attribute}}
+
+
+def ttl_enabled(name: str, attribute: str) -> bool:
+    """Whether TTL is on (or turning on) for ``attribute`` of table ``name`` (DescribeTimeToLive)."""
+    desc = call("DescribeTimeToLive", {"TableName": name}).get("TimeToLiveDescription", {})
+    return bool(desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attribute)
+
+
+def ensure_ttl(name: str, attribute: str | None) -> None:
+    """Turn TTL on for ``attribute`` of table ``name`` unless it is on (DescribeTimeToLive, then
+    DescribeTable until ACTIVE and UpdateTimeToLive); nothing when ``attribute`` is ``None``."""
+    if not attribute or ttl_enabled(name, attribute):
+        return
+    wait_active(name)
+    call("UpdateTimeToLive", ttl_params(name, attribute))
+
+
+def _response_lost(exc: ServiceError) -> bool:
+    """Whether botocore retried the request that got ``exc``: an earlier attempt reached DynamoDB
+    and its answer was lost (``RetryAttempts > 0``)."""
+    cause = getattr(exc.__cause__, "response", None) or {}
+    return int(cause.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
+
+
+def create_table(params: dict[str, Any], *, ttl_attribute: str | None = None, wait: bool = True,
+                 exist_ok: bool = False) -> bool:
+    """Create a table: CreateTable, DescribeTable until ACTIVE (``wait``), UpdateTimeToLive.
+
+    The one CreateTable sender (``Table.create_table``, ``Table.sync``, ``dynorm migrate``, the test
+    plugin). A CreateTable whose response was lost (botocore retried, and the retry met
+    ResourceInUseException) created the table: it counts as created by this call and is finished
+    (ACTIVE, TTL) as if the response had arrived.
+
+    Args:
+        params: CreateTable parameters (:func:`create_params`); ``TableName`` names the table.
+        ttl_attribute: the TTL attribute to turn on, or ``None``.
+        wait: wait until the table is ACTIVE.
+        exist_ok: a table of that name existing already is not an error: it is waited for
+            (``wait``) and its TTL turned on when off (DescribeTimeToLive first); nothing else changes.
+
+    Returns:
+        True when this call created the table, False when it existed (``exist_ok``).
+
+    Raises:
+        ServiceError: the table exists (``code == "ResourceInUseException"``, unless ``exist_ok``)
+            or DynamoDB refused the definition.
+    """
+    name = params["TableName"]
+    try:
+        call("CreateTable", params)
+    except ServiceError as exc:
+        if exc.code != "ResourceInUseException":
+            raise
+        lost = _response_lost(exc)
+        if not (lost or exist_ok):
+            raise
+        if wait or (lost and ttl_attribute):
+            wait_active(name)
+        ensure_ttl(name, ttl_attribute)
+        return lost
+    if wait:
+        wait_active(name)
+    if ttl_attribute:
+        call("UpdateTimeToLive", ttl_params(name, ttl_attribute))
+    return True
+
+
+def create_declared(table: type[TableLike], *, wait: bool = True, exist_ok: bool = False) -> bool:
+    """:func:`create_table` for a ``Table`` class as declared (its GSIs, LSIs and TTL)."""
+    return create_table(create_action(table).params, ttl_attribute=table._meta.ttl_attribute, wait=wait,
+                        exist_ok=exist_ok)
+
+
+def update_table(params: dict[str, Any], *, wait: bool = True) -> None:
+    """Send UpdateTable, then DescribeTable until the table and its GSIs are ACTIVE (``wait``)."""
+    call("UpdateTable", params)
+    if wait:
+        wait_active(params["TableName"])
+
+
+def delete_table(name: str, *, wait: bool = True, interval: float = 0.2) -> None:
+    """Delete table ``name`` and its items (DeleteTable), then wait until it is gone (``wait``).
+
+    Raises:
+        TableDoesNotExist: there is no such table.
+        ServiceError: DynamoDB refused (deletion protection is on, the table is being created).
+    """
+    call("DeleteTable", {"TableName": name})
+    if wait:
+        wait_deleted(name, interval=interval)
 
 
 def apply(table: type[TableLike], actions: list[SchemaAction], wait: bool = True) -> None:
-    """Send planned schema actions in order, waiting for ACTIVE after each when ``wait``."""
-    from .backend import call
-
+    """Send planned schema actions in order (:func:`plan_sync`), waiting for ACTIVE after each
+    CreateTable and UpdateTable when ``wait``."""
     for action in actions:
-        call(action.operation, action.params)
-        if wait and action.operation in ("CreateTable", "UpdateTable"):
-            wait_active(table.table_name())
+        if action.operation == "CreateTable":
+            create_table(action.params, wait=wait)
+        elif action.operation == "UpdateTable":
+            update_table(action.params, wait=wait)
+        else:
+            call(action.operation, action.params)

@@ -14,7 +14,7 @@ from pynamodb.models import Model
 
 from . import backend, conf, registry, schema
 from .checks import check_collections, check_table
-from .exceptions import ServiceError, TableDoesNotExist
+from .exceptions import TableDoesNotExist
 from .table_options import (
     KEY_TYPES,
     REVISION_ATTRIBUTE,
@@ -137,44 +137,16 @@ class Table(metaclass=TableMeta):
             ServiceError: the table exists already (``code == "ResourceInUseException"``,
                 unless ``exist_ok``) or DynamoDB refused the definition.
         """
-        try:
-            schema.apply(cls, schema.plan_sync(cls, None), wait=wait)  # CreateTable (+ UpdateTimeToLive)
-        except ServiceError as exc:
-            if exc.code != "ResourceInUseException":
-                raise
-            cause = getattr(exc.__cause__, "response", None) or {}
-            lost = int(cause.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
-            if not (lost or exist_ok):
-                raise
-            if wait or (lost and cls._meta.ttl_attribute):
-                schema.wait_active(cls.table_name())
-            cls._ensure_ttl()
-            return lost
-        return True
-
-    @classmethod
-    def _ensure_ttl(cls) -> None:
-        """Turn on the declared TTL attribute when it is not (DescribeTimeToLive, UpdateTimeToLive)."""
-        attr = cls._meta.ttl_attribute
-        if not attr:
-            return
-        desc = backend.call("DescribeTimeToLive", {"TableName": cls.table_name()}).get("TimeToLiveDescription", {})
-        if desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attr:
-            return
-        schema.wait_active(cls.table_name())
-        schema.apply(cls, [schema._ttl_action(cls)], wait=False)
+        return schema.create_declared(cls, wait=wait, exist_ok=exist_ok)
 
     @classmethod
     def delete_table(cls, wait: bool = True) -> None:
-        """Delete the physical table and all its items (DeleteTable).
+        """Delete the physical table and all its items (DeleteTable, then DescribeTable until gone when ``wait``).
 
         Raises:
             TableDoesNotExist: there is no such table.
         """
-        name = cls.table_name()
-        backend.call("DeleteTable", {"TableName": name})
-        if wait:
-            schema.wait_deleted(name)
+        schema.delete_table(cls.table_name(), wait=wait)
 
     @classmethod
     def exists(cls) -> bool:

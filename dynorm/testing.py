@@ -289,10 +289,7 @@ class _SessionTables:
 def _ttl_as_declared(table: Any) -> bool:
     """False when a test turned off (or moved) the declared TTL attribute (DescribeTimeToLive)."""
     attr = table._meta.ttl_attribute
-    if not attr:
-        return True
-    desc = backend.call("DescribeTimeToLive", {"TableName": table.table_name()}).get("TimeToLiveDescription", {})
-    return bool(desc.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") and desc.get("AttributeName") == attr)
+    return not attr or schema.ttl_enabled(table.table_name(), attr)
 
 
 def _list_tables() -> list[str]:
@@ -311,16 +308,14 @@ def _drop(name: str, wait: bool = True) -> None:
     from .exceptions import ServiceError, TableDoesNotExist
 
     try:
-        backend.call("DeleteTable", {"TableName": name})
+        schema.delete_table(name, wait=wait, interval=0.05)
     except TableDoesNotExist:
         return
     except ServiceError as exc:
         if "deletion protection" not in str(exc).lower():
             raise
-        backend.call("UpdateTable", {"TableName": name, "DeletionProtectionEnabled": False})
-        backend.call("DeleteTable", {"TableName": name})
-    if wait:
-        schema.wait_deleted(name, interval=0.05)
+        schema.update_table({"TableName": name, "DeletionProtectionEnabled": False}, wait=False)
+        schema.delete_table(name, wait=wait, interval=0.05)
 
 
 def _empty(name: str, key_schema: list[dict[str, Any]]) -> None:

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn
 
 import click
 
@@ -278,47 +278,20 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
     """
     settings = state.settings()
     if not settings.migrations:
-        click.echo(f"Endpoint: {settings.endpoint or 'AWS ' + settings.region}")
-        if not plan_only:
-            confirm_changes(settings, "create missing tables and GSIs",
-                            [t.table_name() for t in state.load_models()], yes)
-        _sync_models(state, plan_only)
+        _sync_without_migrations(state, settings, plan_only, yes)
         return
-    from dynorm.migrations.executor import (
-        Executor,
-        MigrateOptions,
-        MigrationInterrupted,
-        OperationFailed,
-        check_ledger_without_migrations,
-    )
-    from dynorm.migrations.loader import load_migrations
+    from dynorm.migrations.executor import MigrateOptions
 
-    model_tables = state.load_models()
-    migrations = load_migrations(settings.migrations)
-    if not migrations:
-        check_ledger_without_migrations(model_tables)
-    _warn_unmigrated(migrations, model_tables)
+    migrations = _load_checked(state, settings.migrations)
     reporter = _JsonProgress() if as_json else _Bar()
     if verify_name is not None:
+        from dynorm.migrations.executor import Executor
+
         _verify(Executor(migrations), verify_name, mode, segments or 4, as_json)
         return
-    if scheduler and engine != "dask":
-        raise click.UsageError("--scheduler needs --executor dask.")
-    executor: Executor
-    if engine == "dask":
-        from dynorm.migrations.dask_executor import DaskExecutor
-
-        executor = DaskExecutor(migrations, reporter=reporter, scheduler=scheduler,
-                                n_workers=dask_workers, segments_per_worker=None if segments else 4)
-    else:
-        executor = Executor(migrations, reporter=reporter)
+    executor = _executor(migrations, reporter, engine, scheduler, dask_workers, segments)
     if force_unlock:
-        ledger = executor.ledger()
-        confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
-        if ledger.exists():
-            n = ledger.force_unlock()
-            click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.",
-                       err=True)
+        _force_unlock(executor, settings, yes)
     options = MigrateOptions(target=target, mode=mode, segments=segments or 4, worker=_worker(worker), dry_run=dry_run,
                              fake=fake, consistent_read=True if consistent_read else None, max_rcu=max_rcu,
                              max_wcu=max_wcu, lock_ttl=lock_ttl, resolve=resolve)
@@ -331,13 +304,7 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
         click.echo(json.dumps({"applied": [], "totals": {}}) if as_json else "No migrations to apply.")
         return
     if not dry_run:
-        what = (f"reverse {len(backwards)} migration(s) (rewrite or delete items)" if backwards else
-                f"apply {len(pending)} migration(s) (create tables, rewrite or delete items)")
-        if fake:
-            what = (f"record {len(backwards)} migration(s) as not applied" if backwards else
-                    f"record {len(pending)} migration(s) as applied") + " (--fake: only the ledger; no item is written)"
-        tables = sorted({settings.table_prefix + t for m in (pending or backwards) for t in m.tables})
-        confirm_changes(settings, what, tables, yes)
+        _confirm_run(settings, backwards, pending, fake, yes)
     # what was shown (and confirmed) is what may run: the executor compares it with the plan under the lock
     options.confirmed = (tuple(m.name for m in backwards), tuple(m.name for m in pending))
     resume = _resume_command(state, target, {"--segments": segments, "--mode": mode, "--worker": worker,
@@ -348,31 +315,85 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
                                              "--scheduler": scheduler,
                                              "--dask-workers": dask_workers if engine == "dask" and not scheduler
                                              else None})
+    report = _run(executor, options, resume, settings.read_timeout, as_json)
+    _print_report(report, as_json, dry_run)
+    _fail_if_partial(report, resume)
+
+
+# -- the steps of `migrate` ----------------------------------------------------------------------
+def _sync_without_migrations(state: State, settings: Any, plan_only: bool, yes: bool) -> None:
+    """No migrations package configured: create the missing tables and GSIs of the models."""
+    click.echo(f"Endpoint: {settings.endpoint or 'AWS ' + settings.region}")
+    if not plan_only:
+        confirm_changes(settings, "create missing tables and GSIs", [t.table_name() for t in state.load_models()], yes)
+    _sync_models(state, plan_only)
+
+
+def _load_checked(state: State, package: str) -> list[Any]:
+    """Load the models and the migrations; refuse a ledger without migrations; warn about unmigrated changes."""
+    from dynorm.migrations.executor import check_ledger_without_migrations
+    from dynorm.migrations.loader import load_migrations
+
+    model_tables = state.load_models()
+    migrations = load_migrations(package)
+    if not migrations:
+        check_ledger_without_migrations(model_tables)
+    _warn_unmigrated(migrations, model_tables)
+    return migrations
+
+
+def _executor(migrations: list[Any], reporter: Any, engine: str, scheduler: str | None, dask_workers: int,
+              segments: int | None) -> Any:
+    """The executor of ``--executor``: threads of this process, or a Dask cluster."""
+    from dynorm.migrations.executor import Executor
+
+    if scheduler and engine != "dask":
+        raise click.UsageError("--scheduler needs --executor dask.")
+    if engine == "dask":
+        from dynorm.migrations.dask_executor import DaskExecutor
+
+        return DaskExecutor(migrations, reporter=reporter, scheduler=scheduler, n_workers=dask_workers,
+                            segments_per_worker=None if segments else 4)
+    return Executor(migrations, reporter=reporter)
+
+
+def _force_unlock(executor: Any, settings: Any, yes: bool) -> None:
+    """``--force-unlock``: remove a lock a dead run left (after confirming), with a warning."""
+    ledger = executor.ledger()
+    confirm_changes(settings, "remove the migration lock", [ledger.name], yes)
+    if ledger.exists():
+        n = ledger.force_unlock()
+        click.echo(f"WARNING: removed {n} lock(s) on {ledger.name}; make sure no other migrate is running.", err=True)
+
+
+def _confirm_run(settings: Any, backwards: list[Any], pending: list[Any], fake: bool, yes: bool) -> None:
+    """Say what the run will change and on which tables; ask unless the endpoint is local or ``--yes``."""
+    what = (f"reverse {len(backwards)} migration(s) (rewrite or delete items)" if backwards else
+            f"apply {len(pending)} migration(s) (create tables, rewrite or delete items)")
+    if fake:
+        what = (f"record {len(backwards)} migration(s) as not applied" if backwards else
+                f"record {len(pending)} migration(s) as applied") + " (--fake: only the ledger; no item is written)"
+    tables = sorted({settings.table_prefix + t for m in (pending or backwards) for t in m.tables})
+    confirm_changes(settings, what, tables, yes)
+
+
+def _run(executor: Any, options: Any, resume: str, read_timeout: float, as_json: bool) -> Any:
+    """Run the migrations with SIGINT/SIGTERM as a stop; return the report, or exit as the stop says."""
+    from dynorm.migrations.executor import MigrationInterrupted, OperationFailed
+
     started = time.monotonic()
-    with _stop_on_signals(resume, lock_ttl, settings.read_timeout) as (stop, caught, received):
+    with _stop_on_signals(resume, options.lock_ttl, read_timeout) as (stop, caught, received):
         options.stop = stop
         try:
-            report = executor.migrate(options)
+            return executor.migrate(options)
         except OperationFailed as exc:
             if not as_json:
                 raise
             click.echo(json.dumps(exc.to_dict(), indent=2))
             raise click.ClickException(str(exc).split("\n", 1)[0]) from exc
         except MigrationInterrupted as exc:
-            _print_report(exc.report, as_json, dry_run)
-            lock = _lock_note(exc.report)
-            if exc.lost_lease and not caught:
-                click.echo(f"Stopped after {time.monotonic() - started:.1f} s: the migration lock's lease was lost "
-                           f"({exc}). Progress is saved up to the last checkpoint; {lock}. Check the network to "
-                           f"DynamoDB (or who ran --force-unlock). Resume with:\n  {resume}", err=True)
-                sys.exit(LOST_LEASE_EXIT)
-            signum = caught[0] if caught else signal.SIGINT
-            lag = time.monotonic() - received[0] if received else 0.0
-            saved = ("progress is saved and the lock released" if exc.report.lock_expires_by is None else
-                     f"progress is saved up to the last checkpoint; {lock}")
-            click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
-                       f"({exc}; stopped {lag:.2f} s after the signal); {saved}. Resume with:\n  {resume}", err=True)
-            sys.exit(128 + signum)
+            _print_report(exc.report, as_json, options.dry_run)
+            _exit_interrupted(exc, caught, received, started, resume)
         except (Exception, RequestInterrupted) as exc:
             if not caught:
                 raise
@@ -381,25 +402,46 @@ def migrate(state: State, target: str | None, plan_only: bool, dry_run: bool, fa
             signum = caught[0]
             click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s; a "
                        f"request in flight then failed ({type(exc).__name__}: {exc}). Progress is saved up to the "
-                       f"last checkpoint; the lock is released, or ends with its lease (<= {lock_ttl:g} s). "
+                       f"last checkpoint; the lock is released, or ends with its lease (<= {options.lock_ttl:g} s). "
                        f"Resume with:\n  {resume}", err=True)
             sys.exit(128 + signum)
-    _print_report(report, as_json, dry_run)
-    if report.partial:
-        names = ", ".join(f"{n} ({c} failed)" for n, c in report.partial.items())
-        first = "; ".join(report.failed_items[:5])
-        if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
-            raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
-        if any("--resolve" in item for item in report.failed_items):
-            # a new key holding another item fails the same way on every plain re-run: only a rule settles it
-            todo = (f"Items whose new key holds a different item fail again on a plain re-run: settle them with "
-                    f"`{resume} --resolve keep-new` (the item at the new key is current) or `--resolve keep-old` "
-                    "(the old item replaces it); docs/migrations.md, \"A partial migration that conflicts\".")
-        else:
-            todo = f"Fix the cause and run `{resume}` again: it retries exactly the failed items."
-        raise click.ClickException(
-            f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
-            + todo)
+
+
+def _exit_interrupted(exc: Any, caught: list[int], received: list[float], started: float, resume: str) -> NoReturn:
+    """A run stopped by a signal or a lost lease: say what is saved and how to resume; exit 128+signal or 75."""
+    lock = _lock_note(exc.report)
+    if exc.lost_lease and not caught:
+        click.echo(f"Stopped after {time.monotonic() - started:.1f} s: the migration lock's lease was lost "
+                   f"({exc}). Progress is saved up to the last checkpoint; {lock}. Check the network to "
+                   f"DynamoDB (or who ran --force-unlock). Resume with:\n  {resume}", err=True)
+        sys.exit(LOST_LEASE_EXIT)
+    signum = caught[0] if caught else signal.SIGINT
+    lag = time.monotonic() - received[0] if received else 0.0
+    saved = ("progress is saved and the lock released" if exc.report.lock_expires_by is None else
+             f"progress is saved up to the last checkpoint; {lock}")
+    click.echo(f"Interrupted by {signal.Signals(signum).name} after {time.monotonic() - started:.1f} s "
+               f"({exc}; stopped {lag:.2f} s after the signal); {saved}. Resume with:\n  {resume}", err=True)
+    sys.exit(128 + signum)
+
+
+def _fail_if_partial(report: Any, resume: str) -> None:
+    """Exit 1 when a migration is left partial, naming the failed items and the command that retries them."""
+    if not report.partial:
+        return
+    names = ", ".join(f"{n} ({c} failed)" for n, c in report.partial.items())
+    first = "; ".join(report.failed_items[:5])
+    if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
+        raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
+    if any("--resolve" in item for item in report.failed_items):
+        # a new key holding another item fails the same way on every plain re-run: only a rule settles it
+        todo = (f"Items whose new key holds a different item fail again on a plain re-run: settle them with "
+                f"`{resume} --resolve keep-new` (the item at the new key is current) or `--resolve keep-old` "
+                "(the old item replaces it); docs/migrations.md, \"A partial migration that conflicts\".")
+    else:
+        todo = f"Fix the cause and run `{resume}` again: it retries exactly the failed items."
+    raise click.ClickException(
+        f"{sum(report.partial.values())} item(s) failed, so {names} is NOT applied (partial). First: {first}. "
+        + todo)
 
 
 def _warn_unmigrated(migrations: list[Any], tables: list[Any]) -> None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import backend, conf
 from ..exceptions import DynormError, ServiceError
 from ..keyversions import KeyVersionChange
-from ..schema import create_params, wait_active
+from ..schema import create_params, create_table
 from .context import OperationRun, Planning, physical
 from .cost import OperationCost, Pacer
 from .errors import MigrationError
@@ -735,17 +735,10 @@ class Executor:
 
     def _create_table(self, table: TableState) -> None:
         name = physical(table.name)
-        try:
-            backend.call("CreateTable", create_params(table.options(), name, table.attribute_types))
-        except ServiceError as exc:
-            if exc.code != "ResourceInUseException":  # created meanwhile by another run
-                raise
-        else:
+        # one created meanwhile by another run is waited for and its TTL turned on, not this run's
+        if create_table(create_params(table.options(), name, table.attribute_types),
+                        ttl_attribute=table.ttl_attribute, exist_ok=True):
             self._created.add(name)
-        wait_active(name)
-        if table.ttl_attribute:
-            backend.call("UpdateTimeToLive", {"TableName": name, "TimeToLiveSpecification": {
-                "Enabled": True, "AttributeName": table.ttl_attribute}})
 
     def copies_chain(self, op: Any, position: int) -> RekeyEntity | None:
         """The RekeyEntity from ``op``'s version to the entity's current one (after migration ``position``);

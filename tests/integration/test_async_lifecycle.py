@@ -77,7 +77,7 @@ def _closed(client: Any) -> bool:
 def test_a_finished_event_loop_and_its_client_are_not_kept_forever() -> None:
     """Lambda-style handlers (a new loop per request) that do not call aclose(): each finished
     loop and its aiobotocore client (+ session, service model: ~10 MB measured) stayed in
-    backend._aclients for the life of the process (30 handlers: +317 MB maxrss)."""
+    backend.clients._aclients for the life of the process (30 handlers: +317 MB maxrss)."""
     Person.objects.create(person_id="p1", name="N")
 
     async def handler() -> None:
@@ -87,7 +87,7 @@ def test_a_finished_event_loop_and_its_client_are_not_kept_forever() -> None:
     unclosed = _watch_unclosed(lambda: refs.extend(_run_in_fresh_loop(handler, close_client=False) for _ in range(3)))
     alive = sum(1 for r in refs if r() is not None)
     assert alive == 0, f"{alive} closed event loops (and their clients) are still referenced by dynorm"
-    assert not backend._aclients
+    assert not backend.clients._aclients
     assert unclosed == [], "a client was left for the garbage collector to complain about"
 
 
@@ -101,7 +101,7 @@ def test_asyncio_run_without_aclose_closes_the_client_and_warns_nothing() -> Non
 
     unclosed = _watch_unclosed(lambda: [asyncio.run(handler()) for _ in range(3)])
     assert unclosed == []
-    assert not backend._aclients
+    assert not backend.clients._aclients
     assert len({id(c) for c in seen}) == 3  # one client per loop, each closed with its loop
     assert all(_closed(c) for c in seen)
 
@@ -125,19 +125,19 @@ def test_aclose_then_more_requests_on_the_same_loop() -> None:
         wrappers = asyncio.run(main())
 
     assert _watch_unclosed(run) == []
-    assert wrappers == 1 and not backend._aclients
+    assert wrappers == 1 and not backend.clients._aclients
 
 
 def test_aclose_while_another_task_builds_the_client(monkeypatch: pytest.MonkeyPatch) -> None:
     """The client a task was building when aclose() ran serves that task and is closed with the loop."""
     Person.objects.create(person_id="p1", name="N")
-    original = backend._build_aclient
+    original = backend.clients._build_aclient
 
     async def slow_build(settings: Any) -> Any:
         await asyncio.sleep(0.2)
         return await original(settings)
 
-    monkeypatch.setattr(backend, "_build_aclient", slow_build)
+    monkeypatch.setattr(backend.clients, "_build_aclient", slow_build)
 
     async def main() -> list[str]:
         first = asyncio.create_task(Person.objects.aget(person_id="p1"))
@@ -148,7 +148,7 @@ def test_aclose_while_another_task_builds_the_client(monkeypatch: pytest.MonkeyP
 
     names: list[str] = []
     assert _watch_unclosed(lambda: names.extend(asyncio.run(main()))) == []
-    assert names == ["N", "N"] and not backend._aclients
+    assert names == ["N", "N"] and not backend.clients._aclients
 
 
 # -- 4. one aiobotocore session per process ---------------------------------------------------------
@@ -188,7 +188,7 @@ def test_loops_in_several_threads_share_one_session() -> None:
 
     def worker(n: int) -> None:
         async def main() -> list[str]:
-            sessions.append(backend._aiobotocore_session())
+            sessions.append(backend.clients._aiobotocore_session())
             got = await asyncio.gather(*(Person.objects.aget(person_id=f"t{i}") for i in range(8)))
             return [p.name for p in got]
 
@@ -204,7 +204,7 @@ def test_loops_in_several_threads_share_one_session() -> None:
         t.join(60)
     assert errors == []
     assert results == {n: [f"N{i}" for i in range(8)] for n in range(4)}
-    assert len({id(s) for s in sessions}) == 1 and not backend._aclients
+    assert len({id(s) for s in sessions}) == 1 and not backend.clients._aclients
 
 
 # -- 2. a connection setting changed while requests are in flight --------------------------------------
@@ -238,7 +238,7 @@ def test_another_tasks_client_rebuild_does_not_break_a_request_in_flight() -> No
         dynorm.configure(read_timeout=(previous or 10) + 1)
         await Person.objects.aget(person_id="warm")  # on a new client, built meanwhile
         new = await backend.aclient()
-        retired = backend._aclients[asyncio.get_running_loop()].retired
+        retired = backend.clients._aclients[asyncio.get_running_loop()].retired
         still_open = [e.client is old for e in retired] == [True] and not retired[0].closer
         result = await task
         await asyncio.sleep(0.05)  # the retired client is closed once its last request is done
@@ -263,7 +263,7 @@ def test_a_retired_client_closes_once_its_requests_are_done() -> None:
         await Person.objects.aget(person_id="p1")
         dynorm.configure(read_timeout=(previous or 10) + 2)
         await Person.objects.aget(person_id="p1")  # a new client; the idle old one closes now
-        clients = backend._aclients[asyncio.get_running_loop()]
+        clients = backend.clients._aclients[asyncio.get_running_loop()]
         await asyncio.sleep(0.05)
         closed = _closed(old)
         return closed, clients.retired == []

@@ -20,6 +20,8 @@ ALLOWED_CIRCLE = {"dynorm.query", "dynorm.manager"}
 #: The layers below the ORM face's classes: typed against protocols, they never import these.
 FACE = {"dynorm.models", "dynorm.tables"}
 BELOW_FACE = {
+    "dynorm.backend", "dynorm.backend.records", "dynorm.backend.errors", "dynorm.backend.clients",
+    "dynorm.backend.retries", "dynorm.backend.calls", "dynorm.backend.steps", "dynorm.backend.paging",
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.plan_value", "dynorm.access_paths",
     "dynorm.key_conditions", "dynorm.writes", "dynorm.write_op", "dynorm.write_keys", "dynorm.write_conditions",

@@ -1,0 +1,253 @@
+"""Steps and their drivers: every request dynorm plans is a :class:`Send` in a generator of steps.
+
+A planner yields :class:`Send`, :class:`Sleep` and :class:`Emit` steps; one synchronous driver
+(:func:`stream`/:func:`drive`, through :func:`~dynorm.backend.calls.call`) and one asyncio driver
+(:func:`astream`/:func:`adrive`, through :func:`~dynorm.backend.calls.acall`) run them, so each
+decision is written once for both APIs. Before an entity's first request in a run, the drivers
+run the send guard (:func:`set_send_guard`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncGenerator, Callable, Generator
+
+from ..exceptions import DynormError
+from .calls import acall, call
+from .records import Stats
+
+__all__ = ["Send", "Sleep", "Emit", "Steps", "SendGuard", "set_send_guard", "stream", "drive", "astream", "adrive",
+           "collect", "first_emit"]
+
+
+@dataclass
+class Send:
+    """A step asking its driver to send one request (:func:`call` or :func:`acall`); the driver
+    sends the response back into the steps, or throws the dynorm error in.
+
+    Attributes:
+        operation, params: the request.
+        stats: a :class:`Stats` to add its figures to.
+        entities: the entity classes the request is for (an entity's reads and writes name theirs;
+            raw and migration requests none). Before the first request of an entity in a run of
+            steps, the driver runs the send guard (:func:`set_send_guard`: the key-version check of
+            :mod:`dynorm.keyguard`).
+    """
+
+    operation: str
+    params: dict[str, Any]
+    stats: Stats | None = None
+    entities: tuple[Any, ...] = ()
+
+
+@dataclass
+class Sleep:
+    """A step asking its driver to wait ``seconds`` (``time.sleep`` or ``asyncio.sleep``)."""
+
+    seconds: float
+
+
+@dataclass
+class Emit:
+    """A step handing a value out of a streaming run (:func:`stream`, :func:`astream`)."""
+
+    value: Any
+
+
+#: A generator of :class:`Send`/:class:`Sleep`/:class:`Emit` steps; its return value is the result.
+Steps = Generator[Any, Any, Any]
+
+#: ``guard(send, passed) -> steps | None``: what must run before ``send`` (see :func:`set_send_guard`)
+SendGuard = Callable[[Send, "set[Any]"], "Steps | None"]
+_send_guard: SendGuard | None = None
+
+
+def set_send_guard(guard: SendGuard | None) -> None:
+    """Install the check both drivers run before a :class:`Send` that names entities (``None``: none).
+
+    ``guard(send, passed)`` returns ``None`` when the request may go, or steps to run first (their
+    requests are sent and recorded like any other; an error they raise ends the run, the request
+    unsent). ``passed`` is a set the guard may fill, one per run of steps. :mod:`dynorm.keyguard`
+    installs the key-version check when dynorm is imported.
+    """
+    global _send_guard
+    _send_guard = guard
+
+
+def _advance(steps: Steps, value: Any, error: BaseException | None) -> Any:
+    return steps.send(value) if error is None else steps.throw(error)
+
+
+def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generator[Any, None, Any]:
+    """Run ``steps`` synchronously (blocking I/O through :func:`call`), yielding each :class:`Emit` value.
+
+    The one synchronous driver: :func:`drive` runs it for a result. Its return value (the
+    ``StopIteration`` value) is the steps' result; closing it sends nothing more.
+
+    Args:
+        steps: the generator of steps.
+        sleep: how a :class:`Sleep` step waits (injectable for tests).
+
+    Raises:
+        TypeError: a step that is not a :class:`Send`, :class:`Sleep` or :class:`Emit`.
+    """
+    value: Any = None
+    error: BaseException | None = None
+    passed: set[Any] = set()  # entities the send guard has let through in this run
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration as stop:
+                return stop.value
+            value, error = None, None
+            if isinstance(step, Send):
+                if step.entities and _send_guard is not None:
+                    first = _send_guard(step, passed)
+                    if first is not None:
+                        drive(first, sleep)  # its error ends the run: the request is not sent
+                try:
+                    value = call(step.operation, step.params, stats=step.stats)
+                except DynormError as exc:
+                    error = exc
+            elif isinstance(step, Sleep):
+                sleep(step.seconds)
+            elif isinstance(step, Emit):
+                yield step.value
+            else:
+                raise TypeError(f"unexpected step {step!r}")
+    finally:
+        steps.close()
+
+
+def drive(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Any:
+    """Run ``steps`` synchronously (blocking I/O through :func:`call`) and return their result.
+
+    Args:
+        steps: the generator of steps; it emits nothing.
+        sleep: how a :class:`Sleep` step waits (injectable for tests).
+
+    Raises:
+        TypeError: the steps emitted a value (they are to be run with :func:`stream`).
+    """
+    run = stream(steps, sleep)
+    try:
+        emitted = next(run)
+    except StopIteration as stop:
+        return stop.value
+    run.close()
+    raise TypeError(f"drive(): unexpected step Emit({emitted!r})")
+
+
+async def astream(steps: Steps, result: list[Any] | None = None) -> AsyncGenerator[Any, None]:
+    """Run ``steps`` on the running event loop (requests through :func:`acall`), yielding each
+    :class:`Emit` value.
+
+    The one asyncio driver: :func:`adrive` runs it for a result. Closing it (``aclose()``, a
+    cancelled task) sends nothing more.
+
+    Args:
+        steps: the generator of steps.
+        result: when given, the steps' result is appended to it at the end.
+
+    Raises:
+        TypeError: a step that is not a :class:`Send`, :class:`Sleep` or :class:`Emit`.
+    """
+    import asyncio
+
+    value: Any = None
+    error: BaseException | None = None
+    passed: set[Any] = set()  # entities the send guard has let through in this run
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration as stop:
+                if result is not None:
+                    result.append(stop.value)
+                return
+            value, error = None, None
+            if isinstance(step, Send):
+                if step.entities and _send_guard is not None:
+                    first = _send_guard(step, passed)
+                    if first is not None:
+                        await adrive(first)  # its error ends the run: the request is not sent
+                try:
+                    value = await acall(step.operation, step.params, stats=step.stats)
+                except DynormError as exc:
+                    error = exc
+            elif isinstance(step, Sleep):
+                await asyncio.sleep(step.seconds)
+            elif isinstance(step, Emit):
+                yield step.value
+            else:
+                raise TypeError(f"unexpected step {step!r}")
+    finally:
+        steps.close()
+
+
+async def adrive(steps: Steps) -> Any:
+    """Run ``steps`` on the running event loop (requests through :func:`acall`) and return their result.
+
+    Raises:
+        TypeError: the steps emitted a value (they are to be run with :func:`astream`).
+    """
+    result: list[Any] = []
+    run = astream(steps, result)
+    async for emitted in run:
+        await run.aclose()
+        raise TypeError(f"adrive(): unexpected step Emit({emitted!r})")
+    return result[0]
+
+
+def collect(steps: Steps) -> Steps:
+    """Run ``steps`` inside other steps, gathering their :class:`Emit` values: ``out = yield from collect(s)``.
+
+    :class:`Send` and :class:`Sleep` steps pass through to the outer driver (and its answers
+    and errors back in).
+    """
+    out: list[Any] = []
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return out
+            value, error = None, None
+            if isinstance(step, Emit):
+                out.append(step.value)
+                continue
+            try:
+                value = yield step
+            except Exception as exc:  # noqa: BLE001 - handed on to the inner steps
+                error = exc
+    finally:
+        steps.close()
+
+
+def first_emit(steps: Steps, default: Any = None) -> Steps:
+    """Run ``steps`` inside other steps up to their first :class:`Emit`, then close them (no further request).
+
+    Returns:
+        the first emitted value, or ``default`` when they emit none.
+    """
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = _advance(steps, value, error)
+            except StopIteration:
+                return default
+            value, error = None, None
+            if isinstance(step, Emit):
+                return step.value
+            try:
+                value = yield step
+            except Exception as exc:  # noqa: BLE001 - handed on to the inner steps
+                error = exc
+    finally:
+        steps.close()
