@@ -41,7 +41,7 @@ _Key = tuple[Any, ...]
 _known: dict[_Key, tuple[dict[str, keyversions.Entry], float]] = {}
 
 
-def _fresh(key: _Key, settings: conf.Settings) -> dict[str, keyversions.Entry] | None:
+def _fresh(key: _Key) -> dict[str, keyversions.Entry] | None:
     cached = _known.get(key)
     if cached is None or time.monotonic() >= cached[1]:
         return None
@@ -84,8 +84,7 @@ def forget(table: str | None = None) -> None:
 def known(table: str) -> dict[str, keyversions.Entry] | None:
     """The cached record of ``table`` (``{}``: none in the table), or ``None`` when not read yet (or
     read longer than ``key_versions_max_age`` seconds ago: it is read again on next use)."""
-    settings = conf.get_settings()
-    return _fresh(_key(table, settings), settings)
+    return _fresh(_key(table))
 
 
 def pending_checks(step: backend.Send, passed: set[Any]) -> backend.Steps | None:
@@ -113,7 +112,7 @@ def pending_checks(step: backend.Send, passed: set[Any]) -> backend.Steps | None
         if entity in passed:
             continue
         table = entity._meta.table.table_name()
-        entries = _fresh(_key(table, settings), settings)
+        entries = _fresh(_key(table, settings))
         if entries is None:
             unread.append((entity, table))
             continue
