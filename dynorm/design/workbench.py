@@ -269,8 +269,8 @@ def sample_item(obj: EntityLike) -> dict[str, Any]:
 def read_samples(tables: list[type[Table]], n: int) -> dict[Any, list[dict[str, Any]]]:
     """Read up to ``n`` items of each entity of ``tables`` (public query API: ``Entity.objects.scan()[:n]``).
 
-    Issues one Scan per entity (FilterExpression on the entity type; more pages only while fewer than
-    ``n`` items of that type were found: on a large table with a rare entity type it reads further).
+    Issues a Scan per entity (FilterExpression on the entity type, Limit ``n``), and more pages while fewer
+    than ``n`` items of that type were found: on a large table with a rare entity type it reads further.
 
     Returns:
         entity class -> items as DynamoDB JSON (:func:`sample_item`), for :func:`build_model`.
