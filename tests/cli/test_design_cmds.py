@@ -134,7 +134,7 @@ def test_a_model_designed_in_workbench_becomes_classes_that_pass_check(tmp_path:
     (lambda t: t["TableFacets"][0]["KeyAttributeAlias"].update(PartitionKeyAlias="PK"),
      "facet Accounts: PartitionKeyAlias is 'PK', the key attribute's own name, not a key template"),
     (lambda t: t["KeyAttributes"]["PartitionKey"].update(AttributeType="N"),
-     "table Things: the partition key 'PK' is of type N"),
+     "the partition key 'PK' is of type N; dynorm writes the table's keys as key text (S)"),
     (lambda t: t["TableFacets"][0]["NonKeyAttributes"].append("Colour"),
      "facet Accounts: NonKeyAttributes lists 'Colour', which table Things does not define"),
     (lambda t: t["NonKeyAttributes"].append({"AttributeName": "Blobs", "AttributeType": "BS"})

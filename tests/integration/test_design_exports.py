@@ -38,7 +38,8 @@ def test_template_properties_are_the_create_table_request_sent(fresh_table: Any)
         fresh_table.create_table()
     sent = {r.operation: r.params for r in c.requests}
     assert set(sent) == {"CreateTable", "DescribeTable", "UpdateTimeToLive"}
-    props = dict(table_resource(fresh_table._meta, fresh_table.table_name(), attribute_types(fresh_table))["Properties"])
+    resource = table_resource(fresh_table._meta, fresh_table.table_name(), attribute_types(fresh_table))
+    props = dict(resource["Properties"])
     assert props.pop("TimeToLiveSpecification") == sent["UpdateTimeToLive"]["TimeToLiveSpecification"]
     assert props.pop("PointInTimeRecoverySpecification") == {"PointInTimeRecoveryEnabled": True}
     assert props == sent["CreateTable"]
