@@ -35,6 +35,8 @@ _KINDS: dict[str, tuple[str, dict[str, Any]]] = {
     "S": ("String", {}), "N": ("Number", {}), "B": ("Binary", {}), "BOOL": ("Boolean", {}), "M": ("Map", {}),
     "L": ("List", {}), "SS": ("Set", {"of": "str"}), "NS": ("Set", {"of": "Decimal"}),
 }
+#: ``fields.Set(of=...)`` as ``ModelSchema`` names it -> as the source spells it
+_SET_OF = {"str": "str", "int": "int", "float": "float", "Decimal": "decimal.Decimal"}
 #: field kinds whose ``null`` is True unless told otherwise
 _NULL_BY_DEFAULT = {"Version", "Set", "Reference"}
 _KNOWN_KINDS = {"String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID", "Binary", "List", "Map",
@@ -161,8 +163,8 @@ def _template(alias: Any, where: str, key_attr: str, attr_fields: Mapping[str, s
     return _PLACEHOLDER.sub(swap, alias), used
 
 
-def _entity_spec(facet: Mapping[str, Any], table: Mapping[str, Any], tspec: Mapping[str, Any],
-                 types: Mapping[str, str], where: str) -> dict[str, Any]:
+def _entity_spec(facet: Mapping[str, Any], tspec: Mapping[str, Any], types: Mapping[str, str],
+                 where: str) -> dict[str, Any]:
     name = facet.get("FacetName")
     if not isinstance(name, str) or not name:
         raise ModelError(f"{where}: a facet without a FacetName.")
@@ -216,6 +218,32 @@ def _entity_spec(facet: Mapping[str, Any], table: Mapping[str, Any], tspec: Mapp
             "key_version": "v1", "pk": pk, "sk": sk, "indexes": indexes, "fields": fields, "unbound": unbound}
 
 
+#: what each table and entity of a ``ModelSchema`` must hold: key -> type
+_TABLE_KEYS = {"class": str, "table_name": str}
+_ENTITY_KEYS = {"class": str, "table": str, "entity_type": str, "pk": str, "fields": dict}
+
+
+def _checked_schema(schema: Mapping[str, Any], source: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                                     list[Any]]:
+    """The tables, entities and access patterns of a ``ModelSchema`` block, refusing a malformed one."""
+    out: list[list[Any]] = []
+    for part, required in (("tables", _TABLE_KEYS), ("entities", _ENTITY_KEYS)):
+        specs = schema.get(part) or []
+        if not isinstance(specs, list):
+            raise ModelError(f"{source}: ModelSchema.{part} must be a list, got {type(specs).__name__}.")
+        for i, spec in enumerate(specs):
+            bad = [k for k, t in required.items() if not isinstance(spec, dict) or not isinstance(spec.get(k), t)]
+            if bad:
+                raise ModelError(f"{source}: ModelSchema.{part}[{i}] lacks {', '.join(bad)} (or has the wrong type); "
+                                 "export the model again with dynorm export workbench.")
+            if part == "entities" and not all(isinstance(f, dict) for f in spec["fields"].values()):
+                raise ModelError(f"{source}: ModelSchema.entities[{i}] ({spec['class']}): each field must be an "
+                                 "object with its kind and attribute.")
+        out.append(list(specs))
+    patterns = schema.get("accessPatterns") or []
+    return out[0], out[1], [p for p in patterns if isinstance(p, dict)] if isinstance(patterns, list) else []
+
+
 def model_specs(model: Mapping[str, Any], source: str = "the model") -> tuple[list[dict[str, Any]],
                                                                               list[dict[str, Any]], list[Any]]:
     """The tables, entities and access patterns a Workbench model declares (pure).
@@ -233,20 +261,27 @@ def model_specs(model: Mapping[str, Any], source: str = "the model") -> tuple[li
     """
     schema = model.get("ModelSchema")
     if isinstance(schema, dict) and schema.get("format") == _SCHEMA_FORMAT:
-        return list(schema.get("tables") or []), list(schema.get("entities") or []), \
-            list(schema.get("accessPatterns") or [])
+        return _checked_schema(schema, source)
     tables, entities = [], []
     for table in model["DataModel"]:
         tspec = _table_spec(table, source)
         types = _types(table)
         tables.append(tspec)
         for facet in table.get("TableFacets") or []:
-            entities.append(_entity_spec(facet, table, tspec, types, f"{source}: table {tspec['table_name']}"))
+            entities.append(_entity_spec(facet, tspec, types, f"{source}: table {tspec['table_name']}"))
     return tables, entities, []
 
 
 # -- rendering --------------------------------------------------------------------------------------
+def _identifier(name: Any, what: str, where: str) -> str:
+    """``name`` when it is a Python identifier that is no keyword (names go into the source unquoted)."""
+    if not (isinstance(name, str) and name.isidentifier()) or keyword.iskeyword(name):
+        raise ModelError(f"{where}: {what} {name!r} is not a Python identifier; rename it.")
+    return name
+
+
 def _field_source(name: str, spec: Mapping[str, Any], where: str) -> str:
+    _identifier(name, "field name", where)
     kind = spec.get("kind")
     if kind not in _KNOWN_KINDS:
         raise ModelError(f"{where}: field {name} is of kind {kind!r}, which dynorm does not know "
@@ -254,8 +289,11 @@ def _field_source(name: str, spec: Mapping[str, Any], where: str) -> str:
     args: list[str] = []
     if kind == "Reference":
         args.append(repr(spec.get("target")))
-    if kind == "Set" and spec.get("of", "str") != "str":
-        args.append(f"of={'decimal.Decimal' if spec['of'] == 'Decimal' else spec['of']}")
+    of = spec.get("of", "str") if kind == "Set" else "str"
+    if of not in _SET_OF:
+        raise ModelError(f"{where}: field {name} is a Set of {of!r}; a set holds str, int, float or Decimal.")
+    if of != "str":
+        args.append(f"of={_SET_OF[of]}")
     if spec.get("attribute", name) != name:
         args.append(f"attr_name={spec['attribute']!r}")
     for flag in ("auto", "auto_now", "auto_now_add"):
@@ -317,6 +355,8 @@ def _entity_source(spec: Mapping[str, Any], tables: Mapping[str, str]) -> list[s
     lines.append(f"        pk = {spec['pk']!r}")
     if spec.get("sk") is not None:
         lines.append(f"        sk = {spec['sk']!r}")
+    for n in spec.get("indexes") or {}:
+        _identifier(n, "access-path name", where)
     if spec.get("indexes"):
         lines.append("        indexes = {")
         lines += [f"            {n!r}: {_index_source(i)}," for n, i in spec["indexes"].items()]
