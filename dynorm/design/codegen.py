@@ -336,8 +336,8 @@ def _table_source(spec: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _entity_source(spec: Mapping[str, Any], tables: Mapping[str, str]) -> list[str]:
-    where = f"entity {spec.get('class')}"
+def _entity_source(spec: Mapping[str, Any], tables: Mapping[str, str], source: str) -> list[str]:
+    where = f"{source}: entity {spec.get('class')}"
     if spec.get("table") not in tables:
         raise ModelError(f"{where} names table {spec.get('table')!r}, which the model does not declare.")
     lines = [f"class {spec['class']}(Entity):"]
@@ -407,5 +407,5 @@ def generate_module(model: Mapping[str, Any], source: str = "the model") -> str:
         lines += ["", *_table_source(spec), ""]
     by_name = {t["table_name"]: t["class"] for t in tables}
     for spec in entities:
-        lines += ["", *_entity_source(spec, by_name), ""]
+        lines += ["", *_entity_source(spec, by_name, source), ""]
     return "\n".join(lines).rstrip() + "\n"

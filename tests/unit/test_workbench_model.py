@@ -87,9 +87,9 @@ def _schema_model() -> dict[str, Any]:
 def test_the_import_refuses_a_schema_it_would_write_wrong_code_for(change: Any, message: str) -> None:
     model = _schema_model()
     change(model)
-    with pytest.raises(ModelError, match="^m.json: .*" if "lacks" in message or "two classes" in message else "") as e:
+    with pytest.raises(ModelError) as e:
         generate_module(model, "m.json")
-    assert message in str(e.value)
+    assert str(e.value).startswith("m.json: ") and message in str(e.value)
 
 
 def test_generated_source_quotes_every_value() -> None:
