@@ -24,7 +24,7 @@ def _select(tables: list[type[Table]], names: tuple[str, ...]) -> list[type[Tabl
     missing = [n for n in names if n not in known]
     if missing:
         raise ConfigurationError(f"no table {', '.join(map(repr, missing))} in the configured models; tables: "
-                                 f"{', '.join(t._meta.table_name for t in tables) or 'none'}.")
+                                 f"{', '.join(sorted(t._meta.table_name for t in tables)) or 'none'}.")
     return list(dict.fromkeys(known[n] for n in names))
 
 
