@@ -146,21 +146,18 @@ def _placeholder_name(m: re.Match[str]) -> str:
     return next(g for g in m.groups()[:3] if g is not None).strip()
 
 
-def _template(alias: Any, where: str, key_attr: str, attr_fields: Mapping[str, str]) -> tuple[str, list[str]]:
-    """A key template from a facet's alias: placeholders become ``{field}``; returns (template, attributes)."""
+def _template(alias: Any, where: str, key_attr: str, attr_fields: Mapping[str, str]) -> str:
+    """A key template from a facet's alias: each placeholder becomes ``{field}`` (``{version}`` stays)."""
     if not isinstance(alias, str) or not alias:
         raise ModelError(f"{where} is missing; write the key template there (e.g. CUSTOMER#<customerId>).")
     if alias == key_attr:
         raise ModelError(f"{where} is {alias!r}, the key attribute's own name, not a key template. Write the "
                          f"template as the alias in Workbench (e.g. ORDER#<orderId>, or a constant such as METADATA).")
-    used: list[str] = []
-
     def swap(m: re.Match[str]) -> str:
         attr = _placeholder_name(m)
-        used.append(attr)
         return "{" + attr_fields.get(attr, attr) + (m.group(4) or "") + "}"
 
-    return _PLACEHOLDER.sub(swap, alias), used
+    return _PLACEHOLDER.sub(swap, alias)
 
 
 def _entity_spec(facet: Mapping[str, Any], tspec: Mapping[str, Any], types: Mapping[str, str],
@@ -199,11 +196,10 @@ def _entity_spec(facet: Mapping[str, Any], tspec: Mapping[str, Any], types: Mapp
     for attr in sorted(named - set(attr_fields)):  # a placeholder naming no listed attribute: key text
         add(attr, "S", True)
     alias = facet.get("KeyAttributeAlias") or {}
-    pk, _ = _template(alias.get("PartitionKeyAlias"), f"{where}: PartitionKeyAlias", tspec["pk_attribute"],
-                      attr_fields)
+    pk = _template(alias.get("PartitionKeyAlias"), f"{where}: PartitionKeyAlias", tspec["pk_attribute"], attr_fields)
     sk = None
     if tspec["sk_attribute"]:
-        sk, _ = _template(alias.get("SortKeyAlias"), f"{where}: SortKeyAlias", tspec["sk_attribute"], attr_fields)
+        sk = _template(alias.get("SortKeyAlias"), f"{where}: SortKeyAlias", tspec["sk_attribute"], attr_fields)
     indexes: dict[str, Any] = {}
     unbound = []
     for gname, g in tspec["gsis"].items():

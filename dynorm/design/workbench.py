@@ -17,7 +17,7 @@ as follows (``docs/design-tools.md`` has the table):
   companion tools keep their schema), from which ``dynorm import workbench`` regenerates the classes
   exactly. The access patterns are also listed in ``ModelMetadata.Description``, which Workbench shows.
 
-:func:`build_model` is pure; :func:`read_samples` reads sample items (Scan, one per entity).
+:func:`build_model` is pure; :func:`read_samples` reads sample items (a Scan per entity).
 """
 
 from __future__ import annotations
