@@ -17,6 +17,7 @@ from .exceptions import (
     ConfigurationError,
     DoesNotExist,
     DynormError,
+    IntegrityError,
     InvalidCursor,
     InvalidKeyValue,
     InvalidQuery,
@@ -31,10 +32,12 @@ from .exceptions import (
     SynchronousOnlyOperation,
     TableDoesNotExist,
     TransactionCanceled,
+    UniqueCanceled,
     UnreadableItem,
     UnreadableItems,
     ValidationError,
 )
+from .constraints import UniqueConstraint
 from .expressions import F, Q
 from .manager import BaseManager, Manager
 from .models import Entity
@@ -48,13 +51,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExists", "BaseManager", "BatchIncomplete", "Capture", "ConditionFailed", "ConfigurationError",
-    "DoesNotExist", "DynormError", "Entity", "F", "Index", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
+    "DoesNotExist", "DynormError", "Entity", "F", "Index", "IntegrityError", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
     "KeyChangeError", "KeyVersionBehind", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q",
     "QuerySet",
     "ReadBackFailed",
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "SynchronousOnlyOperation", "Table",
     "TableDoesNotExist",
-    "TransactionCanceled", "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
+    "TransactionCanceled", "UniqueCanceled", "UniqueConstraint", "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
     "configure", "fields",
     "get_settings", "transaction", "Transaction", "__version__", "atransaction", "aclose",
 ]

@@ -181,6 +181,7 @@ def decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
         for name in unread:
             values.pop(name, None)  # never a default standing in for a value not read
             obj._state.read_as.pop(name, None)  # nor an attribute not projected taken as absent
+            obj._state.unique_as.pop(name, None)  # nor a unique value not read taken as None
         obj._state.partial = True  # saving it would drop the fields not read
         # a module-level loader, not a lambda: the instance stays picklable
         obj._state.deferred = (unread, loader)

@@ -16,6 +16,7 @@ error that a caller would retry.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,11 @@ def send_steps(op: WriteOp) -> backend.Steps:
         ReadBackFailed: (``op.once``) the write was applied but the GetItem after it failed;
             ``.instance`` holds what is known of the item as written.
     """
+    if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
+        refused = yield from send_checked_steps(op, [])
+        if refused is not None:
+            raise refused.error() from refused.cause
+        return op.instance
     if op.once:
         return (yield from _send_once_steps(op))
     operation, params = op.request()
@@ -158,10 +164,11 @@ class Refused:
     @property
     def older_item(self) -> bool:
         """True when a check found an item stored under an older key version."""
-        return any(a is not self.op for a in self.failed)
+        return any(a.older_version is not None for a in self.failed)
 
     def error(self) -> DynormError:
-        """The error of the first failed action (the write's own, with the item it found)."""
+        """The error of the first failed action (the write's own, with the item it found; a sentinel's
+        :class:`~dynorm.exceptions.IntegrityError` naming the value taken)."""
         first = self.failed[0]
         return first.error(None, raw_item=self.cause.reasons[0].get("item") if first is self.op else None)
 
@@ -185,11 +192,12 @@ def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     Raises:
         TransactionCanceled: cancelled for another reason, after the retries of a conflict.
     """
-    actions = (op, *checks)
+    actions = (op, *checks, *op.sentinels)
     policy = backend.RetryPolicy()
+    token = op.token or uuid.uuid4().hex[:16]  # a Delete stores no revision token: one for this call
     for attempt in range(1, policy.max_attempts + 1):
         params = {"TransactItems": [a.transact_item() for a in actions],
-                  "ClientRequestToken": f"{op.token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
+                  "ClientRequestToken": f"{token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
         try:
             yield backend.Send("TransactWriteItems", params, entities=tuple(dict.fromkeys(a.model for a in actions)))
             break
