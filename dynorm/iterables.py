@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Pro
 from . import _codec, backend, conf
 from ._deferred import DeferredLoader
 from .batch import batch_get_steps
+from .constraints import SENTINEL_TYPE
 from .cursor import decode_cursor, encode_cursor, signing_secret
 from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .fields import unreadable_item
@@ -208,6 +209,8 @@ def _full_decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
 
     def decode(raw: dict[str, Any]) -> Any:
         t = raw.get(type_attr, {}).get("S")
+        if t == SENTINEL_TYPE:
+            return None  # a unique-constraint sentinel is no item of the collection (dynorm.constraints)
         cls = entities.get(t) if t is not None else None
         if wanted is not None:
             if t not in wanted:
