@@ -103,7 +103,9 @@ class Transaction:
                 f"be action {len(self.actions) + len(ops)}. Split the work into several transactions.",
                 entity=op.model.__name__)
         for i, action in enumerate(ops):
-            if action.identity in self._items and not isinstance(action, SentinelOp) or action.identity in [o.identity for o in ops[:i]]:
+            # a sentinel already here was merged above (merge_sentinels): only entity items may clash
+            stored_twice = action.identity in self._items and not isinstance(action, SentinelOp)
+            if stored_twice or action.identity in [o.identity for o in ops[:i]]:
                 at = self._items.get(action.identity)
                 where = f"action {at} of this transaction" if at is not None else "another of its actions"
                 what = f"its key at key version {action.older_version!r}" if action.older_version else "this item"

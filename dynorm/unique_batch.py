@@ -10,7 +10,7 @@ through transactions and needs nothing here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import backend
 from .exceptions import BatchIncomplete, DynormError, IntegrityError, ValidationError
@@ -47,11 +47,12 @@ def create_each_steps(model: type[EntityLike], objs: list[EntityLike]) -> backen
         op = prepare_put(obj, create=True, fresh=True)
         for s in op.sentinels:
             if s.identity in claimed:
-                c = getattr(s, "constraint", None)
+                name = getattr(getattr(s, "constraint", None), "name", None)
+                values = getattr(s, "values", {})
                 raise IntegrityError(
-                    f"bulk_create on {model.__name__}: items {claimed[s.identity]} and {i} both hold "
-                    f"{getattr(s, 'values', {})!r} (unique constraint {getattr(c, 'name', '?')!r}); nothing was written.",
-                    entity=model.__name__, constraint=getattr(c, "name", None), values=getattr(s, "values", {}))
+                    f"bulk_create on {model.__name__}: items {claimed[s.identity]} and {i} both hold {values!r} "
+                    f"(unique constraint {name!r}); nothing was written.",
+                    entity=model.__name__, constraint=name, values=values)
             claimed[s.identity] = i
         ops.append(op)
     yield from _send_each(model, "bulk_create", objs, ops)

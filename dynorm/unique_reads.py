@@ -41,7 +41,7 @@ def stored_unique_steps(model: type[EntityLike], target: EntityLike | Mapping[st
     for n in meta.unique_fields:
         f = meta.fields[n]
         av = raw.get(f.attr_name)
-        out[n] = f.deserialize(av[f.attr_type]) if av and f.attr_type in av else None
+        out[n] = f.deserialize(av[f.attr_type]) if av and f.attr_type in av else None  # type: ignore[attr-defined]
     return out
 
 

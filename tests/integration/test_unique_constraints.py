@@ -196,3 +196,25 @@ def test_sentinels_are_invisible_to_scans_and_counts() -> None:
     Member.objects.create(member_id="m1", tenant_id="t1", email="a@x.io")
     assert [m.member_id for m in Member.objects.scan()] == ["m1"]
     assert Member.objects.scan().count() == 1
+
+
+def test_get_by_a_unique_field_reads_the_sentinel_then_the_item() -> None:
+    Member.objects.create(member_id="m1", tenant_id="t1", email="a@x.io", handle="ann")
+    Member.objects.create(member_id="m2", tenant_id="t1", email="b@x.io")
+    with dynorm.capture() as c:
+        m = Member.objects.get(email="a@x.io")
+    assert m.member_id == "m1"
+    assert c.operations == ["GetItem", "GetItem"]
+    assert c.requests[0].params["Key"]["PK"] == {"S": "dynorm#unique#MEMBER#unique_email#a@x.io"}
+    assert c.requests[1].params["Key"]["PK"] == {"S": "v1#MEMBER#m1"}
+    assert "ConsistentRead" not in c.requests[0].params
+    assert Member.objects.consistent().get(tenant_id="t1", handle="ann").member_id == "m1"
+    assert Member.objects.filter(email="b@x.io").count() == 1
+    assert not Member.objects.filter(email="b@x.io", note="x").exists()  # checked on the item read
+    with dynorm.capture() as c, pytest.raises(Member.DoesNotExist):
+        Member.objects.get(email="nobody@x.io")
+    assert c.operations == ["GetItem"]  # no sentinel: no second read
+    plan = str(Member.objects.filter(email="a@x.io").explain())
+    assert "sentinel of unique constraint 'unique_email'" in plan and "then GetItem" in plan
+    with pytest.raises(dynorm.ScanRequired):
+        Member.objects.filter(email__begins_with="a").first()  # not an equality: no sentinel serves it
