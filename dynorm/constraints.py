@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["UniqueConstraint", "SENTINEL_TYPE", "SENTINEL_PREFIX", "SENTINEL_SK", "OWNER_TYPE_ATTRIBUTE",
            "OWNER_KEY_ATTRIBUTE", "CONSTRAINT_ATTRIBUTE", "MAX_PARTITION_KEY_BYTES", "resolve_constraints",
-           "constraint_values", "sentinel_pk", "sentinel_key", "is_sentinel", "unique_fields"]
+           "constraint_values", "sentinel_pk", "sentinel_pk_text", "av_text", "sentinel_key", "is_sentinel",
+           "unique_fields"]
 
 #: The entity type of every sentinel item (``entityType``): no model may declare it.
 SENTINEL_TYPE = "dynorm#unique"
@@ -164,13 +165,23 @@ def constraint_values(c: UniqueConstraint, values: Mapping[str, Any]) -> tuple[A
     return None if any(v is None for v in out) else out
 
 
-def _value_text(f: Field, value: Any) -> str:
-    """The text of one value in a sentinel key: the value as DynamoDB stores it (so equal stored values
-    give equal text), binary as base64."""
-    raw = f.serialize(value)
+def av_text(av: Mapping[str, Any]) -> str:
+    """The text of one stored value (DynamoDB JSON, ``{"S": "a"}``) in a sentinel key: as DynamoDB stores
+    it (equal stored values give equal text; the migration backfill reads it from raw items), binary as
+    base64."""
+    (raw,) = av.values()
     if isinstance(raw, (bytes, bytearray)):
         return base64.b64encode(bytes(raw)).decode("ascii")
     return str(raw)
+
+
+def _value_text(f: Field, value: Any) -> str:
+    return av_text({f.attr_type: f.serialize(value)})
+
+
+def sentinel_pk_text(entity_type: str, name: str, texts: Sequence[str]) -> str:
+    """``dynorm#unique#<entity type>#<name>#<text>...``, every part escaped (the one renderer of sentinel keys)."""
+    return SENTINEL_PREFIX + "#".join(escape_text(p) if p else p for p in (entity_type, name, *texts))
 
 
 def sentinel_pk(entity_type: str, c: UniqueConstraint, fields: Mapping[str, Field], vals: Sequence[Any], *,
@@ -184,8 +195,7 @@ def sentinel_pk(entity_type: str, c: UniqueConstraint, fields: Mapping[str, Fiel
         ValidationError: the text is over DynamoDB's 2048-byte partition-key limit (names entity,
             constraint and the longest value); nothing was sent.
     """
-    parts = [entity_type, c.name, *(_value_text(fields[n], v) for n, v in zip(c.fields, vals))]
-    text = SENTINEL_PREFIX + "#".join(escape_text(p) if p else p for p in parts)
+    text = sentinel_pk_text(entity_type, c.name, [_value_text(fields[n], v) for n, v in zip(c.fields, vals)])
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_PARTITION_KEY_BYTES:
         longest = max(zip(c.fields, vals), key=lambda nv: len(str(nv[1])))

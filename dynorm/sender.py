@@ -64,6 +64,12 @@ def send_steps(op: WriteOp) -> backend.Steps:
     """
     if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
         refused = yield from send_checked_steps(op, [])
+        released = [a for a in refused.failed if a.kind == "Delete" and a is not op] if refused else []
+        if refused is not None and released and len(released) == len(refused.failed):
+            # the old value's sentinel is another item's (a duplicate stored before the constraint was
+            # added): this item, pinned at that value, never held it, so there is nothing to release
+            op.sentinels = [a for a in op.sentinels if a not in released]
+            refused = yield from send_checked_steps(op, [], attempt_token=f"{op.token}-r")
         if refused is not None:
             raise refused.error() from refused.cause
         return op.instance
@@ -173,7 +179,7 @@ class Refused:
         return first.error(None, raw_item=self.cause.reasons[0].get("item") if first is self.op else None)
 
 
-def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
+def send_checked_steps(op: WriteOp, checks: list[WriteOp], attempt_token: str | None = None) -> backend.Steps:
     """Send a write that must find no item under older key versions; say whether it went.
 
     During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
@@ -185,6 +191,10 @@ def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     writes: twice the write's WCU (2 for a 1 KB item), plus 2 WCU per check. A transaction
     conflict is sent again (a new token: nothing was applied under the old one).
 
+    Args:
+        attempt_token: the ``ClientRequestToken`` prefix (default: the op's revision token), for a
+            second sending whose actions differ from the first's.
+
     Returns:
         ``None`` when it was applied (and applied to the instance), else a :class:`Refused`
         naming the actions whose condition failed; nothing was written then.
@@ -194,7 +204,8 @@ def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     """
     actions = (op, *checks, *op.sentinels)
     policy = backend.RetryPolicy()
-    token = op.token or uuid.uuid4().hex[:16]  # a Delete stores no revision token: one for this call
+    # a Delete stores no revision token: one for this call; a second sending of other actions: its own
+    token = attempt_token or op.token or uuid.uuid4().hex[:16]
     for attempt in range(1, policy.max_attempts + 1):
         params = {"TransactItems": [a.transact_item() for a in actions],
                   "ClientRequestToken": f"{token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
