@@ -473,6 +473,8 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None, **changes: Any) -> None:
         """Add an Update (see :meth:`Transaction.update`)."""
         model, t = _target(target, key)
+        if not is_instance(t) and touches_unique(model, list(changes)):
+            _refuse_unique_by_key(model, "update")
         if not is_instance(t):  # by key: get()'s read_versions fallback runs at acommit, not here
             self._add(prepare_update(model, key=t, changes=changes, condition=condition))
             if older_keys(model, t):
@@ -487,6 +489,8 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if isinstance(t, Mapping) and model._meta.constraints:
+            _refuse_unique_by_key(model, "delete")
         if isinstance(t, Mapping) and condition is not None and older_keys(model, t):
             # by key with a condition: get()'s read_versions fallback runs at acommit, not here
             self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
@@ -508,6 +512,14 @@ class _AsyncTransaction(Transaction):
                 self.actions[i] = plan()
             self._moves = []
         yield from super()._commit_steps()
+
+
+def _refuse_unique_by_key(model: type[EntityLike], verb: str) -> None:
+    """In ``atransaction()``: a write by key of a unique value needs a blocking read of the value stored."""
+    raise ValidationError(
+        f"{model.__name__}: in dynorm.atransaction(), {verb}() by key of an entity with unique constraints would "
+        "need a blocking GetItem of its stored unique values (the sentinels to release); read the instance first "
+        f"(obj = await {model.__name__}.objects.aget(...)) and pass it: tx.{verb}(obj, ...).", entity=model.__name__)
 
 
 class atransaction:  # noqa: N801 - named like the function it mirrors
