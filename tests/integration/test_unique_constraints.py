@@ -218,3 +218,16 @@ def test_get_by_a_unique_field_reads_the_sentinel_then_the_item() -> None:
     assert "sentinel of unique constraint 'unique_email'" in plan and "then GetItem" in plan
     with pytest.raises(dynorm.ScanRequired):
         Member.objects.filter(email__begins_with="a").first()  # not an equality: no sentinel serves it
+
+
+def test_a_save_from_a_stale_read_leaves_no_sentinel_behind() -> None:
+    Member.objects.create(member_id="m1", tenant_id="t1", email="x@x.io")
+    stale = Member.objects.get(member_id="m1")
+    other = Member.objects.get(member_id="m1")
+    other.email = "y@x.io"
+    other.save()
+    stale.email = "z@x.io"
+    with pytest.raises(dynorm.ConditionFailed):  # the stored email is no longer the one read
+        stale.save()
+    assert _emails() == {"y@x.io"}
+    assert Member.objects.get(member_id="m1").email == "y@x.io"
