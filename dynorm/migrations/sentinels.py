@@ -42,25 +42,33 @@ __all__ = ["SentinelWriter", "SentinelDeleter"]
 SENTINEL_WCU = 1
 
 
-class SentinelWriter(_Base):
-    """Puts the sentinel of each item of one entity type for one constraint (AddConstraint)."""
+class _SentinelScan(_Base):
+    """A worker of one AddConstraint/RemoveConstraint (``op``): a filtered, segmented Scan of the table."""
 
     def __init__(self, op: Any, table: TableState, physical: str, counts: Counts, dry_run: bool = False,
                  pacer: Pacer | None = None, consistent: bool = True) -> None:
         super().__init__(table, physical, counts, dry_run, pacer, consistent)
         self.op = op
 
-    def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
-        """The Scan of the entity's items (every key version): ``FilterExpression: entityType = :t``."""
+    def _scan(self, segment: int, total: int, page_size: int | None, filter_expression: str,
+              names: dict[str, str], values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         params: dict[str, Any] = {"TableName": self.physical, "ConsistentRead": self.consistent,
-                                  "ReturnConsumedCapacity": "TOTAL", "FilterExpression": "#t = :t",
-                                  "ExpressionAttributeNames": {"#t": self.table.type_attribute},
-                                  "ExpressionAttributeValues": {":t": {"S": self.op.entity_type}}}
+                                  "ReturnConsumedCapacity": "TOTAL", "FilterExpression": filter_expression,
+                                  "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}
         if page_size is not None:
             params["Limit"] = page_size
         if total > 1:
             params.update(Segment=segment, TotalSegments=total)
         return "Scan", params
+
+
+class SentinelWriter(_SentinelScan):
+    """Puts the sentinel of each item of one entity type for one constraint (AddConstraint)."""
+
+    def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
+        """The Scan of the entity's items (every key version): ``FilterExpression: entityType = :t``."""
+        return self._scan(segment, total, page_size, "#t = :t", {"#t": self.table.type_attribute},
+                          {":t": {"S": self.op.entity_type}})
 
     def sentinel(self, raw: dict[str, Any]) -> dict[str, Any] | None:
         """The sentinel item ``raw`` holds (``None``: a value is missing, as None claims nothing)."""
@@ -131,28 +139,15 @@ class SentinelWriter(_Base):
         return "ok", ""
 
 
-class SentinelDeleter(_Base):
+class SentinelDeleter(_SentinelScan):
     """Deletes every sentinel of one constraint (RemoveConstraint)."""
-
-    def __init__(self, op: Any, table: TableState, physical: str, counts: Counts, dry_run: bool = False,
-                 pacer: Pacer | None = None, consistent: bool = True) -> None:
-        super().__init__(table, physical, counts, dry_run, pacer, consistent)
-        self.op = op
 
     def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
         """The Scan of the constraint's sentinels: ``begins_with(PK, "dynorm#unique#<type>#<name>#")``."""
         prefix = sentinel_pk_text(self.op.entity_type, self.op.name, []) + "#"
-        params: dict[str, Any] = {"TableName": self.physical, "ConsistentRead": self.consistent,
-                                  "ReturnConsumedCapacity": "TOTAL",
-                                  "FilterExpression": "#t = :t AND begins_with(#p, :prefix)",
-                                  "ExpressionAttributeNames": {"#t": self.table.type_attribute,
-                                                               "#p": self.table.pk_attribute},
-                                  "ExpressionAttributeValues": {":t": {"S": SENTINEL_TYPE}, ":prefix": {"S": prefix}}}
-        if page_size is not None:
-            params["Limit"] = page_size
-        if total > 1:
-            params.update(Segment=segment, TotalSegments=total)
-        return "Scan", params
+        return self._scan(segment, total, page_size, "#t = :t AND begins_with(#p, :prefix)",
+                          {"#t": self.table.type_attribute, "#p": self.table.pk_attribute},
+                          {":t": {"S": SENTINEL_TYPE}, ":prefix": {"S": prefix}})
 
     def process(self, items: list[dict[str, Any]], tally: Any = None) -> PageResult:
         """Delete each sentinel read (a sentinel already gone is no error)."""
