@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import fields, keyguard  # noqa: F401 - keyguard installs the key-version check in the drivers
 from .backend import Capture, Stats, aclose, capture
 from .conf import Settings, configure, get_settings
+from .constraints import UniqueConstraint
 from .exceptions import (
     AlreadyExists,
     BatchIncomplete,
@@ -17,6 +18,7 @@ from .exceptions import (
     ConfigurationError,
     DoesNotExist,
     DynormError,
+    IntegrityError,
     InvalidCursor,
     InvalidKeyValue,
     InvalidQuery,
@@ -31,6 +33,7 @@ from .exceptions import (
     SynchronousOnlyOperation,
     TableDoesNotExist,
     TransactionCanceled,
+    UniqueCanceled,
     UnreadableItem,
     UnreadableItems,
     ValidationError,
@@ -48,13 +51,15 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExists", "BaseManager", "BatchIncomplete", "Capture", "ConditionFailed", "ConfigurationError",
-    "DoesNotExist", "DynormError", "Entity", "F", "Index", "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
+    "DoesNotExist", "DynormError", "Entity", "F", "Index", "IntegrityError",
+    "InvalidCursor", "InvalidKeyValue", "InvalidQuery",
     "KeyChangeError", "KeyVersionBehind", "Manager", "ModelError", "MultipleObjectsReturned", "Page", "Plan", "Q",
     "QuerySet",
     "ReadBackFailed",
     "ScanRequired", "ServiceError", "Settings", "StaleWrite", "Stats", "SynchronousOnlyOperation", "Table",
     "TableDoesNotExist",
-    "TransactionCanceled", "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
+    "TransactionCanceled", "UniqueCanceled", "UniqueConstraint",
+    "UnknownItem", "UnreadableItem", "UnreadableItems", "ValidationError", "capture",
     "configure", "fields",
     "get_settings", "transaction", "Transaction", "__version__", "atransaction", "aclose",
 ]

@@ -416,6 +416,8 @@ class Entity(Model, metaclass=EntityMeta):
             av = data.get(attr_name)
             if av is None or "NULL" not in av:
                 state.read_as[name] = (values.get(name), av)
+        for name in cls._meta.unique_fields:  # the sentinels this item holds (dynorm.constraints)
+            state.unique_as[name] = values.get(name)
         return obj
 
 

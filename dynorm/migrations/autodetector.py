@@ -6,6 +6,7 @@ import re
 
 from ..keys import VERSION, KeyTemplate
 from .operations import (
+    AddConstraint,
     AlterKeyEncoding,
     CreateEntity,
     CreateTable,
@@ -14,6 +15,7 @@ from .operations import (
     MigrationError,
     Operation,
     RekeyEntity,
+    RemoveConstraint,
     SyncIndexes,
 )
 from .state import EntityState, ProjectState
@@ -79,7 +81,9 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             _check_stored_types(before_e, entity)
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
-        elif before_e.layout() != entity.layout():
+            continue
+        ops += _constraint_changes(before_e, entity)
+        if before_e.layout() != entity.layout():
             _check_version_used(before_e, entity)
 
             def part(e):  # type: ignore[no-untyped-def]
@@ -93,6 +97,24 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
     for key in old.entities:
         if key not in new.entities and key[0] in new.tables:
             ops.append(DeleteEntity(*key))
+    return ops
+
+
+def _constraint_changes(before: EntityState, after: EntityState) -> list[Operation]:
+    """RemoveConstraint for each unique constraint gone (or changed), AddConstraint for each new (or changed) one."""
+    ops: list[Operation] = []
+    owner_fields = {n for t in after.keys["primary"].values() for n in KeyTemplate(t).placeholders} - {VERSION}
+    owner = {n: after.fields[n][0] for n in sorted(owner_fields) if n in after.fields}
+
+    def specs(e: EntityState, names: list[str]) -> dict[str, list[str]]:
+        return {n: list(e.fields[n]) for n in names if n in e.fields}
+
+    for name, names in before.constraints.items():
+        if after.constraints.get(name) != names:
+            ops.append(RemoveConstraint(after.table, after.entity_type, name, specs(before, names), owner))
+    for name, names in after.constraints.items():
+        if before.constraints.get(name) != names:
+            ops.append(AddConstraint(after.table, after.entity_type, name, specs(after, names), owner))
     return ops
 
 

@@ -93,6 +93,7 @@ class EntityState:
             not written (sparse).
         fields: field name -> [attribute name, field kind] for every field a template uses.
         version_attribute: the ``fields.Version`` attribute name, if any.
+        constraints: unique constraint name -> its field names (their attributes and kinds in ``fields``).
     """
 
     table: str
@@ -101,6 +102,7 @@ class EntityState:
     keys: dict[str, dict[str, str]]
     fields: dict[str, list[str]]
     version_attribute: str | None = None
+    constraints: dict[str, list[str]] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
         """What makes stored keys stale when it changes (version and templates)."""
@@ -117,6 +119,8 @@ class EntityState:
                                "key_version": self.key_version, "keys": self.keys, "fields": self.fields}
         if self.version_attribute:
             out["version_attribute"] = self.version_attribute
+        if self.constraints:
+            out["constraints"] = self.constraints
         return out
 
 
@@ -185,11 +189,13 @@ def entity_state(entity: Any) -> EntityState:
         if attrs:
             keys[b.index_name or b.name] = attrs
             used |= set(b.fields)
+    constraints = {c.name: list(c.fields) for c in getattr(meta, "constraints", ())}
+    used |= {n for names in constraints.values() for n in names}
     fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
               if n in meta.fields}
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
-                       keys=keys, fields=fields, version_attribute=version_attr)
+                       keys=keys, fields=fields, version_attribute=version_attr, constraints=constraints)
 
 
 def state_from_models(tables: list[type[Table]]) -> ProjectState:
