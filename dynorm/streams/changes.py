@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from .._codec import item_from_av
 from ..exceptions import ConfigurationError, UnreadableItem
 from ..fields import unreadable_item
 from ..iterables import UnknownItem
@@ -81,6 +82,19 @@ class Change:
     def keys(self) -> dict[str, Any]:
         """The table key of the change's first record (DynamoDB JSON, ``{"PK": {"S": ...}, ...}``)."""
         return dict(self.record.get("dynamodb", {}).get("Keys") or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change as plain data (for JSON): kind, entity, entity type, keys, changed fields,
+        revision, sequence number, and the old and new items' attributes (as stored, plain values)."""
+        body = self.record.get("dynamodb", {})
+        shown = self.new if self.new is not None else self.old
+        return {"kind": self.kind, "entity": self.entity.__name__,
+                "entity_type": getattr(shown, "entity_type", None) or getattr(getattr(self.entity, "_meta", None),
+                                                                                "entity_type", None),
+                "keys": item_from_av(self.keys), "changed_fields": list(self.changed_fields),
+                "revision": self.revision, "sequence_number": self.sequence_number, "expired": self.expired,
+                "old": item_from_av(body["OldImage"]) if self.old is not None and "OldImage" in body else None,
+                "new": item_from_av(body["NewImage"]) if self.new is not None and "NewImage" in body else None}
 
     def __repr__(self) -> str:
         shown = self.new if self.new is not None else self.old
