@@ -95,7 +95,8 @@ class Table(metaclass=TableMeta):
     on the fields' own typed attributes); ``lsis`` (index name -> sort attribute);
     ``ttl_attribute``; ``pk_attribute`` (``"PK"``), ``sk_attribute`` (``"SK"``, or ``None``),
     ``type_attribute`` (``"entityType"``); ``delimiter`` (``"#"``); ``billing_mode``
-    (``"PAY_PER_REQUEST"``).
+    (``"PAY_PER_REQUEST"``); ``stream`` (a DynamoDB ``StreamViewType`` such as
+    ``"NEW_AND_OLD_IMAGES"``, read with :mod:`dynorm.streams`; ``None``: no stream).
     """
 
     _meta: ClassVar[TableOptions]

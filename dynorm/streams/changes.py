@@ -283,7 +283,8 @@ def _pair_moves(found: list[Change]) -> list[Change]:
         first, second = sorted((r, n))
         out[first] = replace(came, kind="moved", old=gone.old, record=found[first].record,
                              records=(found[first].record, found[second].record),
-                             changed_fields=_changed("moved", gone.old, came.new, gone.record["dynamodb"].get("OldImage"),
+                             changed_fields=_changed("moved", gone.old, came.new,
+                                                     gone.record["dynamodb"].get("OldImage"),
                                                      came.record["dynamodb"].get("NewImage")),
                              unreadable=gone.unreadable + came.unreadable,
                              _positions=(found[first]._positions[0], found[second]._positions[0]))

@@ -66,9 +66,10 @@ class StreamRecord:
                 f"dynorm.streams: record {position} is not a DynamoDB Streams record ({shown}); pass the Lambda "
                 "event ({'Records': [...]}) or the records of GetRecords, each with eventName and dynamodb.")
         who = raw.get("userIdentity") or {}
+        by_ttl = who.get("type") == "Service" and who.get("principalId") == _TTL_PRINCIPAL
         return cls(raw=raw, position=position, event=str(event), keys=dict(body.get("Keys") or {}),
                    new=body.get("NewImage"), old=body.get("OldImage"), sequence_number=body.get("SequenceNumber"),
-                   expired=event == "REMOVE" and who.get("type") == "Service" and who.get("principalId") == _TTL_PRINCIPAL)
+                   expired=event == "REMOVE" and by_ttl)
 
     @property
     def image(self) -> dict[str, Any]:

@@ -111,7 +111,8 @@ def test_an_unreadable_item_is_a_change_not_an_error(reader: streams.StreamReade
 def test_a_ttl_deletion_is_a_deleted_change_marked_expired(reader: streams.StreamReader) -> None:
     """DynamoDB Local deletes expired items lazily (not within a test): the REMOVE of a real delete
     is given the userIdentity AWS documents on the records of TTL deletions."""
-    Post.objects.create(post_id="p1", author="ann", title="t", expires_at=datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc))
+    past = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    Post.objects.create(post_id="p1", author="ann", title="t", expires_at=past)
     Post.objects.get(post_id="p1").delete()
     records = reader.poll()
     records[1]["userIdentity"] = {"type": "Service", "principalId": "dynamodb.amazonaws.com"}

@@ -1,4 +1,4 @@
-"""Table operations: CreateTable, SyncIndexes, DropIndexes, AlterStream (table DDL) and AlterKeyEncoding (state only)."""
+"""Table operations: CreateTable, SyncIndexes, DropIndexes, AlterStream (table DDL); AlterKeyEncoding (state only)."""
 
 from __future__ import annotations
 
