@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeGuard
+from typing import Any, ClassVar, Mapping, Protocol, TypeGuard
 
 from .exceptions import ModelError
 from .keys import check_delimiter
 
 __all__ = ["TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "STREAM_VIEW_TYPES", "TableDeclaration",
-           "build_table_options", "check_stream", "copied_from_attribute", "is_table_class", "parse_multi_key"]
+           "build_table_options", "check_stream", "copied_from_attribute", "copied_from_value", "is_table_class",
+           "parse_multi_key"]
 
 #: Attribute types a key attribute can have (DynamoDB: string, number, binary).
 KEY_TYPES = ("S", "N", "B")
@@ -108,6 +109,14 @@ def copied_from_attribute(revision_attribute: str) -> str:
         revision_attribute: ``Table.Meta.revision_attribute``.
     """
     return f"{revision_attribute}_src"
+
+
+def copied_from_value(source: Mapping[str, Any], revision_attribute: str, mark: str) -> dict[str, Any]:
+    """The :func:`copied_from_attribute` value of a copy of item ``source`` (DynamoDB JSON):
+    ``{"SS": [...]}`` holding ``mark`` (what identifies ``source``'s revision, its token for an item
+    with one) and every revision ``source`` itself records it was copied from, sorted."""
+    held = (source.get(copied_from_attribute(revision_attribute)) or {}).get("SS", [])
+    return {"SS": sorted({mark, *held})}
 
 
 @dataclass

@@ -22,6 +22,7 @@ from .table_options import (
     TableOptions,
     build_table_options,
     copied_from_attribute,
+    copied_from_value,
     parse_multi_key,
 )
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
 __all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "copied_from_attribute",
-           "parse_multi_key"]
+           "copied_from_value", "parse_multi_key"]
 
 
 class _PynamoMeta:

@@ -42,7 +42,7 @@ from ..exceptions import (
     TransactionCanceled,
 )
 from ..keys import KeyTemplate, parse_datetime
-from ..tables import copied_from_attribute
+from ..tables import copied_from_attribute, copied_from_value
 from ..writes import new_token, unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
@@ -369,8 +369,7 @@ class Rekeyer(_Base):
         # land in different shards); left out when the item would not fit the size limit
         rev = self.table.revision_attribute
         src = copied_from_attribute(rev)
-        marks = sorted({source_mark(raw, rev), *(raw.get(src) or {}).get("SS", [])})
-        item = {**new, src: {"SS": marks}}
+        item = {**new, src: copied_from_value(raw, rev, source_mark(raw, rev))}
         if item_size(item) <= MAX_ITEM_BYTES:
             put["Put"]["Item"] = item
         if self.mode == "copy":

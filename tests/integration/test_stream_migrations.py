@@ -99,3 +99,21 @@ def test_makemigrations_turns_the_stream_on_with_update_table(project: Project) 
         {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}]
     assert project.table.describe()["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     assert project.makemigrations(check=True).operations == []
+
+
+def test_a_read_versions_move_reads_as_moved_then_the_write_as_updated(project: Project) -> None:
+    """An application write to an item read at an older key version moves it first (Put at v2 and
+    Delete at v1 in one transaction), then writes: one ``moved`` and one ``updated``."""
+    migrated_v1(project)
+    models = project.stage(STREAM_TABLE, MODELS_SRC.format(pkg=project.pkg, **{**V2, "read_versions": ["v2", "v1"]}))
+    project.makemigrations()
+    w = models.Widget.objects.get(widget_id="w1")
+    assert w._state.fallback == "v1"
+    reader = streams.StreamReader(project.table)
+    w.update(counter=5)
+    records = reader.poll()
+    moved, updated = streams.changes(records, table=project.table)
+    assert (moved.kind, moved.old.counter, moved.new.counter, len(moved.records)) == ("moved", 0, 0, 2)
+    assert updated.kind == "updated" and updated.changed_fields == ("counter", "version")
+    alone = [c.kind for r in records for c in streams.changes([r], table=project.table)]
+    assert sorted(alone) == ["moved", "moved", "updated"]  # the INSERT and the REMOVE, each on its own
