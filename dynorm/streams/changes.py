@@ -196,6 +196,20 @@ def _copied_here(table: type[Table], image: dict[str, Any] | None) -> bool:
     return rev is not None and rev in src
 
 
+def _keys_only(table: type[Table], record: StreamRecord) -> bool:
+    """Whether a MODIFY changed nothing but key attributes (and the copied-from record): a rekey in place.
+
+    Another writer that keeps the revision token while changing a field or an undeclared attribute
+    made an update, not a move.
+    """
+    old, new = record.old or {}, record.new or {}
+    meta = table._meta
+    # the key text dynorm renders (PK, SK, template GSIs' attributes); LSI sort keys and
+    # multi-attribute GSI keys are fields' own values, whose change is an update
+    keys = {*meta.key_attributes, copied_from_attribute(meta.revision_attribute)}
+    return all(a in keys for a in {*old, *new} if old.get(a) != new.get(a))
+
+
 def _at_older_version(cls: Any, obj: Any, keys: dict[str, Any]) -> bool:
     """Whether ``obj`` is stored under a key other than its model's at the current key version."""
     if cls is UnknownItem or obj is None:
@@ -222,7 +236,7 @@ def _one(record: StreamRecord, table: type[Table]) -> Change:
     rev_old, rev_new = _revision(table, record.old), _revision(table, record.new)
     if record.event == "INSERT" and _copied_here(table, record.new):
         kind = "moved"
-    elif record.event == "MODIFY" and rev_new is not None and rev_old == rev_new and old_cls is new_cls:
+    elif record.event == "MODIFY" and rev_new is not None and rev_old == rev_new and _keys_only(table, record):
         kind = "moved"  # no dynorm write keeps the token: a rekey rewrote the index keys in place
     elif record.event == "REMOVE" and not record.expired and _at_older_version(old_cls, old, record.keys):
         kind = "moved"

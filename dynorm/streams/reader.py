@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import backend
 from ..backend.stream_calls import stream_call
-from ..exceptions import ConfigurationError
+from ..exceptions import ConfigurationError, ServiceError
 from .changes import Change, changes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +55,7 @@ class StreamReader:
         self.arn: str = arn
         self.start = start
         self._iterators: dict[str, str | None] = {}  # shard id -> next iterator (None: closed, read to its end)
+        self._at_latest: set[str] = set()  # shards whose LATEST iterator has read nothing yet
         self._discover(start)
 
     def _shards(self) -> list[dict[str, Any]]:
@@ -76,8 +77,29 @@ class StreamReader:
                 continue
             known_parent = shard.get("ParentShardId") in self._iterators
             kind = "TRIM_HORIZON" if known_parent or start == "TRIM_HORIZON" else "LATEST"
-            self._iterators[sid] = stream_call("GetShardIterator", {
-                "StreamArn": self.arn, "ShardId": sid, "ShardIteratorType": kind})["ShardIterator"]
+            self._iterators[sid] = self._iterator(sid, kind)
+            if kind == "LATEST":
+                self._at_latest.add(sid)
+
+    def _iterator(self, shard: str, kind: str) -> str:
+        return str(stream_call("GetShardIterator", {"StreamArn": self.arn, "ShardId": shard,
+                                                    "ShardIteratorType": kind})["ShardIterator"])
+
+    def _get_records(self, shard: str, iterator: str) -> dict[str, Any]:
+        """GetRecords; a LATEST iterator taken on an empty shard is taken again at TRIM_HORIZON when refused.
+
+        DynamoDB Local gives such an iterator the shard's starting sequence number, while writes to other
+        tables advance the sequence numbers: its first record then lies past it, and GetRecords answers
+        TrimmedDataAccessException (measured with DynamoDB Local 3.3). The shard held nothing when the
+        iterator was taken, so every record it holds now was written after: TRIM_HORIZON reads them.
+        """
+        try:
+            return stream_call("GetRecords", {"ShardIterator": iterator})
+        except ServiceError as exc:
+            if exc.code != "TrimmedDataAccessException" or shard not in self._at_latest:
+                raise
+            self._at_latest.discard(shard)
+            return stream_call("GetRecords", {"ShardIterator": self._iterator(shard, "TRIM_HORIZON")})
 
     def poll(self) -> list[dict[str, Any]]:
         """Return the records written since the last poll (GetRecords per open shard until one is empty).
@@ -89,9 +111,11 @@ class StreamReader:
         out: list[dict[str, Any]] = []
         for sid, iterator in list(self._iterators.items()):
             while iterator is not None:
-                resp = stream_call("GetRecords", {"ShardIterator": iterator})
+                resp = self._get_records(sid, iterator)
                 iterator = resp.get("NextShardIterator")
                 records = resp.get("Records", [])
+                if records:
+                    self._at_latest.discard(sid)
                 for r in records:
                     r.setdefault("eventSourceARN", self.arn)
                 out += records
