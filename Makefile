@@ -98,6 +98,7 @@ bench: install dynamodb-local
 	$(PY) bench/bench_migrate.py
 	$(PY) bench/bench_async.py
 	$(PY) bench/bench_multikey.py
+	$(PY) bench/bench_streams.py
 
 clean:
 	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

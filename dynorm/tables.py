@@ -22,6 +22,7 @@ from .table_options import (
     TableOptions,
     build_table_options,
     copied_from_attribute,
+    copied_from_value,
     parse_multi_key,
 )
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
 __all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "copied_from_attribute",
-           "parse_multi_key"]
+           "copied_from_value", "parse_multi_key"]
 
 
 class _PynamoMeta:
@@ -95,7 +96,8 @@ class Table(metaclass=TableMeta):
     on the fields' own typed attributes); ``lsis`` (index name -> sort attribute);
     ``ttl_attribute``; ``pk_attribute`` (``"PK"``), ``sk_attribute`` (``"SK"``, or ``None``),
     ``type_attribute`` (``"entityType"``); ``delimiter`` (``"#"``); ``billing_mode``
-    (``"PAY_PER_REQUEST"``).
+    (``"PAY_PER_REQUEST"``); ``stream`` (a DynamoDB ``StreamViewType`` such as
+    ``"NEW_AND_OLD_IMAGES"``, read with :mod:`dynorm.streams`; ``None``: no stream).
     """
 
     _meta: ClassVar[TableOptions]

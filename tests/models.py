@@ -215,3 +215,38 @@ class Account(Entity):
         entity_type = "ACCOUNT"
         pk = "{version}#ACCOUNT#{account_id}"
         sk = "METADATA"
+class Feed(Table):
+    """A table with a stream (docs/streams.md; tests/integration/test_streams.py)."""
+
+    class Meta:
+        table_name = "feed"
+        gsi_count = 1
+        ttl_attribute = "expires_at"
+        stream = "NEW_AND_OLD_IMAGES"
+
+
+class Post(Entity):
+    post_id = fields.String()
+    author = fields.String()
+    title = fields.String()
+    likes = fields.Integer(default=0)
+    expires_at = fields.TTL(null=True)
+    version = fields.Version()
+
+    class Meta:
+        table = Feed
+        entity_type = "POST"
+        pk = "{version}#POST#{post_id}"
+        sk = "METADATA"
+        indexes = {"by_author": Index("GSI1", pk="{version}#AUTHOR#{author}", sk="POST#{post_id}")}
+
+
+class Like(Entity):
+    post_id = fields.String()
+    user_id = fields.String()
+
+    class Meta:
+        table = Feed
+        entity_type = "LIKE"
+        pk = "{version}#POST#{post_id}"
+        sk = "LIKE#{user_id}"

@@ -8,6 +8,7 @@ from ..keys import VERSION, KeyTemplate
 from .operations import (
     AddConstraint,
     AlterKeyEncoding,
+    AlterStream,
     CreateEntity,
     CreateTable,
     DeleteEntity,
@@ -27,7 +28,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
     """Return the operations that turn ``old`` into ``new``.
 
     New tables become ``CreateTable``, new GSIs ``SyncIndexes``, GSIs gone from the table
-    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), new entity types
+    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), a changed
+    ``Table.Meta.stream`` ``AlterStream``, new entity types
     ``CreateEntity``, changed key versions or templates ``RekeyEntity`` (old and new layouts
     frozen), removed entity types ``DeleteEntity``. Tables are never dropped.
 
@@ -75,6 +77,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             drop = DropIndexes(name, dropped)
             ops.append(drop)
             drop.state_forwards(old)
+        if before.stream != table.stream:
+            ops.append(AlterStream(name, table.stream, before.stream))
     for key, entity in new.entities.items():
         before_e = old.entities.get(key)
         if before_e is not None:

@@ -46,6 +46,8 @@ class TableState:
     revision_attribute: str = REVISION_ATTRIBUTE
     #: multi-attribute GSIs: name -> ``{"pk": {attribute: type}, "sk": {attribute: type}}``
     multi_gsis: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: the DynamoDB Streams view type of the table's stream (``Table.Meta.stream``), ``None``: no stream
+    stream: str | None = None
 
     def options(self) -> TableOptions:
         """The equivalent :class:`~dynorm.tables.TableOptions`."""
@@ -56,7 +58,7 @@ class TableState:
                             type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
                             ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
                             billing_mode=self.billing_mode, key_encoding=self.key_encoding,
-                            revision_attribute=self.revision_attribute, multi_gsis=multi)
+                            revision_attribute=self.revision_attribute, multi_gsis=multi, stream=self.stream)
 
     def all_gsis(self) -> dict[str, Any]:
         """Every GSI as migration files spell it: ``[pk, sk]`` or ``{"pk": {...}, "sk": {...}}``."""
@@ -69,7 +71,8 @@ class TableState:
         out: dict[str, Any] = {"name": self.name}
         for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
                              ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST"),
-                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE)):
+                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE),
+                             ("stream", None)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
         if self.gsis or self.multi_gsis:
@@ -147,7 +150,7 @@ def table_state(table: type[Table]) -> TableState:
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
                       ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
                       key_encoding=m.key_encoding, attribute_types=lsi_types,
-                      revision_attribute=m.revision_attribute,
+                      revision_attribute=m.revision_attribute, stream=m.stream,
                       multi_gsis={g: v.definition() for g, v in m.multi_gsis.items()})
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 from ..errors import MigrationError
 from .base import Operation
 from .constraints import AddConstraint, RemoveConstraint
-from .ddl import AlterKeyEncoding, CreateTable, DropIndexes, SyncIndexes
+from .ddl import AlterKeyEncoding, AlterStream, CreateTable, DropIndexes, SyncIndexes
 from .delete_version import DeleteVersion
 from .entities import CreateEntity, DeleteEntity
 from .rekey_entity import RekeyEntity
 from .run_python import RunPython
 
-__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
-           "RekeyEntity", "RunPython", "DeleteVersion", "AddConstraint", "RemoveConstraint", "MigrationError"]
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "AlterStream", "CreateEntity",
+           "DeleteEntity", "RekeyEntity", "RunPython", "DeleteVersion", "AddConstraint", "RemoveConstraint",
+           "MigrationError"]
