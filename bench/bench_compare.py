@@ -80,6 +80,8 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the calls per round (0.01: a smoke run)")
     ap.add_argument("--cold-runs", type=int, default=10, help="cold starts of each library")
     ap.add_argument("--memory-repeats", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed calls before each library's turn")
+    ap.add_argument("--results", type=Path, default=report.RESULTS, help="folder for compare.md and compare.json")
     args = ap.parse_args()
 
     endpoint, server = connect(shape.PREFIX)
@@ -93,7 +95,7 @@ def main() -> int:
         raw: dict[str, Any] = {}
         for op, count in COUNTS.items():
             n = max(1, round(count * args.scale))
-            figures = rounds.cpu_rounds(libs, op, n, args.rounds)
+            figures = rounds.cpu_rounds(libs, op, n, args.rounds, args.warmup)
             raw[op] = {"calls_per_round": n, "us_per_call": figures}
             results[op] = rounds.ratios(figures, BASELINE)
             print(f"  {op}: {n} calls per library and round")
@@ -103,11 +105,12 @@ def main() -> int:
             mem[lib.name] = memory.per_item(lambda lib=lib: lib.query("q1000"), args.memory_repeats)
         raw["memory"] = {"bytes_per_item": mem}
         results["memory"] = rounds.ratios(mem, BASELINE)
-        specs = {lib.name: cold_spec(lib) for lib in libs}
-        cold = coldstart.measure(specs, endpoint, table, args.cold_runs)
-        raw["cold_start"] = cold
-        results["cold_start"] = rounds.ratios({k: v["wall"] for k, v in cold.items()}, BASELINE)
-        results["cold_start_cpu"] = rounds.ratios({k: v["cpu"] for k, v in cold.items()}, BASELINE)
+        if args.cold_runs:
+            specs = {lib.name: cold_spec(lib) for lib in libs}
+            cold = coldstart.measure(specs, endpoint, table, args.cold_runs)
+            raw["cold_start"] = cold
+            results["cold_start"] = rounds.ratios({k: v["wall"] for k, v in cold.items()}, BASELINE)
+            results["cold_start_cpu"] = rounds.ratios({k: v["cpu"] for k, v in cold.items()}, BASELINE)
         sent = requests_sent(endpoint, table)
     finally:
         lib_dynorm.drop()
@@ -128,10 +131,10 @@ def main() -> int:
         print(line)
     requests_md = ["| operation | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     requests_md += [f"| {op} | " + " | ".join(sent[op].get(n, "—") for n in names) + " |" for op in sent]
-    paths = report.write("compare", "\n".join([text, "", *notes, "", "Requests sent (one call, read on the wire):",
-                                              "", *requests_md]),
-                         {"machine": info, "args": vars(args), "results": results, "raw": raw,
-                          "requests": sent, "skipped": skipped})
+    markdown = "\n".join([text, "", *notes, "", "Requests sent (one call, read on the wire):", "", *requests_md])
+    paths = report.write(args.results, "compare", markdown,
+                         {"machine": info, "args": {**vars(args), "results": str(args.results)},
+                          "results": results, "raw": raw, "requests": sent, "skipped": skipped})
     print("written " + ", ".join(str(p) for p in paths))
     return 0
 

@@ -69,10 +69,10 @@ def table(results: dict[str, dict[str, dict[str, float]]], columns: list[str], b
     return "\n".join(lines)
 
 
-def write(name: str, text: str, data: dict[str, Any]) -> list[Path]:
-    """Write ``<name>.md`` and ``<name>.json`` into ``bench/results/``; return their paths."""
-    RESULTS.mkdir(exist_ok=True)
-    md, js = RESULTS / f"{name}.md", RESULTS / f"{name}.json"
+def write(folder: Path, name: str, text: str, data: dict[str, Any]) -> list[Path]:
+    """Write ``<name>.md`` and ``<name>.json`` into ``folder``; return their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    md, js = folder / f"{name}.md", folder / f"{name}.json"
     md.write_text(text + "\n")
     js.write_text(json.dumps(data, indent=2) + "\n")
     return [md, js]

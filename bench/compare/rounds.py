@@ -11,8 +11,6 @@ import statistics
 import time
 from typing import Any, Callable, Protocol
 
-WARMUP = 2
-
 
 class Library(Protocol):
     """What the rounds need of one library."""
@@ -24,12 +22,12 @@ class Library(Protocol):
     def ops(self) -> dict[str, Callable[[int], Any]]: ...
 
 
-def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int) -> dict[str, list[float]]:
+def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 2) -> dict[str, list[float]]:
     """Client CPU microseconds per call of ``op``, one figure per library and round.
 
     ``time.process_time``: this process's CPU, every thread included (pydynox's Rust runtime
     threads too); DynamoDB Local runs in another process and is not counted. Each library's turn
-    starts with :meth:`Library.activate` and ``WARMUP`` untimed calls.
+    starts with :meth:`Library.activate` and ``warmup`` untimed calls.
     """
     fns = {lib.name: lib.ops()[op] for lib in libs}
     out: dict[str, list[float]] = {lib.name: [] for lib in libs}
@@ -38,7 +36,7 @@ def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int) -> dict[str, l
         for lib in libs[r % len(libs):] + libs[:r % len(libs)]:
             fn = fns[lib.name]
             lib.activate()
-            for _ in range(WARMUP):
+            for _ in range(warmup):
                 calls += 1
                 fn(calls)
             start = time.process_time()
