@@ -4,7 +4,8 @@
 
 ``LIBRARY`` is ``boto3``, ``pynamodb``, ``pydynox`` or ``dynorm`` (``dynorm:WIRE`` for a wire
 mode). Standalone on purpose: it imports nothing but the library measured (no ``bench``, no
-dynorm for the others). Exits 1 when the item is not found.
+dynorm for the others). Exits 1 when the item is not found. Its ``*_model`` functions are the one
+declaration of the benchmark's model per library; ``bench/compare/lib_*.py`` use them too.
 """
 
 import sys
@@ -22,7 +23,8 @@ def boto3_get(endpoint, table):
                            ReturnConsumedCapacity="TOTAL").get("Item")
 
 
-def pynamodb_get(endpoint, table):
+def pynamodb_model(endpoint, table):
+    """The benchmark item as a hand-written PynamoDB model on ``table`` at ``endpoint``."""
     from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
     from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
     from pynamodb.models import Model
@@ -57,14 +59,23 @@ def pynamodb_get(endpoint, table):
         version = VersionAttribute()
         by_group = ByGroup()
 
-    return PItem.get(PK, SK)
+    return PItem
 
 
-def pydynox_get(endpoint, table):
+def pynamodb_get(endpoint, table):
+    return pynamodb_model(endpoint, table).get(PK, SK)
+
+
+def pydynox_model(endpoint, table):
+    """The benchmark item as a pydynox model on ``table`` at ``endpoint`` (its client as ``.client``)."""
+    import logging
+
     from pydynox import DynamoDBClient, Model, ModelConfig
     from pydynox.attributes import NumberAttribute, StringAttribute, VersionAttribute
     from pydynox.indexes import GlobalSecondaryIndex
 
+    # its warning on every operation slower than 100 ms would interleave with the benchmark's output
+    logging.getLogger("pydynox").setLevel(logging.ERROR)
     client = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, access_key=KEY_ID, secret_key=SECRET)
 
     class XItem(Model):
@@ -84,15 +95,17 @@ def pydynox_get(endpoint, table):
         version = VersionAttribute()
         by_group = GlobalSecondaryIndex(index_name="GSI1", partition_key="gsi1pk", sort_key="gsi1sk")
 
-    return XItem.sync_get(pk=PK, sk=SK)
+    XItem.client = client
+    return XItem
 
 
-def dynorm_get(endpoint, table, wire=None):
-    import dynorm
+def pydynox_get(endpoint, table):
+    return pydynox_model(endpoint, table).sync_get(pk=PK, sk=SK)
+
+
+def dynorm_model(name):
+    """The benchmark's table (``name`` without the prefix) and item as dynorm ``Table`` and ``Entity``."""
     from dynorm import Entity, Index, Table, fields
-
-    prefix, _, name = table.rpartition("-")
-    dynorm.configure(endpoint=endpoint, table_prefix=prefix + "-", **({"wire": wire} if wire else {}))
 
     class CompareTable(Table):
         class Meta:
@@ -116,7 +129,16 @@ def dynorm_get(endpoint, table, wire=None):
             sk = "METADATA"
             indexes = {"by_group": Index("GSI1", pk="{version}#G#{group}", sk="I#{item_id}")}
 
-    return Item.objects.get(item_id="target")
+    return CompareTable, Item
+
+
+def dynorm_get(endpoint, table, wire=None):
+    import dynorm
+
+    prefix, _, name = table.rpartition("-")
+    dynorm.configure(endpoint=endpoint, table_prefix=prefix + "-", **({"wire": wire} if wire else {}))
+    _, item = dynorm_model(name)
+    return item.objects.get(item_id="target")
 
 
 def main(argv):

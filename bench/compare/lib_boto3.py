@@ -23,6 +23,7 @@ class Boto3:
     name = "boto3"
 
     def __init__(self, endpoint: str, table: str, tag: str = "") -> None:
+        """Connect to ``table`` (full name) at ``endpoint``; write the update target (see :mod:`.rounds`)."""
         import boto3
 
         key_id, secret = LOCAL_CREDENTIALS

@@ -10,37 +10,12 @@ import itertools
 from typing import Any, Callable
 
 import dynorm
-from dynorm import Entity, Index, Table, fields
 
 from . import shape
+from .cold import dynorm_model
 
-
-class CompareTable(Table):
-    """The benchmark's table: PK/SK and one GSI."""
-
-    class Meta:
-        table_name = shape.TABLE
-        gsi_count = 1
-
-
-class Item(Entity):
-    """The benchmark item (:mod:`.shape`)."""
-
-    item_id = fields.String()
-    group = fields.String()
-    name = fields.String()
-    description = fields.String()
-    stock_level = fields.Integer(default=0)
-    created_at = fields.String()
-    version = fields.Version()
-
-    class Meta:
-        table = CompareTable
-        entity_type = shape.ENTITY_TYPE
-        key_version = shape.KEY_VERSION
-        pk = "{version}#I#{item_id}"
-        sk = shape.SK
-        indexes = {"by_group": Index("GSI1", pk="{version}#G#{group}", sk="I#{item_id}")}
+#: the benchmark's table and item, declared once (:func:`.cold.dynorm_model`)
+CompareTable, Item = dynorm_model(shape.TABLE)
 
 
 def wire_modes() -> list[str | None]:
@@ -74,6 +49,13 @@ class Dynorm:
     """dynorm under one wire mode."""
 
     def __init__(self, wire: str | None, tag: str = "") -> None:
+        """dynorm under ``wire`` (``None``: the default of a dynorm without the setting), on the
+        endpoint and table prefix configured; writes this instance's update target.
+
+        Args:
+            wire: ``"direct"``, ``"botocore"`` or ``None``.
+            tag: a suffix of the ids this instance writes (the wiretap's second instance).
+        """
         self.wire = wire
         self.tag = tag
         self.name = f"dynorm ({wire})" if wire else "dynorm"

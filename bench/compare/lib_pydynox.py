@@ -9,12 +9,10 @@ process): the process CPU time the benchmark measures includes those threads.
 from __future__ import annotations
 
 import itertools
-import logging
 from typing import Any, Callable
 
-from dynorm.backend import LOCAL_CREDENTIALS
-
 from . import shape
+from .cold import pydynox_model
 
 
 def available() -> bool:
@@ -26,45 +24,14 @@ def available() -> bool:
     return True
 
 
-def model(endpoint: str, table: str) -> Any:
-    """The pydynox model class of the benchmark item on ``table`` at ``endpoint``."""
-    from pydynox import DynamoDBClient, Model, ModelConfig
-    from pydynox.attributes import NumberAttribute, StringAttribute, VersionAttribute
-    from pydynox.indexes import GlobalSecondaryIndex
-
-    # its warning on every operation slower than 100 ms would interleave with the table
-    logging.getLogger("pydynox").setLevel(logging.ERROR)
-    key_id, secret = LOCAL_CREDENTIALS
-    client = DynamoDBClient(region="us-east-1", endpoint_url=endpoint, access_key=key_id, secret_key=secret)
-
-    class XItem(Model):
-        model_config = ModelConfig(table=table, client=client)
-
-        pk = StringAttribute(partition_key=True, alias="PK")
-        sk = StringAttribute(sort_key=True, alias="SK")
-        gsi1pk = StringAttribute(alias="GSI1PK")
-        gsi1sk = StringAttribute(alias="GSI1SK")
-        entity_type = StringAttribute(alias="entityType")
-        item_id = StringAttribute()
-        group = StringAttribute()
-        name = StringAttribute()
-        description = StringAttribute()
-        stock_level = NumberAttribute()
-        created_at = StringAttribute()
-        version = VersionAttribute()
-        by_group = GlobalSecondaryIndex(index_name="GSI1", partition_key="gsi1pk", sort_key="gsi1sk")
-
-    XItem.client = client
-    return XItem
-
-
 class Pydynox:
     """pydynox models."""
 
     name = "pydynox"
 
     def __init__(self, endpoint: str, table: str, tag: str = "") -> None:
-        self.model = model(endpoint, table)
+        """Connect to ``table`` (full name) at ``endpoint``; write the update target (see :mod:`.rounds`)."""
+        self.model = pydynox_model(endpoint, table)
         self.table = table
         self.tag = tag
         self._ids = itertools.count()

@@ -7,50 +7,8 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable
 
-from dynorm.backend import LOCAL_CREDENTIALS
-
 from . import shape
-
-
-def model(endpoint: str, table: str) -> Any:
-    """The PynamoDB model class of the benchmark item on ``table`` at ``endpoint``."""
-    from pynamodb.attributes import NumberAttribute, UnicodeAttribute, VersionAttribute
-    from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
-    from pynamodb.models import Model
-
-    key_id, secret = LOCAL_CREDENTIALS
-
-    class ByGroup(GlobalSecondaryIndex["PItem"]):
-        class Meta:
-            index_name = "GSI1"
-            projection = AllProjection()
-
-        gsi1pk = UnicodeAttribute(hash_key=True, attr_name="GSI1PK")
-        gsi1sk = UnicodeAttribute(range_key=True, attr_name="GSI1SK")
-
-    class PItem(Model):
-        class Meta:
-            table_name = table
-            host = endpoint
-            region = "us-east-1"
-            aws_access_key_id = key_id
-            aws_secret_access_key = secret
-
-        pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-        sk = UnicodeAttribute(range_key=True, attr_name="SK")
-        gsi1pk = UnicodeAttribute(attr_name="GSI1PK")
-        gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
-        entity_type = UnicodeAttribute(attr_name="entityType")
-        item_id = UnicodeAttribute()
-        group = UnicodeAttribute()
-        name = UnicodeAttribute()
-        description = UnicodeAttribute()
-        stock_level = NumberAttribute()
-        created_at = UnicodeAttribute()
-        version = VersionAttribute()
-        by_group = ByGroup()
-
-    return PItem
+from .cold import pynamodb_model
 
 
 class PynamoDB:
@@ -59,7 +17,8 @@ class PynamoDB:
     name = "PynamoDB"
 
     def __init__(self, endpoint: str, table: str, tag: str = "") -> None:
-        self.model = model(endpoint, table)
+        """Connect to ``table`` (full name) at ``endpoint``; write the update target (see :mod:`.rounds`)."""
+        self.model = pynamodb_model(endpoint, table)
         self.tag = tag
         self._ids = itertools.count()
         self._upd = self.new(f"upd-pynamodb{tag}", "misc", 0)

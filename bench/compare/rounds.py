@@ -13,7 +13,12 @@ from typing import Any, Callable, Protocol
 
 
 class Library(Protocol):
-    """What the rounds need of one library."""
+    """What the rounds need of one library (``bench/compare/lib_*.py``).
+
+    Each is built on an endpoint (DynamoDB Local's, or the wiretap's in front of it) and a table,
+    and writes its own update target; its ``tag`` argument suffixes the ids it writes, so a second
+    instance (the wiretap's) never touches the first one's items.
+    """
 
     name: str
 
