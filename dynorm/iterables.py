@@ -31,14 +31,13 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Pro
 
 from . import _codec, backend, conf
 from ._deferred import DeferredLoader
-from .batch import batch_get_steps
 from .constraints import OWNER_KEY_ATTRIBUTE, SENTINEL_TYPE
 from .cursor import decode_cursor, encode_cursor, signing_secret
 from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .fields import unreadable_item
 from .keys import VERSION
 from .plan import Plan, QueryState
-from .writes import primary_key_of, stored_key
+from .write_keys import primary_key_of, stored_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -557,6 +556,8 @@ def current_copies(qs: Source, decoded: list[tuple[Any, Any]]) -> backend.Steps:
     ask = [(cls, key) for _, cls, key in older if _key_ident(key) not in current]
     if ask:
         unreadable: list[UnreadableItem] = []
+        from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
         found = yield from batch_get_steps(ask, unreadable=unreadable)
         current |= {_key_ident(stored_key(o)) for o in found}
         current |= {_plain_ident(bad.key) for bad in unreadable}
@@ -588,6 +589,8 @@ def prefetch(qs: Source, objs: list[Any]) -> backend.Steps:
             value = getattr(obj, name, None)
             if value:
                 wanted.append((obj, name, target, primary_key_of(target, value)))
+    from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
     found = yield from batch_get_steps([(t, k) for _, _, t, k in wanted], consistent=qs._state.consistent,
                                        unreadable=qs.unreadable if qs._skip_unreadable else None)
     index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
@@ -869,6 +872,8 @@ class Keys(Evaluation):
         qs = self.qs
         qs.unreadable = []
         policy = backend.RetryPolicy(**self.policy)
+        from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
         found = yield from batch_get_steps(p, consistent=qs._state.consistent, policy=policy,
                                            unreadable=qs.unreadable if qs._skip_unreadable else None)
         return found  # type: ignore[no-any-return]

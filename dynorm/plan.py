@@ -45,7 +45,7 @@ from .key_conditions import _multi_key_conditions, _sort_condition
 from .options import PRIMARY, BoundIndex
 from .plan_value import Plan, QueryState
 from .plan_value import av_equal as av_equal
-from .writes import check_key_sizes
+from .write_keys import check_key_sizes
 
 __all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by", "sparse_fields"]
 
