@@ -267,3 +267,32 @@ async def _aoutcome(operation: str, params: dict[str, Any]) -> Any:
         cause = exc.__cause__
         response = getattr(cause, "response", None)
         return ("raised", type(exc).__name__, comparable(response) if response else repr(cause))
+
+
+def _bodies_of_a_create() -> list[bytes]:
+    from demo_project.catalog.models import Brand
+
+    bodies: list[bytes] = []
+
+    def seen(request: Any, **_: Any) -> None:
+        bodies.append(request.body)
+
+    backend.register_hook("before-send.dynamodb.PutItem", seen)
+    try:
+        Brand.objects.create(brand_id="w", name="Wire")
+    finally:
+        backend.unregister_hook("before-send.dynamodb.PutItem", seen)
+    return bodies
+
+
+@pytest.mark.dynorm_wire("botocore")
+def test_a_test_marked_dynorm_wire_runs_on_that_wire() -> None:
+    assert conf.get_settings().wire == "botocore"
+    [body] = _bodies_of_a_create()
+    assert b'": "' in body  # botocore's json.dumps spacing; the direct wire's bodies are compact
+
+
+def test_the_direct_wire_sends_compact_bodies() -> None:
+    with conf.overridden(wire="direct"):
+        [body] = _bodies_of_a_create()
+    assert b'": "' not in body and json.loads(body)["Item"]["name"] == {"S": "Wire"}
