@@ -23,6 +23,7 @@ BELOW_FACE = {
     "dynorm.backend", "dynorm.backend.records", "dynorm.backend.errors", "dynorm.backend.clients",
     "dynorm.backend.retries", "dynorm.backend.calls", "dynorm.backend.steps", "dynorm.backend.paging",
     "dynorm.backend.stream_calls",
+    "dynorm.backend.wire", "dynorm.backend.wire_json",
     "dynorm.registry", "dynorm.fields", "dynorm.table_options", "dynorm.options", "dynorm._protocols",
     "dynorm.expressions", "dynorm.plan", "dynorm.plan_value", "dynorm.access_paths",
     "dynorm.key_conditions", "dynorm.writes", "dynorm.write_op", "dynorm.write_keys", "dynorm.write_conditions",
