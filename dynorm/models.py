@@ -113,6 +113,11 @@ class EntityMeta(MetaModel):
         cls._default_manager = managers[0][1]  # the first declared, as in Django
 
 
+def _is_deferred(obj: Any, name: str) -> bool:
+    deferred = obj._state.deferred
+    return deferred is not None and name in deferred[0]
+
+
 class Entity(Model, metaclass=EntityMeta):
     """Base class of entities; see the module docs and ``DESIGN.md`` section 1.
 
@@ -176,7 +181,8 @@ class Entity(Model, metaclass=EntityMeta):
         shown = dict(self.key)
         for label in ("name", "title", "email"):  # one human-readable field, when there is one
             if label in self._meta.fields and label not in shown:
-                shown[label] = getattr(self, label)
+                if label in self.attribute_values or not _is_deferred(self, label):  # a repr sends no GetItem
+                    shown[label] = getattr(self, label)
                 break
         return f"<{type(self).__name__} {' '.join(f'{k}={v!r}' for k, v in shown.items())}>"
 
@@ -274,8 +280,15 @@ class Entity(Model, metaclass=EntityMeta):
         Index keys built from changed fields are recomputed and SET in the same request; with
         a ``fields.Version()`` the update is conditional on the version read.
 
+        Without a version to check, an update with ``+``, ``-`` or ``append()`` (not idempotent)
+        is one TransactWriteItems under a ``ClientRequestToken`` instead, applied exactly once
+        even when botocore retries it: a transaction returns no values, so the fields it changed
+        with an expression are deferred, loaded with one consistent GetItem when first read
+        (``obj.n`` then shows the new value, never the old one nor the expression).
+
         Returns:
-            self, refreshed from the item as written.
+            self, refreshed from the item as written (its ``F()`` fields deferred after a
+            TransactWriteItems).
 
         Raises:
             ConditionFailed: ``condition`` did not hold (``.item`` is the item as it stands).

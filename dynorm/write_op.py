@@ -53,8 +53,9 @@ class WriteOp:
         pins: fields a rewritten index key is built from that the write does not write, and the
             value each is pinned at by the condition (:func:`pin_key_sources`); pinned_as: of those
             pinned at the attribute as read, that attribute (DynamoDB JSON, ``None``: absent).
-        expression_fields: fields changed by an ``F()`` expression: deferred on the instance when
-            the item as written does not come back (their new values are not known).
+        expression_fields: fields whose new value the table computes (changed by an ``F()``
+            expression; the version when the write increments it there): deferred on the instance
+            when the item as written does not come back (their new values are not known).
         unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
         entity_key: the primary-key fields of the item (``{"sku": "A-1"}``), for an update.
         changes: an update's changes as asked (field -> value or ``F`` expression).
@@ -262,12 +263,12 @@ class WriteOp:
         return obj
 
     def applied_unread(self) -> EntityLike:
-        """Apply a write that succeeded but whose item as written could not be read, and return the instance.
+        """Apply a write whose item as written did not come back (a TransactWriteItems), and return the instance.
 
         The instance (built from the key when the write had none) holds the values the write
-        set; what the write changed with expressions, and for a write by key every field it did
-        not set, is deferred (loaded with one consistent GetItem on first read), so it never
-        shows a value from before the write.
+        set; what the table computed (``F()`` results, a version incremented there) and, for a
+        write by key, every field the write did not set, is deferred: loaded with one consistent
+        GetItem on first read, so it never shows a value from before the write (nor an ``F``).
         """
         if self.instance is not None:
             return self.applied(None)  # type: ignore[return-value]
