@@ -86,8 +86,9 @@ def test_a_later_update_of_an_index_field_loads_the_deferred_sources_first(dynor
 
 def test_a_whole_save_after_an_increment_by_key_keeps_undeclared_attributes(dynorm_tables: Any) -> None:
     Tally.objects.create(name="u", n=1)
-    backend.call("UpdateItem", {"TableName": Tally._meta.table.table_name(), "Key": Tally._meta.primary_key({"name": "u"}),
-                                "UpdateExpression": "SET nickname = :n", "ExpressionAttributeValues": {":n": {"S": "x"}}})
+    backend.call("UpdateItem", {"TableName": Tally._meta.table.table_name(),
+                                "Key": Tally._meta.primary_key({"name": "u"}), "UpdateExpression": "SET nickname = :n",
+                                "ExpressionAttributeValues": {":n": {"S": "x"}}})  # another service's attribute
     got = Tally.objects.filter(name="u").update(n=F("n") + 1)
     got.note = "saved"
     with dynorm.capture() as c:

@@ -68,7 +68,7 @@ def test_an_increment_is_one_request_and_a_failed_first_read_leaves_its_result_d
     # (the field is read outside the event loop: a plain read may send a GetItem)
     with conf.overridden(max_attempts=2), Hook("before-send.dynamodb.GetItem", _throttled):
         with dynorm.capture() as c, pytest.raises(dynorm.ServiceError) as err:
-            item.value
+            _ = item.value
     assert c.operations == ["GetItem"] and err.value.code == "ProvisionedThroughputExceededException"
     assert "value" not in item.attribute_values  # still deferred
     with dynorm.capture() as c:
@@ -156,7 +156,7 @@ def test_an_increment_whose_first_read_is_stopped_never_keeps_the_old_value(io: 
         raise KeyboardInterrupt
 
     with Hook("before-send.dynamodb.GetItem", interrupt), pytest.raises(KeyboardInterrupt):
-        obj.value
+        _ = obj.value
     assert stored_item(Reading, sensor="c", year=2026, seq=1)["value"] == {"N": "7"}  # applied
     assert "value" not in obj.attribute_values  # deferred: never the 10 from before the write
     io(obj, "save")  # loads it first: the decrement is not written back away
