@@ -357,7 +357,12 @@ def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, An
     out = []
     for name, value in op.pins.items():
         stored = item.attribute_values.get(name) if item is not None else None
-        attr = op.model._meta.fields[name].attr_name
-        if stored != value or (name in op.pinned_as and raw.get(attr) != op.pinned_as[name]):
+        f = op.model._meta.fields[name]
+        held = raw.get(f.attr_name)
+        if name in op.pinned_as:  # pinned at the attribute as read
+            moved = held != op.pinned_as[name]
+        else:  # pinned at the value as it serialises (a present attribute in another form fails it)
+            moved = value is not None and held is not None and held != {f.attr_type: f.serialize(value)}
+        if stored != value or moved:
             out.append((name, value, stored))
     return out
