@@ -19,7 +19,7 @@ from pynamodb.models import Model
 from demo_project.catalog.models import Brand, Product
 from dynorm.iterables import decoder
 
-N = 500
+N = 1000
 
 
 class _PynamoProduct(Model):
@@ -59,17 +59,20 @@ def _raw(i: int) -> dict[str, Any]:
 
 
 def _bytes_per_item(decode: Callable[[dict[str, Any]], Any], items: list[dict[str, Any]]) -> float:
-    decode(dict(items[0]))  # per-class plans are built once, outside the measure
+    """Bytes a decoded item keeps alive: the growth over a second batch, so one-off allocations
+    (per-class plans, caches, free lists) made while decoding the first one do not count."""
+    half = len(items) // 2
     gc.collect()
     tracemalloc.start()
     try:
+        first = [decode(dict(raw)) for raw in items[:half]]
         before = tracemalloc.get_traced_memory()[0]
-        kept = [decode(dict(raw)) for raw in items]
+        second = [decode(dict(raw)) for raw in items[half:]]
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    assert len(kept) == len(items)
-    return (after - before) / len(items)
+    assert len(first) + len(second) == len(items)
+    return (after - before) / (len(items) - half)
 
 
 def test_a_decoded_product_costs_no_more_memory_than_pynamodbs_model() -> None:
@@ -78,7 +81,10 @@ def test_a_decoded_product_costs_no_more_memory_than_pynamodbs_model() -> None:
     decode = decoder(qs, qs._plan())
     ours = _bytes_per_item(decode, items)
     theirs = _bytes_per_item(_PynamoProduct.from_raw_data, items)
-    assert ours <= theirs, (ours, theirs)
+    # the same objects per item (an instance, its values dict, the values); 8 bytes (one pointer) of
+    # slack for the allocator's free lists, which shift a few bytes between runs
+    assert ours <= theirs + 8, (ours, theirs)
+    assert ours < 700  # before: 1,141 bytes (an instance, a values dict, a ModelState, its dicts and tuples)
 
 
 def test_a_decoded_item_gets_its_state_only_when_asked() -> None:
