@@ -72,7 +72,26 @@ def number_text(value: int | float | decimal.Decimal) -> str:
             DynamoDB's range 1E-130 .. 9.99E+125.
     """
     if type(value) is int and -_INT_BOUND < value < _INT_BOUND:
-        return str(value)
+        return str(value)  # the check is this one comparison: cheaper than any memo
+    seen = _RENDERED.get(id(value))
+    if seen is not None and seen[0] is value:
+        return seen[1]  # this very (immutable) number was checked and rendered already
+    text = _number_text(value)
+    if len(_RENDERED) >= _RENDERED_MAX:
+        _RENDERED.clear()
+    _RENDERED[id(value)] = (value, text)
+    return text
+
+
+#: The numbers :func:`number_text` rendered lately, by identity (the entry holds the number, so its id
+#: is not reused while the entry stands): a number given to ``Entity(...)`` is checked there, again by
+#: ``full_clean()`` and rendered by ``serialize()`` (three calls per number per write, issue 24): the
+#: Decimal work is done once. A refused number raises every time (it is never stored here).
+_RENDERED: dict[int, tuple[Any, str]] = {}
+_RENDERED_MAX = 512
+
+
+def _number_text(value: int | float | decimal.Decimal) -> str:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise BadValue(f"{value!r} cannot be stored: DynamoDB has no NaN or infinity")

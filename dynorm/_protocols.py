@@ -69,6 +69,10 @@ class EntityLike(Protocol):
         """Decode an item in DynamoDB JSON into an instance."""
 
     @classmethod
+    def _from_item(cls: type[_E], data: dict[str, Any]) -> _E:
+        """Decode an item already known to be of this class's entity type (no type lookup)."""
+
+    @classmethod
     def _dynamo_to_python_attr(cls, dynamo_key: str) -> str:
         """The field name stored under the DynamoDB attribute ``dynamo_key`` (PynamoDB)."""
 

@@ -6,13 +6,13 @@ an instance reflects what the table holds: a write that failed leaves its instan
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["ModelState"]
 
+_NO_RELATED: dict[str, Any] = {}
 
-@dataclass
+
 class ModelState:
     """What dynorm knows about one instance besides its field values.
 
@@ -38,14 +38,53 @@ class ModelState:
         unique_as: the stored value of each unique field (``dynorm.constraints``) known to be stored:
             a write that changes one swaps the sentinel of this value; a field not listed is read
             first (one GetItem).
+
+    One is made per instance that needs one (``__slots__``, ``related`` made on first use): a query
+    result whose entity pins no field gets none until something asks (``Entity._state``), since an
+    object, a dict and a state per item made garbage collection a quarter of decoding a page.
     """
 
-    adding: bool = True
-    partial: bool = False
-    fallback: str | None = None
-    fallback_revision: dict[str, Any] | None = None
-    related: dict[str, Any] = field(default_factory=dict)
-    deferred: tuple[frozenset[str], Any] | None = None
-    unread: frozenset[str] = frozenset()
-    read_as: dict[str, tuple[Any, Any]] = field(default_factory=dict)
-    unique_as: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("adding", "partial", "fallback", "fallback_revision", "_related", "deferred", "unread", "read_as",
+                 "unique_as")
+
+    def __init__(self, adding: bool = True, partial: bool = False, fallback: str | None = None,
+                 fallback_revision: dict[str, Any] | None = None, related: dict[str, Any] | None = None,
+                 deferred: tuple[frozenset[str], Any] | None = None, unread: frozenset[str] = frozenset(),
+                 read_as: dict[str, tuple[Any, Any]] | None = None, unique_as: dict[str, Any] | None = None) -> None:
+        self.adding = adding
+        self.partial = partial
+        self.fallback = fallback
+        self.fallback_revision = fallback_revision
+        self._related = related
+        self.deferred = deferred
+        self.unread = unread
+        self.read_as: dict[str, tuple[Any, Any]] = {} if read_as is None else read_as
+        self.unique_as: dict[str, Any] = {} if unique_as is None else unique_as
+
+    @property
+    def related(self) -> dict[str, Any]:
+        """``fields.Reference`` targets resolved so far (name -> instance); made on first use."""
+        related = self._related
+        if related is None:
+            related = self._related = {}
+        return related
+
+    @related.setter
+    def related(self, value: dict[str, Any]) -> None:
+        self._related = value
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.adding, self.partial, self.fallback, self.fallback_revision, self._related or _NO_RELATED,
+                self.deferred, self.unread, self.read_as, self.unique_as)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ModelState:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaced
+
+    def __repr__(self) -> str:
+        names = ("adding", "partial", "fallback", "fallback_revision", "related", "deferred", "unread", "read_as",
+                 "unique_as")
+        return f"ModelState({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields()))})"

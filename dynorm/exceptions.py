@@ -164,13 +164,13 @@ class BatchIncomplete(WriteError):
 class ReadBackFailed(DynormError):
     """A write was applied, but the request that reads the item back afterwards failed.
 
-    An unversioned ``update()`` with ``+``, ``-`` or ``append()`` is one TransactWriteItems
-    (applied exactly once, under a ClientRequestToken) followed by a consistent GetItem of the
-    item as written. When that GetItem fails (throttled after botocore's retries, no answer),
-    the write **stands**: sending it again would apply it a second time. Read the item later
-    instead (``refresh_from_db()`` on :attr:`instance`, or ``get()``). Not a
-    :class:`WriteError` (the table did change) and not a :class:`ServiceError` (retrying the
-    call is wrong); the failed read is the ``__cause__``.
+    No dynorm call raises it any more: an unversioned ``update()`` with ``+``, ``-`` or
+    ``append()`` is one TransactWriteItems (applied exactly once, under a ClientRequestToken) and
+    reads nothing back; the fields it computed are loaded on first read, where a failed read
+    raises the read's own error and leaves them deferred (docs/writing.md). The class stays so
+    that code catching it keeps working. It meant: the write **stands**, sending it again would
+    apply it a second time. Not a :class:`WriteError` (the table did change) and not a
+    :class:`ServiceError` (retrying the call is wrong); the failed read was the ``__cause__``.
 
     Attributes:
         key: the primary-key fields of the item written (``{"sku": "A-1"}``).

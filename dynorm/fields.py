@@ -95,7 +95,7 @@ class Field:
         value = values.get(name, _MISSING)
         if value is not _MISSING:
             return value
-        state = getattr(instance, "_state", None)
+        state = instance.__dict__.get("_state")  # none yet (a decoded item): nothing is deferred
         deferred = state.deferred if state is not None else None
         if deferred is not None and name in deferred[0]:
             deferred[1](instance, name)

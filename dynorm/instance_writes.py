@@ -15,7 +15,8 @@ drive these steps. Each reads top to bottom:
        (as ``get()`` finds it) and the save is planned again and sent there; any other write is
        sent alone (:func:`dynorm.sender.send_steps`).
 
-``update``: the move (2), then one UpdateItem (:func:`dynorm.writes.prepare_update`).
+``update``: the deferred fields it needs (1), the move (2), then one UpdateItem
+(:func:`dynorm.writes.prepare_update`), or a TransactWriteItems for an unversioned ``F()`` increment.
 
 ``delete``: the move (2), then one DeleteItem, or with ``Meta.read_versions`` one
 TransactWriteItems deleting its keys at the older versions too.
@@ -108,12 +109,20 @@ def _load_needed_steps(obj: EntityLike, update_fields: Iterable[str] | None) -> 
     else:
         update_fields = list(update_fields)
         names = set(update_fields)
-        needed = set(names)
-        for bound in meta.indexes.values():
-            if bound.writes_key_attributes and names & set(bound.fields):
-                needed |= set(bound.fields)
+        needed = names | _known_needed(obj, names)
     yield from load_needed_steps(obj, needed)
     return update_fields
+
+
+def _known_needed(obj: EntityLike, names: set[str]) -> set[str]:
+    """The fields a write of ``names`` needs to know besides them: the version (its condition) and
+    the sources of every index key it rewrites (pinned at their stored values)."""
+    meta = obj._meta
+    needed = {meta.version_field} if meta.version_field else set()
+    for bound in meta.indexes.values():
+        if bound.writes_key_attributes and names & set(bound.fields):
+            needed |= set(meta.key_sources[bound.name])
+    return needed
 
 
 def _upsert_steps(op: WriteOp, older: list[WriteOp]) -> backend.Steps:
@@ -138,11 +147,15 @@ def _upsert_steps(op: WriteOp, older: list[WriteOp]) -> backend.Steps:
 # -- update and delete -------------------------------------------------------------------------
 def update_steps(obj: EntityLike, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
     """The requests of ``obj.update(condition=..., **changes)``: the move when read under an older key
-    version, then one UpdateItem (a TransactWriteItems + GetItem for an unversioned ``F()`` increment).
+    version, then one UpdateItem (a TransactWriteItems for an unversioned ``F()`` increment).
 
     Returns:
-        ``obj``, refreshed from the item as written.
+        ``obj``, refreshed from the item as written (after a TransactWriteItems, its ``F()``
+        fields deferred: loaded on first read).
     """
+    # a deferred field the update needs (the version, a source of an index key it rewrites) is
+    # loaded first (one GetItem), as save() does: never taken as unknown, never read in the planner
+    yield from load_needed_steps(obj, _known_needed(obj, set(changes)) - set(changes))
     yield from move_to_current_steps(obj)  # read under an older key version: moved to the current one first
     yield from know_unique_steps(obj)  # a unique value not read: one GetItem (dynorm.unique_reads)
     yield from send_steps(prepare_update(type(obj), instance=obj, changes=changes, condition=condition))

@@ -201,7 +201,7 @@ def _full_decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
 
     def read(cls: Any, raw: dict[str, Any]) -> Any:
         try:
-            return cls.from_raw_data(raw)
+            return cls._from_item(raw)  # the class of its entity type, found here: not looked up again
         except Exception as exc:  # noqa: BLE001 - one bad item must not hide the others
             unreadable.append(unreadable_item(cls, raw, exc, key_attrs))
             return None

@@ -8,7 +8,7 @@ querysets, ``create`` that refuses to overwrite, and optimistic locking.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable, TypeVar
 
 from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
 from pynamodb.models import MetaModel, Model
@@ -112,6 +112,26 @@ class EntityMeta(MetaModel):
         cls._default_manager = managers[0][1]  # the first declared, as in Django
 
 
+_NO_DEFAULT = object()
+
+
+class _StateOnFirstUse:
+    """``obj._state`` of an instance decoded from an item that needed none: a ``ModelState(adding=False)``
+    made on first access and kept on the instance (a non-data descriptor: the instance's own
+    ``_state``, set by ``__init__`` or the decoder, takes precedence)."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        state = obj.__dict__["_state"] = ModelState(adding=False)
+        return state
+
+
+def _is_deferred(obj: Any, name: str) -> bool:
+    deferred = obj._state.deferred
+    return deferred is not None and name in deferred[0]
+
+
 class Entity(Model, metaclass=EntityMeta):
     """Base class of entities; see the module docs and ``DESIGN.md`` section 1.
 
@@ -135,7 +155,10 @@ class Entity(Model, metaclass=EntityMeta):
     _dynorm_root = True
     _meta: ClassVar[Options]
     _default_manager: ClassVar[Any]
-    _state: ModelState
+    if TYPE_CHECKING:
+        _state: ModelState
+    else:
+        _state = _StateOnFirstUse()
     objects: ClassVar[Any]
     DoesNotExist: type[exceptions.DoesNotExist]  # type: ignore[assignment]
     MultipleObjectsReturned: ClassVar[type[exceptions.MultipleObjectsReturned]]
@@ -175,7 +198,8 @@ class Entity(Model, metaclass=EntityMeta):
         shown = dict(self.key)
         for label in ("name", "title", "email"):  # one human-readable field, when there is one
             if label in self._meta.fields and label not in shown:
-                shown[label] = getattr(self, label)
+                if label in self.attribute_values or not _is_deferred(self, label):  # a repr sends no GetItem
+                    shown[label] = getattr(self, label)
                 break
         return f"<{type(self).__name__} {' '.join(f'{k}={v!r}' for k, v in shown.items())}>"
 
@@ -275,8 +299,15 @@ class Entity(Model, metaclass=EntityMeta):
         Index keys built from changed fields are recomputed and SET in the same request; with
         a ``fields.Version()`` the update is conditional on the version read.
 
+        Without a version to check, an update with ``+``, ``-`` or ``append()`` (not idempotent)
+        is one TransactWriteItems under a ``ClientRequestToken`` instead, applied exactly once
+        even when botocore retries it: a transaction returns no values, so the fields it changed
+        with an expression are deferred, loaded with one consistent GetItem when first read
+        (``obj.n`` then shows the new value, never the old one nor the expression).
+
         Returns:
-            self, refreshed from the item as written.
+            self, refreshed from the item as written (its ``F()`` fields deferred after a
+            TransactWriteItems).
 
         Raises:
             ConditionFailed: ``condition`` did not hold (``.item`` is the item as it stands).
@@ -406,6 +437,16 @@ class Entity(Model, metaclass=EntityMeta):
             if not issubclass(stored, cls):
                 raise ValueError(f"Cannot instantiate a {cls.__name__} from the returned class: {stored.__name__}")
             cls = stored
+        return cls._from_item(data)
+
+    @classmethod
+    def _from_item(cls: type[E], data: dict[str, Any]) -> E:
+        """Build an instance of exactly ``cls`` from an item whose entity type the caller already
+        matched to ``cls`` (the query decoder): :meth:`from_raw_data` without looking the type up again.
+
+        No per-instance state is made unless the entity pins fields (``Options.pinned_attributes``:
+        how each was stored is kept in ``_state.read_as``); otherwise ``obj._state`` is made on first use.
+        """
         entries, disc = cls._decode_plan()  # type: ignore[attr-defined]
         values: dict[str, Any] = {disc: cls}
         for name, attr_name, attr_type, deserialize, default in entries:
@@ -418,14 +459,49 @@ class Entity(Model, metaclass=EntityMeta):
                 values[name] = default() if callable(default) else default
         obj = cls.__new__(cls)
         obj.attribute_values = values
-        obj._state = state = ModelState(adding=False)
-        for name, attr_name in cls._meta.pinned_attributes:
+        read_as = None
+        for name, attr_name, attr_type, serialize, fixed in cls._pin_plan():
             av = data.get(attr_name)
-            if av is None or "NULL" not in av:
-                state.read_as[name] = (values.get(name), av)
-        for name in cls._meta.unique_fields:  # the sentinels this item holds (dynorm.constraints)
-            state.unique_as[name] = values.get(name)
+            if av is not None and "NULL" in av:
+                continue
+            value = values.get(name)
+            if av is None:
+                if value is None:
+                    continue  # absent and read as None: pinning the value pins the absence
+            elif value is not None and not (fixed is not _NO_DEFAULT and fixed == value) and len(av) == 1 \
+                    and av.get(attr_type) == serialize(value):
+                continue  # stored as the value serialises: pinning the value pins this very attribute
+            if read_as is None:
+                read_as = {}
+            read_as[name] = (value, av)
+        unique = cls._meta.unique_fields  # the sentinels this item holds (dynorm.constraints)
+        if read_as is not None or unique:
+            obj._state = ModelState(adding=False, read_as=read_as,
+                                    unique_as={name: values.get(name) for name in unique} if unique else None)
         return obj
+
+    @classmethod
+    def _pin_plan(cls) -> tuple[tuple[str, str, str, Any, Any], ...]:
+        """(field, attribute, type, serialize, fixed default or ``_NO_DEFAULT``) per pinned field; built once per class.
+
+        A write pins such a field at the attribute as it was read (``_state.read_as``) only where
+        that differs from pinning the value read (:func:`dynorm.write_conditions.pin_key_sources`):
+        an attribute stored in another form than the value serialises to, an absent one read as a
+        default, or a value equal to a fixed default (whose pin also accepts absence). Only those
+        are kept: an item stored by dynorm needs no state at all.
+        """
+        plan = cls.__dict__.get("_dynorm_pins")
+        if plan is None:
+            fields = cls._meta.fields
+            out = []
+            for name, attr_name in cls._meta.pinned_attributes:
+                f = fields[name]
+                default = getattr(f, "default", None)
+                fixed = default if default is not None and not callable(default) else _NO_DEFAULT
+                out.append((name, attr_name, f.attr_type, f.serialize, fixed))
+            plan = tuple(out)
+            type.__setattr__(cls, "_dynorm_pins", plan)
+        return plan  # type: ignore[no-any-return]
 
 
 #: Send one planned write (kept for callers of the old name; see :func:`dynorm.sender.send`).

@@ -137,8 +137,14 @@ class QuerySetWrites(Generic[T]):
         fallback as :meth:`get` finds it; it is moved to the current keys and updated there
         (see :mod:`dynorm.fallback`).
 
+        An update with ``+``, ``-`` or ``append()`` is one TransactWriteItems under a
+        ``ClientRequestToken`` (applied exactly once under botocore's retries; 2 WCU per KB) and
+        reads nothing back: the instance returned holds the key and the values set, and every
+        other field (the ``F()`` results, the version) is deferred, loaded with one consistent
+        GetItem when first read.
+
         Returns:
-            the item as written.
+            the item as written (after a TransactWriteItems: its unwritten fields deferred).
 
         Raises:
             InvalidQuery: the queryset does not name one item by its primary key.

@@ -9,9 +9,11 @@ A non-idempotent op that no version condition protects (``op.once``: ``F("n") + 
 ``append()``) is sent as a one-action TransactWriteItems with a ``ClientRequestToken``: DynamoDB
 applies a token at most once within 10 minutes and botocore's retry resends the same token, so
 the write is applied once even when another write lands between a lost attempt and its retry.
-When the caller needs the item as written, a consistent GetItem follows; when that read fails,
-the call raises :class:`~dynorm.exceptions.ReadBackFailed` (the write stands), never a plain
-error that a caller would retry.
+A transaction returns no values, and none is read back: the fields whose new values the table
+computed (``F()`` results; for a write by key, every field it did not set) are deferred on the
+instance returned and loaded with one consistent GetItem when first read (:mod:`dynorm._deferred`),
+so the write is one request (2 WCU per KB: a transactional write) and costs no read unless a
+field is read.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import backend
-from .exceptions import ConditionFailed, DynormError, ReadBackFailed, TransactionCanceled
+from .exceptions import ConditionFailed, DynormError, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -47,11 +49,13 @@ def send_steps(op: WriteOp) -> backend.Steps:
     """Send one planned write alone and apply it to its instance.
 
     Issues PutItem, UpdateItem or DeleteItem (as planned by :mod:`dynorm.writes`); an op marked
-    ``once`` goes as a one-action TransactWriteItems (``ClientRequestToken``), plus a consistent
-    GetItem when the item as written is returned.
+    ``once`` goes as a one-action TransactWriteItems (``ClientRequestToken``) and nothing else:
+    the fields it computed in the table are deferred on the instance (loaded on first read).
 
     Returns:
-        the instance written (for an update without instance: the item as written), or ``None``.
+        the instance written (for an update without instance: the item as written; after an
+        ``op.once`` write, an instance holding the key and the values set, its other fields
+        deferred), or ``None``.
 
     Raises:
         AlreadyExists, StaleWrite, ConditionFailed, DoesNotExist: the write's condition did not
@@ -59,8 +63,6 @@ def send_steps(op: WriteOp) -> backend.Steps:
             that its lost first attempt may have been applied and since been changed, and the
             error's ``maybe_applied`` attribute is True).
         ServiceError: DynamoDB refused the request or could not be reached.
-        ReadBackFailed: (``op.once``) the write was applied but the GetItem after it failed;
-            ``.instance`` holds what is known of the item as written.
     """
     if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
         refused = yield from send_checked_steps(op, [])
@@ -111,30 +113,9 @@ def _send_once_steps(op: WriteOp) -> backend.Steps:
             if raw.get("code") != "TransactionConflict" or attempt == policy.max_attempts:
                 raise
             yield backend.Sleep(policy.delay(attempt))
-    if not op.returns_item:
-        return op.applied(None)
-    try:
-        response = yield backend.Send("GetItem", {"TableName": op.params["TableName"], "Key": op.key,
-                                                  "ConsistentRead": True, "ReturnConsumedCapacity": "TOTAL"},
-                                      entities=(op.model,))
-    except GeneratorExit:
-        # the driver stopped while the read-back was in flight (a cancelled task, Ctrl-C): the
-        # write stands, so the instance takes it, its F() fields deferred, never keeping the old
-        # values a later save() would write back
-        op.applied_unread()
-        raise
-    except DynormError as exc:
-        # the write stands: a plain error here would have the caller send it again (applied twice)
-        written = op.applied_unread()
-        deferred = sorted(written._state.deferred[0]) if written._state.deferred else []
-        raise ReadBackFailed(
-            f"{op.description} was applied (a TransactWriteItems, applied exactly once), but reading the item "
-            f"back failed: {exc}. Do not send it again: it would be applied twice. .instance holds the values "
-            "written" + (f"; {', '.join(deferred)} {'is' if len(deferred) == 1 else 'are'} loaded on first read "
-                         "(one GetItem)" if deferred else "") + ".",
-            key=op.entity_key, instance=written, changes=op.changes) from exc
-    item = response.get("Item")
-    return op.applied(item) if item is not None else op.applied(None)
+    # no read-back: what the write computed in the table (the F() results, and for a write by key
+    # every field it did not set) is deferred, loaded with one consistent GetItem on first read
+    return op.applied_unread() if op.returns_item else op.applied(None)
 
 
 def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:

@@ -53,8 +53,9 @@ class WriteOp:
         pins: fields a rewritten index key is built from that the write does not write, and the
             value each is pinned at by the condition (:func:`pin_key_sources`); pinned_as: of those
             pinned at the attribute as read, that attribute (DynamoDB JSON, ``None``: absent).
-        expression_fields: fields changed by an ``F()`` expression: deferred on the instance when
-            the item as written does not come back (their new values are not known).
+        expression_fields: fields whose new value the table computes (changed by an ``F()``
+            expression; the version when the write increments it there): deferred on the instance
+            when the item as written does not come back (their new values are not known).
         unread_after: the instance's ``_state.unread`` once written (``None``: unchanged).
         entity_key: the primary-key fields of the item (``{"sku": "A-1"}``), for an update.
         changes: an update's changes as asked (field -> value or ``F`` expression).
@@ -269,12 +270,12 @@ class WriteOp:
         return obj
 
     def applied_unread(self) -> EntityLike:
-        """Apply a write that succeeded but whose item as written could not be read, and return the instance.
+        """Apply a write whose item as written did not come back (a TransactWriteItems), and return the instance.
 
         The instance (built from the key when the write had none) holds the values the write
-        set; what the write changed with expressions, and for a write by key every field it did
-        not set, is deferred (loaded with one consistent GetItem on first read), so it never
-        shows a value from before the write.
+        set; what the table computed (``F()`` results, a version incremented there) and, for a
+        write by key, every field the write did not set, is deferred: loaded with one consistent
+        GetItem on first read, so it never shows a value from before the write (nor an ``F``).
         """
         if self.instance is not None:
             return self.applied(None)  # type: ignore[return-value]
@@ -363,7 +364,12 @@ def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, An
     out = []
     for name, value in op.pins.items():
         stored = item.attribute_values.get(name) if item is not None else None
-        attr = op.model._meta.fields[name].attr_name
-        if stored != value or (name in op.pinned_as and raw.get(attr) != op.pinned_as[name]):
+        f = op.model._meta.fields[name]
+        held = raw.get(f.attr_name)
+        if name in op.pinned_as:  # pinned at the attribute as read
+            moved = held != op.pinned_as[name]
+        else:  # pinned at the value as it serialises (a present attribute in another form fails it)
+            moved = value is not None and held is not None and held != {f.attr_type: f.serialize(value)}
+        if stored != value or moved:
             out.append((name, value, stored))
     return out

@@ -120,9 +120,18 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
                    instance=instance, verb="update", expected_version=expected, new_version=new_version,
                    local_changes=clauses.plain, key_values=keyed.key_values, token=token, returns_item=True,
                    once=once, pins=keyed.pins, pinned_as=keyed.pinned_as,
-                   expression_fields=frozenset(n for n, v in changes.items() if isinstance(v, F)),
+                   expression_fields=_computed_in_table(meta, changes, new_version),
                    unread_after=unread_after_write(instance, clauses.written), entity_key=dict(shown),
                    changes=dict(changes))
+
+
+def _computed_in_table(meta: Any, changes: Mapping[str, Any], new_version: int | None) -> frozenset[str]:
+    """The fields whose new value the table computes: each ``F()`` change, and the version when it is
+    incremented there (``if_not_exists(version, 0) + 1``: the write knows no version to expect)."""
+    names = {n for n, v in changes.items() if isinstance(v, F)}
+    if meta.version_field and new_version is None:
+        names.add(meta.version_field)
+    return frozenset(names)
 
 
 def _check_changes(meta: Any, changes: Mapping[str, Any]) -> None:

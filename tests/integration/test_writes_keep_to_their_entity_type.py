@@ -257,7 +257,7 @@ def test_writes_of_an_entity_on_its_own_items_are_unchanged(io: Any) -> None:
         io(v, "update", name="Max")
         io(v, "delete")
         io(Animal(animal_id="a1"), "delete")
-    assert c.operations == ["PutItem", "UpdateItem", "UpdateItem", "TransactWriteItems", "GetItem", "UpdateItem",
+    assert c.operations == ["PutItem", "UpdateItem", "UpdateItem", "TransactWriteItems", "UpdateItem",
                             "TransactWriteItems", "TransactWriteItems", "UpdateItem", "PutItem", "UpdateItem",
                             "DeleteItem", "DeleteItem"]
     assert list(Animal.objects.scan()) == [] and list(VAnimal.objects.scan()) == []
