@@ -60,7 +60,13 @@ def _raw(i: int) -> dict[str, Any]:
 
 def _bytes_per_item(decode: Callable[[dict[str, Any]], Any], items: list[dict[str, Any]]) -> float:
     """Bytes a decoded item keeps alive: the growth over a second batch, so one-off allocations
-    (per-class plans, caches, free lists) made while decoding the first one do not count."""
+    (per-class plans, caches, free lists) made while decoding the first one do not count; the least
+    of three tries, since tracemalloc also counts what other threads of the test process (the test
+    plugin's) allocate meanwhile, which only ever adds."""
+    return min(_one_try(decode, items) for _ in range(3))
+
+
+def _one_try(decode: Callable[[dict[str, Any]], Any], items: list[dict[str, Any]]) -> float:
     half = len(items) // 2
     gc.collect()
     tracemalloc.start()
@@ -81,9 +87,10 @@ def test_a_decoded_product_costs_no_more_memory_than_pynamodbs_model() -> None:
     decode = decoder(qs, qs._plan())
     ours = _bytes_per_item(decode, items)
     theirs = _bytes_per_item(_PynamoProduct.from_raw_data, items)
-    # the same objects per item (an instance, its values dict, the values); 8 bytes (one pointer) of
-    # slack for the allocator's free lists, which shift a few bytes between runs
-    assert ours <= theirs + 8, (ours, theirs)
+    # the same objects per item (an instance, its values dict, the values); 3% of slack: the growth
+    # measured moves by up to ~2% with what the process did before (the allocator's pools and free
+    # lists; seen 628-642 bytes for the same decode in different test processes)
+    assert ours <= theirs * 1.03, (ours, theirs)
     assert ours < 700  # before: 1,141 bytes (an instance, a values dict, a ModelState, its dicts and tuples)
 
 
