@@ -90,6 +90,8 @@ class Plan:
             fallback sends it again with an older version's key in those placeholders.
         params: the exact request parameters.
         entity_types: the entity types the results may hold (``None`` = any, collections).
+        fanout: for a Query of a write-sharded GSI without the bucket's source, the request of
+            each bucket in bucket order (``params`` is bucket 0's); ``()`` for any other plan.
     """
 
     operation: str
@@ -107,6 +109,12 @@ class Plan:
     bound: BoundIndex | None = field(default=None, repr=False)
     checks: tuple[tuple[str, dict[str, Any]], ...] = ()
     whole_key: tuple[tuple[str, str], ...] = ()
+    fanout: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def requests(self) -> tuple[dict[str, Any], ...]:
+        """Every first request this plan sends: each bucket's of a fan-out, else ``(params,)``."""
+        return self.fanout or (self.params,)
 
     def admits(self, item: dict[str, Any]) -> bool:
         """True when the raw ``item`` a GetItem returned meets :attr:`checks` (DynamoDB's equality)."""
@@ -145,7 +153,16 @@ class Plan:
             parts.append("ScanIndexForward: false")
         if self.params.get("ConsistentRead"):
             parts.append("ConsistentRead: true")
+        if self.fanout:
+            ph = self._pk_placeholder()
+            keys = ", ".join(json.dumps(r["ExpressionAttributeValues"][ph]["S"], ensure_ascii=False)
+                             for r in self.fanout)
+            parts.append(f"Fan-out: {len(self.fanout)} Queries in parallel (one per write-sharding bucket), "
+                         f"merged in sort-key order; partition keys {keys}")
         return "\n  ".join(parts)
+
+    def _pk_placeholder(self) -> str:
+        return (self.key_condition or "").split(" AND ")[0].split(" = ")[-1]
 
     def fingerprint(self) -> str:
         """A short hash of the request (without paging), identifying the query for cursors."""

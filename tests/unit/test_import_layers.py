@@ -28,7 +28,7 @@ BELOW_FACE = {
     "dynorm.write_put", "dynorm.write_update", "dynorm.write_delete", "dynorm.write_rollout", "dynorm.checks",
     "dynorm.schema", "dynorm._deferred",
     "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.instance_writes",
-    "dynorm.iterables", "dynorm.query",
+    "dynorm.iterables", "dynorm.query", "dynorm.shards", "dynorm.shard_merge",
     "dynorm.query_writes", "dynorm.manager",
 }
 
