@@ -11,18 +11,31 @@ from __future__ import annotations
 
 import decimal
 import zlib
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from .exceptions import InvalidKeyValue
-from .keys import encode_value
+from .keys import KeyTemplate, encode_value
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .options import BoundIndex
-
-__all__ = ["bucket_of", "shard_key", "sort_value", "given_bucket"]
+__all__ = ["ShardedIndex", "bucket_of", "shard_key", "sort_value", "given_bucket"]
 
 
-def bucket_of(bound: BoundIndex, values: Mapping[str, Any], entity: str = "?") -> int:
+class ShardedIndex(Protocol):
+    """What the bucket needs of an index (:class:`dynorm.options.BoundIndex` is one)."""
+
+    @property
+    def index_name(self) -> str | None: ...
+
+    @property
+    def pk(self) -> KeyTemplate: ...
+
+    @property
+    def shards(self) -> int: ...
+
+    @property
+    def shard_by(self) -> tuple[str, ...]: ...
+
+
+def bucket_of(bound: ShardedIndex, values: Mapping[str, Any], entity: str = "?") -> int:
     """The write-sharding bucket of an item: CRC-32 of its ``shard_by`` fields' key text, modulo ``shards``.
 
     The key text of each field is its order-preserving encoding (the text it has in a key template
@@ -51,7 +64,7 @@ def bucket_of(bound: BoundIndex, values: Mapping[str, Any], entity: str = "?") -
     return zlib.crc32("\x00".join(parts).encode("utf-8")) % bound.shards
 
 
-def given_bucket(bound: BoundIndex, eq: Mapping[str, Any], entity: str = "?") -> int | None:
+def given_bucket(bound: ShardedIndex, eq: Mapping[str, Any], entity: str = "?") -> int | None:
     """The bucket a query's equalities pin (every ``shard_by`` field given), else ``None`` (all buckets)."""
     if all(eq.get(f) is not None for f in bound.shard_by):
         return bucket_of(bound, eq, entity)

@@ -93,6 +93,7 @@ class EntityState:
             not written (sparse).
         fields: field name -> [attribute name, field kind] for every field a template uses.
         version_attribute: the ``fields.Version`` attribute name, if any.
+        shards: GSI name -> its write-sharding bucket count (``Index(shards=N)``), for sharded indexes.
     """
 
     table: str
@@ -101,6 +102,7 @@ class EntityState:
     keys: dict[str, dict[str, str]]
     fields: dict[str, list[str]]
     version_attribute: str | None = None
+    shards: dict[str, int] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
         """What makes stored keys stale when it changes (version and templates)."""
@@ -117,6 +119,8 @@ class EntityState:
                                "key_version": self.key_version, "keys": self.keys, "fields": self.fields}
         if self.version_attribute:
             out["version_attribute"] = self.version_attribute
+        if self.shards:
+            out["shards"] = dict(self.shards)
         return out
 
 
@@ -164,6 +168,7 @@ def entity_state(entity: Any) -> EntityState:
     meta = entity._meta
     tmeta = meta.table._meta
     keys: dict[str, dict[str, str]] = {}
+    shards: dict[str, int] = {}
     prim = {tmeta.pk_attribute: meta.primary.pk.template}
     if meta.primary.sk is not None and tmeta.sk_attribute:
         prim[tmeta.sk_attribute] = meta.primary.sk.template
@@ -185,11 +190,13 @@ def entity_state(entity: Any) -> EntityState:
         if attrs:
             keys[b.index_name or b.name] = attrs
             used |= set(b.fields)
+        if b.shards:
+            shards[b.index_name or b.name] = b.shards
     fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
               if n in meta.fields}
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
-                       keys=keys, fields=fields, version_attribute=version_attr)
+                       keys=keys, fields=fields, version_attribute=version_attr, shards=shards)
 
 
 def state_from_models(tables: list[type[Table]]) -> ProjectState:

@@ -48,8 +48,8 @@ def _holds(item: dict[str, Any], cond: tuple[str, Any] | None) -> bool:
 def _check(data: Any) -> None:
     n = next(_runs)
     day = f"d{n}"
-    readings = data.draw(st.lists(st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from(ATS),
-                                            st.sampled_from([None, "x", "y"])), min_size=8, max_size=30), label="readings")
+    reading = st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.sampled_from(ATS), st.sampled_from([None, "x", "y"]))
+    readings = data.draw(st.lists(reading, min_size=8, max_size=30), label="readings")
     alarms = data.draw(st.lists(st.sampled_from(ATS), max_size=4), label="alarms")
     items = [{"sensor_id": s, "reading_id": f"r{i}", "day": day, "at": at, "note": note}
              for i, (s, at, note) in enumerate(readings)]

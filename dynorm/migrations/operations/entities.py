@@ -18,8 +18,9 @@ class CreateEntity(Operation):
     state_only = True
 
     def __init__(self, table: str, entity_type: str, key_version: str, keys: dict[str, dict[str, str]],
-                 fields: dict[str, list[str]], version_attribute: str | None = None) -> None:
-        self.entity = EntityState(table, entity_type, key_version, keys, fields, version_attribute)
+                 fields: dict[str, list[str]], version_attribute: str | None = None,
+                 shards: dict[str, int] | None = None) -> None:
+        self.entity = EntityState(table, entity_type, key_version, keys, fields, version_attribute, dict(shards or {}))
 
     def state_forwards(self, state: ProjectState) -> None:
         require_table(state, self.entity.table, "CreateEntity")
