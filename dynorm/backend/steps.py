@@ -143,21 +143,33 @@ def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generato
 
 
 def _send_all(sends: list[Send]) -> tuple[Any, BaseException | None]:
-    """Send ``sends`` concurrently from threads, each in a copy of the caller's context (settings, capture)."""
+    """Send ``sends`` concurrently from threads, each in a copy of the caller's context (settings).
+
+    Each thread records into a :class:`Stats` of its own, added to the step's after every request
+    has finished: a queryset's ``stats`` is never written from two threads at once.
+    """
     import contextvars
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(send: Send) -> Any:
+    own = [Stats() for _ in sends]
+
+    def one(i: int) -> Any:
         try:
-            return call(send.operation, send.params, stats=send.stats)
+            return call(sends[i].operation, sends[i].params, stats=own[i])
         except DynormError as exc:
             return exc
 
-    if len(sends) == 1:
-        return _outcome([one(sends[0])])
-    with ThreadPoolExecutor(max_workers=min(len(sends), 16)) as pool:
-        futures = [pool.submit(contextvars.copy_context().run, one, s) for s in sends]
-        return _outcome([f.result() for f in futures])
+    try:
+        if len(sends) == 1:
+            return _outcome([one(0)])
+        with ThreadPoolExecutor(max_workers=min(len(sends), 16)) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(sends))]
+            return _outcome([f.result() for f in futures])
+    finally:
+        for send, part in zip(sends, own):
+            if send.stats is not None:
+                for name in ("requests", "items", "scanned", "read_capacity", "write_capacity"):
+                    setattr(send.stats, name, getattr(send.stats, name) + getattr(part, name))
 
 
 def _outcome(results: list[Any]) -> tuple[Any, BaseException | None]:

@@ -69,6 +69,7 @@ def test_a_query_without_the_bucket_sends_one_query_per_bucket_and_merges_in_sor
     with dynorm.capture() as c:
         got = list(qs)
     assert c.operations == ["Query"] * SHARDS
+    assert qs.stats.requests == SHARDS and qs.stats.items == len(readings)  # figures of every bucket's request
     assert sorted(partition(q.params) for q in c.requests) == [f"v1#DAY#d1#{b}" for b in range(SHARDS)]
     assert all(q.params["IndexName"] == "GSI1" for q in c.requests)
     assert all(isinstance(r, SensorReading) for r in got)  # the alarm in the same partitions is left out
