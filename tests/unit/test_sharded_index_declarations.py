@@ -141,3 +141,10 @@ def test_makemigrations_refuses_a_change_of_the_bucket_count():
     old.entities[("telemetry", "SENSOR_READING")].shards = {}
     with pytest.raises(MigrationError, match="GSI1: none -> 4"):
         detect_changes(old, new)
+
+
+def test_the_access_pattern_document_shows_the_buckets():
+    from dynorm.patterns import build_document
+
+    text = str(build_document([Telemetry]))
+    assert "write-sharded: GSI1PK ends in #0 .. #3, CRC-32 of sensor_id, reading_id mod 4" in text
