@@ -465,6 +465,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field, key_version)
     _check_placeholders(entity, fields, [primary, *indexes.values()])
     indexes = {n: _bind_shards(entity, b, declared_index(meta, n), primary) for n, b in indexes.items()}
+    _check_sharded_attributes(entity, table._meta, indexes)
     _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
     return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
@@ -629,6 +630,27 @@ def _bind_shards(entity: str, bound: BoundIndex, idx: Index, primary: BoundIndex
                          f"({', '.join(primary.fields)}), each once; got {', '.join(map(str, by)) or 'none'}. A bucket "
                          "computed from another field would move the item whenever that field changes.")
     return replace(bound, shards=n, shard_by=by)
+
+
+def _check_sharded_attributes(entity: str, tmeta: Any, indexes: Mapping[str, BoundIndex]) -> None:
+    """Refuse a sharded index whose partition-key attribute another key of the entity writes too.
+
+    The bucket is appended to that attribute's text: on the table's own key (an inverted index on
+    ``SK``/``PK``) or on an attribute another index writes, it would change the other key.
+    """
+    for bound in indexes.values():
+        if not bound.shards:
+            continue
+        others = {tmeta.pk_attribute, tmeta.sk_attribute}
+        others |= {a for b in indexes.values() if b is not bound and b.writes_key_attributes
+                   for a in (b.pk_attr if b.kind == "gsi" else None, b.sk_attr) if a}
+        others |= {bound.sk_attr} if bound.sk_attr else set()
+        if bound.pk_attr in others:
+            raise ModelError(
+                f"{entity}.Meta.indexes[{bound.name!r}]: {bound.index_name}'s partition key {bound.pk_attr!r} is "
+                "also written by another key of this entity (the table's key or another index), and the "
+                "write-sharding bucket appended to it would change that key too; shard a GSI whose partition-key "
+                "attribute is its own.")
 
 
 def _check_placeholders(entity: str, fields: Mapping[str, Field], bounds: list[BoundIndex]) -> None:

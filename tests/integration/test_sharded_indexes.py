@@ -172,3 +172,22 @@ def test_a_failing_bucket_fails_the_query(dynorm_tables):
     finally:
         client.meta.events.unregister("provide-client-params.dynamodb.Query", fail_bucket_2)
     assert len(calls) == SHARDS
+
+
+def test_values_get_offset_slices_and_queryset_delete_go_through_the_fan_out(dynorm_tables):
+    readings = seed()
+    qs = SensorReading.objects.filter(day="d1")
+    ids = [r.reading_id for r in qs]
+    assert [v["reading_id"] for v in qs._clone().values("reading_id")] == ids
+    assert [r.reading_id for r in qs._clone()[5:9]] == ids[5:9]
+    assert qs._clone().last().reading_id == ids[-1]
+    one = readings[0]
+    assert qs._clone().filter(at=one.at).get(reading_id=one.reading_id).sensor_id == one.sensor_id
+    with pytest.raises(SensorReading.MultipleObjectsReturned):
+        qs._clone().get()
+    with dynorm.capture() as c:
+        deleted = SensorReading.objects.filter(day="d1", at__lt=5).delete()
+    assert c.operations[:SHARDS] == ["Query"] * SHARDS
+    left = sorted(r.reading_id for r in SensorReading.objects.filter(day="d1"))
+    assert left == sorted(r.reading_id for r in readings if r.at >= 5)
+    assert deleted == len(readings) - len(left) == sum(1 for r in readings if r.at < 5)

@@ -148,3 +148,19 @@ def test_the_access_pattern_document_shows_the_buckets():
 
     text = str(build_document([Telemetry]))
     assert "write-sharded: GSI1PK ends in #0 .. #3, CRC-32 of sensor_id, reading_id mod 4" in text
+
+
+def test_sharding_an_index_on_the_tables_own_key_attribute_is_refused():
+    from tests.models import Retail
+
+    with pytest.raises(dynorm.ModelError, match="also written by another key"):
+        class Inverted(Entity):
+            a = fields.String()
+            b = fields.String()
+
+            class Meta:
+                table = Retail
+                entity_type = "INVERTED"
+                pk = "I#{a}"
+                sk = "J#{b}"
+                indexes = {"by_b": Index("INV", pk="J#{b}", sk="I#{a}", shards=4)}
