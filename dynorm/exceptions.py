@@ -209,6 +209,44 @@ class CreateCanceled(TransactionCanceled, AlreadyExists):
     """
 
 
+class IntegrityError(WriteError):
+    """A write would break a unique constraint (``fields.String(unique=True)``, ``Meta.constraints``).
+
+    Raised before any request when one write (or one transaction) itself claims a value twice,
+    and after DynamoDB refused the write because another item holds the value; either way
+    nothing was written.
+
+    Attributes:
+        entity: the entity class name; constraint: the constraint's name; fields: its field
+            names; values: the values refused (field -> value).
+    """
+
+    def __init__(self, message: str, *, entity: str | None = None, constraint: str | None = None,
+                 fields: Sequence[str] = (), values: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.constraint = constraint
+        self.fields = tuple(fields)
+        self.values = dict(values or {})
+
+
+class UniqueCanceled(TransactionCanceled, IntegrityError):
+    """A transaction was cancelled because one of its writes would break a unique constraint;
+    nothing of the transaction was written.
+
+    Both a :class:`TransactionCanceled` (``.reasons`` per action) and an :class:`IntegrityError`
+    (``.entity``, ``.constraint``, ``.values`` of the first value refused).
+    """
+
+    def __init__(self, message: str, reasons: Sequence[Mapping[str, Any]] = (), *,
+                 cause: IntegrityError | None = None) -> None:
+        TransactionCanceled.__init__(self, message, reasons)
+        self.entity = cause.entity if cause else None
+        self.constraint = cause.constraint if cause else None
+        self.fields = cause.fields if cause else ()
+        self.values = cause.values if cause else {}
+
+
 class UnreadableItem(DynormError):
     """One stored item that cannot be decoded into its entity class.
 

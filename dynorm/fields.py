@@ -71,6 +71,16 @@ class Field:
     if TYPE_CHECKING:  # the PynamoDB attribute's method, never defined here (it would shadow it)
         def serialize(self, value: Any) -> Any: ...
 
+    # -- unique=True (dynorm.constraints) ---------------------------------------------------
+    unique: bool = False
+
+    def __init__(self, *args: Any, unique: bool = False, **kwargs: Any) -> None:
+        """Take dynorm's ``unique=True`` (a :class:`dynorm.UniqueConstraint` on this field alone, see
+        ``docs/constraints.md``); every other argument goes to the PynamoDB attribute."""
+        super().__init__(*args, **kwargs)
+        self.unique = bool(unique)
+    # -- end unique=True ----------------------------------------------------------------------
+
     def __get__(self, instance: Any, owner: Any) -> Any:
         """Return the field's value on an instance (the attribute itself on the class).
 

@@ -37,6 +37,7 @@ from .fallback import move_to_current_steps, resolve_older_steps
 from .fields import decode_item
 from .sender import send_checked_steps, send_create_steps, send_steps
 from .transaction import send_delete_steps
+from .unique_reads import know_unique_steps
 from .writes import (
     WriteOp,
     prepare_create_checks,
@@ -70,6 +71,7 @@ def save_steps(obj: EntityLike, update_fields: Iterable[str] | None, create: boo
     """
     update_fields = yield from _load_needed_steps(obj, update_fields)
     yield from move_to_current_steps(obj)  # read under an older key version: moved to the current one first
+    yield from know_unique_steps(obj)  # a unique value not read: one GetItem (dynorm.unique_reads)
     op = prepare_put(obj, create=create, update_fields=update_fields)
     # during a rollout an item may exist only under an older key: creating one under the current
     # key would hide it from every read, so a create checks those keys too
@@ -142,6 +144,7 @@ def update_steps(obj: EntityLike, condition: Q | None, changes: dict[str, Any]) 
         ``obj``, refreshed from the item as written.
     """
     yield from move_to_current_steps(obj)  # read under an older key version: moved to the current one first
+    yield from know_unique_steps(obj)  # a unique value not read: one GetItem (dynorm.unique_reads)
     yield from send_steps(prepare_update(type(obj), instance=obj, changes=changes, condition=condition))
     return obj
 
@@ -151,6 +154,7 @@ def delete_steps(obj: EntityLike, condition: Q | None) -> backend.Steps:
     one DeleteItem, or one TransactWriteItems that also deletes its keys at the older versions
     ``Meta.read_versions`` lists."""
     yield from move_to_current_steps(obj)  # read under an older key version: moved to the current one first
+    yield from know_unique_steps(obj)  # a unique value not read: one GetItem (dynorm.unique_reads)
     model = type(obj)
     yield from send_delete_steps(prepare_delete(model, obj, condition=condition), prepare_delete_older(model, obj))
 
@@ -206,6 +210,7 @@ def _take_whole(obj: EntityLike, raw: dict[str, Any]) -> None:
     state = obj._state
     obj.attribute_values = decoded.attribute_values
     state.read_as = decoded._state.read_as
+    state.unique_as = decoded._state.unique_as
     # it now holds what the table holds, as an instance from get() does: save() must not
     # re-create the item if it is deleted meanwhile (an UpdateItem on attribute_exists)
     state.adding = False
@@ -225,6 +230,8 @@ def _take_fields(obj: EntityLike, names: list[str], raw: dict[str, Any]) -> None
         else:  # not stored (an optional field left unset)
             obj.attribute_values.pop(n, None)
         state.read_as.pop(n, None)
+        if n in decoded._state.unique_as:
+            state.unique_as[n] = decoded._state.unique_as[n]
         if n in decoded._state.read_as:
             state.read_as[n] = decoded._state.read_as[n]
     state.unread = state.unread - set(names)

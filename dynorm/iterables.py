@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Pro
 
 from . import _codec, backend, conf
 from ._deferred import DeferredLoader
-from .batch import batch_get_steps
+from .constraints import OWNER_KEY_ATTRIBUTE, SENTINEL_TYPE
 from .cursor import decode_cursor, decode_shard_cursor, encode_cursor, encode_shard_cursor, signing_secret
 from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .fields import unreadable_item
 from .keys import VERSION
 from .plan import Plan, QueryState
 from .shard_merge import DONE, ShardMerge
-from .writes import primary_key_of, stored_key
+from .write_keys import primary_key_of, stored_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -182,6 +182,7 @@ def decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
         for name in unread:
             values.pop(name, None)  # never a default standing in for a value not read
             obj._state.read_as.pop(name, None)  # nor an attribute not projected taken as absent
+            obj._state.unique_as.pop(name, None)  # nor a unique value not read taken as None
         obj._state.partial = True  # saving it would drop the fields not read
         # a module-level loader, not a lambda: the instance stays picklable
         obj._state.deferred = (unread, loader)
@@ -208,6 +209,8 @@ def _full_decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
 
     def decode(raw: dict[str, Any]) -> Any:
         t = raw.get(type_attr, {}).get("S")
+        if t == SENTINEL_TYPE:
+            return None  # a unique-constraint sentinel is no item of the collection (dynorm.constraints)
         cls = entities.get(t) if t is not None else None
         if wanted is not None:
             if t not in wanted:
@@ -391,6 +394,8 @@ def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, st
     """
     resp = yield backend.Send("GetItem", p.params, qs.stats, (qs.model,))
     item = resp.get("Item")
+    if p.through_unique is not None and item is not None:  # the sentinel: now the item it names
+        item = yield from _owner_item(qs, p, item)
     if tail is not None:  # get(): whether any item is stored under this key (checks aside)
         tail.more = item is not None
         tail.last = item
@@ -399,6 +404,23 @@ def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, st
     if prefetch_refs:
         yield from prefetch(qs, objs)
     yield backend.Emit(objs)
+
+
+def _owner_item(qs: Source, p: Plan, sentinel: dict[str, Any]) -> backend.Steps:
+    """The second GetItem of ``get(email=...)`` through a sentinel: the item under its owner's key."""
+    meta = qs.model._meta
+    owner = sentinel.get(OWNER_KEY_ATTRIBUTE, {}).get("M", {})
+    values = {}
+    for n in meta.key_fields:
+        f = meta.fields[n]
+        av = owner.get(n)
+        if not av or f.attr_type not in av:
+            return None  # not a sentinel dynorm wrote: no item
+        values[n] = f.deserialize(av[f.attr_type])  # type: ignore[attr-defined]
+    assert p.through_unique is not None
+    params = {**p.through_unique[1], "Key": meta.primary_key(values)}
+    resp = yield backend.Send("GetItem", params, qs.stats, (qs.model,))
+    return resp.get("Item")
 
 
 def reads_ahead(p: Plan) -> bool:
@@ -529,7 +551,7 @@ def get_older_versions(qs: Source, p: Plan, given: dict[str, Any]) -> backend.St
     """
     meta = qs.model._meta
     older = [v for v in meta.read_versions if v != meta.key_version]
-    if not older:
+    if not older or p.through_unique is not None:  # through a sentinel: its owner's key is read as current
         return []
     leaves = [lf for q in qs._state.where for lf in q.flatten_and()[0]]
     values = {**{f: v for f, lookup, v in leaves if lookup == "exact"}, **given}
@@ -631,6 +653,8 @@ def current_copies(qs: Source, decoded: list[tuple[Any, Any]]) -> backend.Steps:
     ask = [(cls, key) for _, cls, key in older if _key_ident(key) not in current]
     if ask:
         unreadable: list[UnreadableItem] = []
+        from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
         found = yield from batch_get_steps(ask, unreadable=unreadable)
         current |= {_key_ident(stored_key(o)) for o in found}
         current |= {_plain_ident(bad.key) for bad in unreadable}
@@ -662,6 +686,8 @@ def prefetch(qs: Source, objs: list[Any]) -> backend.Steps:
             value = getattr(obj, name, None)
             if value:
                 wanted.append((obj, name, target, primary_key_of(target, value)))
+    from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
     found = yield from batch_get_steps([(t, k) for _, _, t, k in wanted], consistent=qs._state.consistent,
                                        unreadable=qs.unreadable if qs._skip_unreadable else None)
     index = {(type(o), tuple(o._primary_key_av()[a]["S"] for a in o._primary_key_av())): o for o in found}
@@ -960,6 +986,8 @@ class Keys(Evaluation):
         qs = self.qs
         qs.unreadable = []
         policy = backend.RetryPolicy(**self.policy)
+        from .batch import batch_get_steps  # BatchGetItem, imported on first use: `import dynorm` stays lean
+
         found = yield from batch_get_steps(p, consistent=qs._state.consistent, policy=policy,
                                            unreadable=qs.unreadable if qs._skip_unreadable else None)
         return found  # type: ignore[no-any-return]

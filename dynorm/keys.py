@@ -70,6 +70,8 @@ def format_datetime(value: _dt.datetime) -> str:
 
 
 _SHORT_YEAR = re.compile(r"(\d{1,3})-\d\d-\d\d")
+# an offset of less than a second (``-00:00:00.999999``): CPython 3.11's fromisoformat reads it as UTC
+_SUBSECOND_OFFSET = re.compile(r"([+-])00:00:00\.(\d{1,6})$")
 
 
 def parse_datetime(value: str) -> _dt.datetime:
@@ -98,6 +100,10 @@ def parse_datetime(value: str) -> _dt.datetime:
         parsed = _dt.datetime.fromisoformat(match.group(1).zfill(4) + text[match.end(1):])
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=_dt.timezone.utc)
+    tiny = _SUBSECOND_OFFSET.search(text) if parsed.utcoffset() == _dt.timedelta(0) else None
+    if tiny is not None:
+        micros = int(tiny.group(2).ljust(6, "0")) * (-1 if tiny.group(1) == "-" else 1)
+        parsed = parsed.replace(tzinfo=_dt.timezone(_dt.timedelta(microseconds=micros)))
     try:
         return parsed.astimezone(_dt.timezone.utc)
     except OverflowError:

@@ -18,12 +18,11 @@ from ._state import ModelState
 from .exceptions import ModelError, ValidationError
 from .expressions import Q
 from .fields import Field
-from .instance_writes import delete_steps, refresh_steps, save_steps, update_steps
 from .manager import BaseManager, Manager
 from .options import RESERVED_FIELD_NAMES, Options, build_options
 from .sender import send
 from .tables import Table, copied_from_attribute
-from .writes import stored_key
+from .write_keys import stored_key
 
 __all__ = ["Entity"]
 
@@ -260,6 +259,8 @@ class Entity(Model, metaclass=EntityMeta):
         return self
 
     def _save_steps(self, update_fields: Iterable[str] | None, create: bool) -> backend.Steps:
+        from .instance_writes import save_steps  # the write path, imported on first use: `import dynorm` stays lean
+
         return save_steps(self, update_fields, create)
 
     def update(self, *, condition: Q | None = None, **changes: Any) -> Entity:  # type: ignore[override]
@@ -293,6 +294,8 @@ class Entity(Model, metaclass=EntityMeta):
         return self
 
     def _update_steps(self, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
+        from .instance_writes import update_steps  # the write path, imported on first use: `import dynorm` stays lean
+
         return update_steps(self, condition, changes)
 
     def delete(self, *, condition: Q | None = None) -> None:  # type: ignore[override]
@@ -312,6 +315,8 @@ class Entity(Model, metaclass=EntityMeta):
         await backend.adrive(self._delete_steps(condition))
 
     def _delete_steps(self, condition: Q | None) -> backend.Steps:
+        from .instance_writes import delete_steps  # the write path, imported on first use: `import dynorm` stays lean
+
         return delete_steps(self, condition)
 
     def related(self, name: str) -> Any:
@@ -366,6 +371,8 @@ class Entity(Model, metaclass=EntityMeta):
         await backend.adrive(self._refresh_steps(fields))
 
     def _refresh_steps(self, fields: Iterable[str] | None = None) -> backend.Steps:
+        from .instance_writes import refresh_steps  # the write path, imported on first use: `import dynorm` stays lean
+
         return refresh_steps(self, fields)
 
     def _describe_key(self) -> str:
@@ -416,6 +423,8 @@ class Entity(Model, metaclass=EntityMeta):
             av = data.get(attr_name)
             if av is None or "NULL" not in av:
                 state.read_as[name] = (values.get(name), av)
+        for name in cls._meta.unique_fields:  # the sentinels this item holds (dynorm.constraints)
+            state.unique_as[name] = values.get(name)
         return obj
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .constraints import SENTINEL_TYPE, UniqueConstraint, resolve_constraints, unique_fields
 from .exceptions import ModelError
 from .keys import VERSION, KeyTemplate
 from .shards import bucket_of, shard_key
@@ -148,6 +149,7 @@ class Options:
         primary: the table's own key (a :class:`BoundIndex` named ``"primary"``).
         indexes: access-path name -> :class:`BoundIndex` (``Meta.indexes``, in order).
         version_field: the ``fields.Version`` field name, or ``None``.
+        constraints: the unique constraints (``unique=True`` fields, then ``Meta.constraints``).
     """
 
     entity: str
@@ -160,6 +162,7 @@ class Options:
     indexes: dict[str, BoundIndex] = field(default_factory=dict)
     version_field: str | None = None
     abstract: bool = False
+    constraints: tuple[UniqueConstraint, ...] = ()
 
     @property
     def all_indexes(self) -> list[BoundIndex]:
@@ -245,6 +248,11 @@ class Options:
                     names += [n for w in writers if w is not bound for n in w.fields if n not in names]
             out[bound.name] = tuple(names)
         return out
+
+    @cached_property
+    def unique_fields(self) -> tuple[str, ...]:
+        """The fields a unique constraint covers (:attr:`constraints`), in first-seen order."""
+        return unique_fields(self.constraints)
 
     @cached_property
     def pinned_attributes(self) -> tuple[tuple[str, str], ...]:
@@ -468,9 +476,11 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     _check_sharded_attributes(entity, table._meta, indexes)
     _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
+    constraints = resolve_constraints(entity, getattr(meta, "constraints", None), fields, primary.fields,
+                                      version_field)
     return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
                    read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
-                   version_field=version_field)
+                   version_field=version_field, constraints=constraints)
 
 
 def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str, tuple[str, ...]]:
@@ -482,6 +492,8 @@ def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str
     entity_type = getattr(meta, "entity_type", entity)
     if not isinstance(entity_type, str) or not entity_type:
         raise ModelError(f"{entity}.Meta.entity_type must be a non-empty string.")
+    if entity_type == SENTINEL_TYPE:
+        raise ModelError(f"{entity}.Meta.entity_type {SENTINEL_TYPE!r} is reserved for unique-constraint sentinels.")
     key_version = getattr(meta, "key_version", "v1")
     if not isinstance(key_version, str) or not key_version or delim in key_version:
         raise ModelError(f"{entity}.Meta.key_version must be a non-empty string without {delim!r}.")
@@ -489,7 +501,7 @@ def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str
     if key_version not in read_versions:
         read_versions = (key_version, *read_versions)
     unknown_meta = sorted(k for k in vars(meta) if not k.startswith("_") and k not in {
-        "table", "entity_type", "key_version", "pk", "sk", "indexes", "read_versions"})
+        "table", "entity_type", "key_version", "pk", "sk", "indexes", "read_versions", "constraints"})
     if unknown_meta:
         raise ModelError(f"{entity}.Meta has unknown option(s): {', '.join(unknown_meta)}.")
     return table, entity_type, key_version, read_versions

@@ -36,7 +36,8 @@ from .access_paths import (
     sparse_fields,
 )
 from .access_paths import _text_orders as _text_orders
-from .exceptions import InvalidQuery
+from .constraints import OWNER_KEY_ATTRIBUTE, sentinel_key, sentinel_pk
+from .exceptions import InvalidQuery, ScanRequired
 from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value
 from .key_conditions import _adjacent_av as _adjacent_av
 from .key_conditions import _av_key as _av_key
@@ -45,7 +46,7 @@ from .options import PRIMARY, BoundIndex
 from .plan_value import Plan, QueryState
 from .plan_value import av_equal as av_equal
 from .shards import given_bucket, shard_key
-from .writes import check_key_sizes
+from .write_keys import check_key_sizes
 
 __all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by", "sparse_fields"]
 
@@ -79,7 +80,13 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
     req = _read(state, limit=limit, count=count)
     if state.scan:
         return _plan_scan(req)
-    best = _choose_path(state, req.leaves, req.complex_, req.eq, req.ranged)
+    try:
+        best = _choose_path(state, req.leaves, req.complex_, req.eq, req.ranged)
+    except ScanRequired:
+        through = _plan_through_unique(req)  # get(email=...): the sentinel, then the item (2 GetItems)
+        if through is None:
+            raise
+        return through
     if state.consistent and best.kind in ("gsi", "multi"):
         raise InvalidQuery(f"{req.meta.entity}: ConsistentRead is not possible on GSI {best.index_name}; "
                            "drop .consistent() or query the table or an LSI.")
@@ -271,6 +278,40 @@ def _plan_get_item(req: _Request, best: BoundIndex, pk_value: str, sk_full: str 
     _finish(params, req, projection, limit=None, count=False)
     return Plan("GetItem", req.table, None, PRIMARY, None, None, projection, b.names, b.values, params,
                 key=key, entity_types=req.entity_types, bound=best, checks=tuple(checks.items()))
+
+
+def _plan_through_unique(req: _Request) -> Plan | None:
+    """Two GetItems for equalities on every field of a unique constraint that no index serves.
+
+    The first reads the constraint's sentinel (its owner's primary-key fields), the second the item
+    under the key they render; every equality asked is checked on the item read, so a value
+    changed between the two reads gives no result. Consistent when the queryset is (``consistent()``),
+    else both eventually consistent (0.5 RCU each), as ``get()`` by key is. ``None`` when no
+    constraint is fully given by equalities alone.
+    """
+    state, meta, tmeta, b, leaves = req.state, req.meta, req.tmeta, req.b, req.leaves
+    if req.complex_ or state.collection or state.using is not None or any(lk != "exact" for _, lk, _ in leaves):
+        return None
+    given = [c for c in meta.constraints if all(req.eq.get(n) is not None for n in c.fields)]
+    if not given:
+        return None
+    c = given[0]
+    key = sentinel_key(tmeta, sentinel_pk(meta.entity_type, c, meta.fields, [req.eq[n] for n in c.fields],
+                                          entity=meta.entity))
+    checks = {meta.fields[f].attr_name: serialize_value(meta, f, req.eq[f]) for f, _, _ in leaves}
+    projection = _projection(req, None)
+    if projection is not None:
+        projection = ", ".join([projection, *(b.name(a) for a in checks)])
+    item_params: dict[str, Any] = {"TableName": req.table}
+    _finish(item_params, req, projection, limit=None, count=False)
+    params: dict[str, Any] = {"TableName": req.table, "Key": key, "ProjectionExpression": "#o",
+                              "ExpressionAttributeNames": {"#o": OWNER_KEY_ATTRIBUTE}}
+    if state.consistent:
+        params["ConsistentRead"] = True
+    params["ReturnConsumedCapacity"] = "TOTAL"
+    return Plan("GetItem", req.table, None, PRIMARY, None, None, projection, dict(b.names), dict(b.values), params,
+                key=key, entity_types=req.entity_types, bound=meta.primary, checks=tuple(checks.items()),
+                through_unique=(c.name, item_params))
 
 
 # -- Scan --------------------------------------------------------------------------------------

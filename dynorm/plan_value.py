@@ -90,6 +90,9 @@ class Plan:
             fallback sends it again with an older version's key in those placeholders.
         params: the exact request parameters.
         entity_types: the entity types the results may hold (``None`` = any, collections).
+        through_unique: for ``get(email=...)`` on a unique constraint no index serves, (constraint
+            name, the parameters of the second GetItem without its ``Key``): ``params`` read the
+            sentinel, whose owner's key fields give the item's key; ``checks`` then hold on the item.
         fanout: for a Query of a write-sharded GSI without the bucket's source, the request of
             each bucket in bucket order (``params`` is bucket 0's); ``()`` for any other plan.
     """
@@ -109,6 +112,7 @@ class Plan:
     bound: BoundIndex | None = field(default=None, repr=False)
     checks: tuple[tuple[str, dict[str, Any]], ...] = ()
     whole_key: tuple[tuple[str, str], ...] = ()
+    through_unique: tuple[str, dict[str, Any]] | None = None
     fanout: tuple[dict[str, Any], ...] = ()
 
     @property
@@ -136,6 +140,9 @@ class Plan:
         if self.key is not None:
             parts.append("Key: " + ", ".join(f"{k} = {json.dumps(next(iter(v.values())))}"
                                              for k, v in self.key.items()))
+        if self.through_unique is not None:
+            parts[0] += f" (the sentinel of unique constraint {self.through_unique[0]!r})"
+            parts.append(f"then GetItem {self.table} Key: the primary key of the item the sentinel names")
         if self.checks:
             parts.append("Checked on the item read: " + " AND ".join(
                 f"{a} = {json.dumps(next(iter(v.values())), ensure_ascii=False, default=str)}" for a, v in self.checks))

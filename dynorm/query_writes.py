@@ -153,9 +153,16 @@ class QuerySetWrites(Generic[T]):
 
     def _update_steps(self, condition: Q | None, changes: dict[str, Any]) -> backend.Steps:
         from .sender import send_steps
+        from .write_unique import check_unique_changes, touches_unique
         from .writes import prepare_update
 
         key = self._primary_key_filter("update")
+        if touches_unique(self.model, list(changes)):
+            # a unique field: the sentinel of its stored value is swapped, so the item is read first
+            # (one consistent GetItem) and updated as an instance (one TransactWriteItems)
+            check_unique_changes(self.model, changes)
+            obj = yield from self.consistent()._get_steps((), {})
+            return (yield from obj._update_steps(condition, changes))
         op = prepare_update(self.model, key=key, changes=changes, condition=condition)
         try:
             return (yield from send_steps(op))

@@ -22,7 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["SchemaAction", "create_action", "create_params", "gsi_update_params", "gsi_spec", "describe_gsi",
            "plan_sync", "ttl_action", "ttl_params", "apply", "create_table", "create_declared", "update_table",
-           "delete_table", "ensure_ttl", "ttl_enabled", "wait_active", "wait_deleted", "attribute_types"]
+           "delete_table", "ensure_ttl", "ttl_enabled", "wait_active", "wait_deleted", "attribute_types", "stream_spec",
+           "stream_of", "stream_updates"]
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,39 @@ def create_params(m: TableOptions, name: str, attr_types: dict[str, str] | None 
     if lsis:
         params["LocalSecondaryIndexes"] = lsis
     params["AttributeDefinitions"] = [{"AttributeName": a, "AttributeType": t} for a, t in attrs.items()]
+    if m.stream:
+        params["StreamSpecification"] = stream_spec(m.stream)
     return params
+
+
+def stream_spec(view_type: str | None) -> dict[str, Any]:
+    """DynamoDB's ``StreamSpecification`` for a stream of ``view_type`` (``None``: no stream) (pure)."""
+    if view_type is None:
+        return {"StreamEnabled": False}
+    return {"StreamEnabled": True, "StreamViewType": view_type}
+
+
+def stream_of(description: dict[str, Any] | None) -> str | None:
+    """The view type of the stream a DescribeTable ``Table`` shows enabled, ``None`` when it has none."""
+    spec = (description or {}).get("StreamSpecification") or {}
+    return spec.get("StreamViewType") if spec.get("StreamEnabled") else None
+
+
+def stream_updates(name: str, current: str | None, wanted: str | None) -> list[dict[str, Any]]:
+    """The UpdateTable requests that take table ``name``'s stream from ``current`` to ``wanted`` (pure).
+
+    DynamoDB cannot change the view type of an enabled stream: it is turned off, then on with the
+    new view type (two requests; the new stream has a new ARN, and records of the old one stay
+    readable for 24 hours). Empty when nothing changes.
+    """
+    if current == wanted:
+        return []
+    steps = []
+    if current is not None:
+        steps.append({"TableName": name, "StreamSpecification": stream_spec(None)})
+    if wanted is not None:
+        steps.append({"TableName": name, "StreamSpecification": stream_spec(wanted)})
+    return steps
 
 
 def create_action(table: type[TableLike]) -> SchemaAction:
@@ -155,7 +188,9 @@ def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> lis
         description: DescribeTable's ``Table`` (``None`` when the table does not exist).
 
     Returns:
-        CreateTable (plus TTL) for a missing table; else one UpdateTable per missing GSI.
+        CreateTable (plus TTL) for a missing table; else one UpdateTable per missing GSI, and
+        the UpdateTable requests turning on the declared stream (:func:`stream_updates`) when the
+        table has another stream or none (a table whose model declares no stream keeps its own).
     """
     if description is None:
         actions = [create_action(table)]
@@ -175,6 +210,12 @@ def plan_sync(table: type[TableLike], description: dict[str, Any] | None) -> lis
             f"table {table.table_name()} lacks LSI(s) {', '.join(sorted(missing_lsis))}; DynamoDB can only "
             "add local secondary indexes when a table is created. Create a new table and copy the items.",
             code="LSIMissing", operation="UpdateTable")
+    wanted = table._meta.stream
+    if wanted is not None:
+        for params in stream_updates(table.table_name(), stream_of(description), wanted):
+            what = "turn on" if params["StreamSpecification"]["StreamEnabled"] else "turn off"
+            actions.append(SchemaAction("UpdateTable", params, f"{what} the stream of {table.table_name()}"
+                                        + (f" ({wanted})" if what == "turn on" else "")))
     return actions
 
 

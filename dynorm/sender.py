@@ -16,6 +16,7 @@ error that a caller would retry.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -61,6 +62,17 @@ def send_steps(op: WriteOp) -> backend.Steps:
         ReadBackFailed: (``op.once``) the write was applied but the GetItem after it failed;
             ``.instance`` holds what is known of the item as written.
     """
+    if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
+        refused = yield from send_checked_steps(op, [])
+        released = [a for a in refused.failed if a.kind == "Delete" and a is not op] if refused else []
+        if refused is not None and released and len(released) == len(refused.failed):
+            # the old value's sentinel is another item's (a duplicate stored before the constraint was
+            # added): this item, pinned at that value, never held it, so there is nothing to release
+            op.sentinels = [a for a in op.sentinels if a not in released]
+            refused = yield from send_checked_steps(op, [], attempt_token=f"{op.token}-r")
+        if refused is not None:
+            raise refused.error() from refused.cause
+        return op.instance
     if op.once:
         return (yield from _send_once_steps(op))
     operation, params = op.request()
@@ -158,15 +170,16 @@ class Refused:
     @property
     def older_item(self) -> bool:
         """True when a check found an item stored under an older key version."""
-        return any(a is not self.op for a in self.failed)
+        return any(a.older_version is not None for a in self.failed)
 
     def error(self) -> DynormError:
-        """The error of the first failed action (the write's own, with the item it found)."""
+        """The error of the first failed action (the write's own, with the item it found; a sentinel's
+        :class:`~dynorm.exceptions.IntegrityError` naming the value taken)."""
         first = self.failed[0]
         return first.error(None, raw_item=self.cause.reasons[0].get("item") if first is self.op else None)
 
 
-def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
+def send_checked_steps(op: WriteOp, checks: list[WriteOp], attempt_token: str | None = None) -> backend.Steps:
     """Send a write that must find no item under older key versions; say whether it went.
 
     During a key-version rollout (``Meta.read_versions``) an item may exist only under an older
@@ -178,6 +191,10 @@ def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     writes: twice the write's WCU (2 for a 1 KB item), plus 2 WCU per check. A transaction
     conflict is sent again (a new token: nothing was applied under the old one).
 
+    Args:
+        attempt_token: the ``ClientRequestToken`` prefix (default: the op's revision token), for a
+            second sending whose actions differ from the first's.
+
     Returns:
         ``None`` when it was applied (and applied to the instance), else a :class:`Refused`
         naming the actions whose condition failed; nothing was written then.
@@ -185,11 +202,13 @@ def send_checked_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     Raises:
         TransactionCanceled: cancelled for another reason, after the retries of a conflict.
     """
-    actions = (op, *checks)
+    actions = (op, *checks, *op.sentinels)
     policy = backend.RetryPolicy()
+    # a Delete stores no revision token: one for this call; a second sending of other actions: its own
+    token = attempt_token or op.token or uuid.uuid4().hex[:16]
     for attempt in range(1, policy.max_attempts + 1):
         params = {"TransactItems": [a.transact_item() for a in actions],
-                  "ClientRequestToken": f"{op.token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
+                  "ClientRequestToken": f"{token}-{attempt}", "ReturnConsumedCapacity": "TOTAL"}
         try:
             yield backend.Send("TransactWriteItems", params, entities=tuple(dict.fromkeys(a.model for a in actions)))
             break

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeGuard
+from typing import Any, ClassVar, Mapping, Protocol, TypeGuard
 
 from .exceptions import ModelError
 from .keys import check_delimiter
 
-__all__ = ["TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "TableDeclaration",
-           "build_table_options", "copied_from_attribute", "is_table_class", "parse_multi_key"]
+__all__ = ["TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "STREAM_VIEW_TYPES", "TableDeclaration",
+           "build_table_options", "check_stream", "copied_from_attribute", "copied_from_value", "is_table_class",
+           "parse_multi_key"]
 
 #: Attribute types a key attribute can have (DynamoDB: string, number, binary).
 KEY_TYPES = ("S", "N", "B")
@@ -86,8 +87,11 @@ _INDEX_NAME = re.compile(r"[A-Za-z0-9_.\-]{3,255}")
 
 _TABLE_META_KEYS = {
     "table_name", "gsi_count", "gsis", "lsis", "ttl_attribute", "pk_attribute", "sk_attribute",
-    "type_attribute", "delimiter", "billing_mode", "key_encoding", "revision_attribute",
+    "type_attribute", "delimiter", "billing_mode", "key_encoding", "revision_attribute", "stream",
 }
+
+#: DynamoDB's ``StreamViewType`` values: what each stream record carries besides the keys.
+STREAM_VIEW_TYPES = ("NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY")
 
 #: The attribute every dynorm write sets to a fresh random token (see docs/writing.md,
 #: "What every write guarantees"): it makes a retried request detectable, and it is the item's
@@ -105,6 +109,14 @@ def copied_from_attribute(revision_attribute: str) -> str:
         revision_attribute: ``Table.Meta.revision_attribute``.
     """
     return f"{revision_attribute}_src"
+
+
+def copied_from_value(source: Mapping[str, Any], revision_attribute: str, mark: str) -> dict[str, Any]:
+    """The :func:`copied_from_attribute` value of a copy of item ``source`` (DynamoDB JSON):
+    ``{"SS": [...]}`` holding ``mark`` (what identifies ``source``'s revision, its token for an item
+    with one) and every revision ``source`` itself records it was copied from, sorted."""
+    held = (source.get(copied_from_attribute(revision_attribute)) or {}).get("SS", [])
+    return {"SS": sorted({mark, *held})}
 
 
 @dataclass
@@ -127,6 +139,8 @@ class TableOptions:
             see :mod:`dynorm.keys`.
         revision_attribute: the attribute every dynorm write sets to a fresh token
             (default ``"_dynorm_rev"``); reserved, no field may be stored under it.
+        stream: the DynamoDB Streams view type of the table's stream (one of
+            :data:`STREAM_VIEW_TYPES`), or ``None`` for no stream (see ``docs/streams.md``).
     """
 
     table_name: str
@@ -141,6 +155,7 @@ class TableOptions:
     key_encoding: str = "ordered"
     revision_attribute: str = REVISION_ATTRIBUTE
     multi_gsis: dict[str, MultiKeySchema] = field(default_factory=dict)
+    stream: str | None = None
 
     @property
     def index_names(self) -> list[str]:
@@ -252,6 +267,7 @@ def build_table_options(name: str, meta: Any) -> TableOptions:
     if hasattr(meta, "sk_attribute"):
         opts.sk_attribute = meta.sk_attribute
     opts.ttl_attribute = getattr(meta, "ttl_attribute", None)
+    opts.stream = check_stream(f"{name}.Meta.stream", getattr(meta, "stream", None))
     gsis = getattr(meta, "gsis", None)
     count = getattr(meta, "gsi_count", None)
     if gsis is not None and count is not None:
@@ -307,6 +323,19 @@ def build_table_options(name: str, meta: Any) -> TableOptions:
     if clash:
         raise ModelError(f"{name}.Meta: index name(s) {', '.join(sorted(clash))} used twice.")
     return opts
+
+
+def check_stream(where: str, value: Any) -> str | None:
+    """Return ``value`` if it is a DynamoDB ``StreamViewType`` or ``None`` (no stream).
+
+    Raises:
+        ModelError: anything else, naming ``where``, the value and the allowed ones.
+    """
+    if value is None or value in STREAM_VIEW_TYPES:
+        return value
+    raise ModelError(f"{where} must be one of {', '.join(repr(v) for v in STREAM_VIEW_TYPES)} (DynamoDB's "
+                     f"StreamViewType), or None for no stream; got {value!r}. NEW_AND_OLD_IMAGES lets "
+                     "dynorm.streams report old and new instances, changed fields and moves.")
 
 
 class TableDeclaration(Protocol):

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from pynamodb.attributes import DiscriminatorAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
-from . import backend, conf, registry, schema
-from .checks import check_collections, check_table
+from . import backend, conf, registry
 from .exceptions import TableDoesNotExist
 from .table_options import (
     KEY_TYPES,
@@ -22,6 +21,7 @@ from .table_options import (
     TableOptions,
     build_table_options,
     copied_from_attribute,
+    copied_from_value,
     parse_multi_key,
 )
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
 __all__ = ["Table", "TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", "copied_from_attribute",
-           "parse_multi_key"]
+           "copied_from_value", "parse_multi_key"]
 
 
 class _PynamoMeta:
@@ -95,7 +95,8 @@ class Table(metaclass=TableMeta):
     on the fields' own typed attributes); ``lsis`` (index name -> sort attribute);
     ``ttl_attribute``; ``pk_attribute`` (``"PK"``), ``sk_attribute`` (``"SK"``, or ``None``),
     ``type_attribute`` (``"entityType"``); ``delimiter`` (``"#"``); ``billing_mode``
-    (``"PAY_PER_REQUEST"``).
+    (``"PAY_PER_REQUEST"``); ``stream`` (a DynamoDB ``StreamViewType`` such as
+    ``"NEW_AND_OLD_IMAGES"``, read with :mod:`dynorm.streams`; ``None``: no stream).
     """
 
     _meta: ClassVar[TableOptions]
@@ -137,6 +138,8 @@ class Table(metaclass=TableMeta):
             ServiceError: the table exists already (``code == "ResourceInUseException"``,
                 unless ``exist_ok``) or DynamoDB refused the definition.
         """
+        from . import schema  # DDL, imported on first use: `import dynorm` stays lean
+
         return schema.create_declared(cls, wait=wait, exist_ok=exist_ok)
 
     @classmethod
@@ -146,6 +149,8 @@ class Table(metaclass=TableMeta):
         Raises:
             TableDoesNotExist: there is no such table.
         """
+        from . import schema  # DDL, imported on first use: `import dynorm` stays lean
+
         schema.delete_table(cls.table_name(), wait=wait)
 
     @classmethod
@@ -179,6 +184,8 @@ class Table(metaclass=TableMeta):
         Returns:
             One human-readable line per action (empty when the table is up to date).
         """
+        from . import schema  # DDL, imported on first use: `import dynorm` stays lean
+
         actions = schema.plan_sync(cls, cls.describe())
         if not dry_run:
             schema.apply(cls, actions, wait=wait)
@@ -192,6 +199,8 @@ class Table(metaclass=TableMeta):
             A list of problems (empty when all is well): entity types whose key templates
             on one index could produce the same key, duplicate entity types.
         """
+        from .checks import check_collections, check_table  # imported on first use
+
         return check_table(cls) + check_collections(cls)
 
 

@@ -15,9 +15,14 @@ Fixtures:
         session's table prefix: created once per session, reset before each test (items deleted,
         tables a test added or altered dropped). Returns the list of table classes.
 
+Wire (``--dynorm-wire``, or ``DYNORM_WIRE``): ``direct`` (default) or ``botocore``, the ``wire``
+setting for the session: how data-plane request and response bodies are encoded and decoded.
+
 Markers:
     ``@pytest.mark.integration``: the test needs DynamoDB (for selecting with ``-m``).
     ``@pytest.mark.dynamodb_local_only(reason)``: skipped on the moto backend.
+    ``@pytest.mark.dynorm_wire("botocore")``: the test runs on that wire, whatever the session's
+        (with ``dynorm_tables``, which undoes it after the test).
 """
 
 from __future__ import annotations
@@ -62,11 +67,22 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--dynorm-backend", choices=BACKENDS, default=None,
                     help="DynamoDB for dynorm's fixtures: dynamodb-local (default; Java) or moto "
                          "(in-process, pip install 'dynorm[moto]'). Also $DYNORM_TEST_BACKEND.")
+    group.addoption("--dynorm-wire", choices=conf.WIRES, default=None,
+                    help="how dynorm encodes and decodes data-plane requests in the session: direct (default; "
+                         "dynorm's JSON codec under botocore) or botocore (botocore's serializer and parser). "
+                         "Also $DYNORM_WIRE.")
 
 
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line("markers", "integration: needs DynamoDB Local (real requests)")
     config.addinivalue_line("markers", "dynamodb_local_only(reason): skipped on the moto backend")
+    config.addinivalue_line("markers", "dynorm_wire(wire): run the test on that wire (direct or botocore)")
+
+
+def _wire_settings(config: Any) -> dict[str, Any]:
+    """``{"wire": ...}`` when ``--dynorm-wire`` is given, else nothing (the settings' own: DYNORM_WIRE, dynorm.yaml)."""
+    wire = config.getoption("--dynorm-wire", default=None)
+    return {"wire": wire} if wire else {}
 
 
 def _backend_name(config: Any) -> str:
@@ -94,7 +110,7 @@ def dynorm_backend(request: Any) -> Iterator[TestBackend]:
     """Start the session's backend (see the module docs); configure dynorm for it; yield it."""
     name = _backend_name(request.config)
     if name == "moto":
-        yield from _moto()
+        yield from _moto(_wire_settings(request.config))
         return
     endpoint = os.environ.get("DYNORM_TEST_ENDPOINT")
     server = None
@@ -102,7 +118,7 @@ def dynorm_backend(request: Any) -> Iterator[TestBackend]:
         server = LocalDynamoDB().start()  # a free port: parallel sessions never collide
         endpoint = server.endpoint
     before = conf.snapshot()
-    conf.configure(endpoint=endpoint, region="us-east-1")
+    conf.configure(endpoint=endpoint, region="us-east-1", **_wire_settings(request.config))
     backend.reset_client()
     try:
         yield TestBackend("dynamodb-local", endpoint)
@@ -113,7 +129,7 @@ def dynorm_backend(request: Any) -> Iterator[TestBackend]:
             server.stop()
 
 
-def _moto() -> Iterator[TestBackend]:
+def _moto(wire: dict[str, Any]) -> Iterator[TestBackend]:
     try:
         from moto import mock_aws
     except ImportError:
@@ -128,7 +144,7 @@ def _moto() -> Iterator[TestBackend]:
     # session a random one unless the user configured theirs
     secret = conf.get_settings().cursor_secret or secrets.token_urlsafe(32)
     before = conf.snapshot()
-    conf.configure(endpoint=None, region="us-east-1", cursor_secret=secret)
+    conf.configure(endpoint=None, region="us-east-1", cursor_secret=secret, **wire)
     backend.reset_client()
     try:
         yield TestBackend("moto", None)
@@ -165,16 +181,18 @@ def _dynorm_session_tables(dynorm_backend: TestBackend) -> Iterator[_SessionTabl
 
 
 @pytest.fixture
-def dynorm_tables(_dynorm_session_tables: _SessionTables) -> Iterator[list[type]]:
+def dynorm_tables(_dynorm_session_tables: _SessionTables, request: Any) -> Iterator[list[type]]:
     """Give the test every declared table, empty and as declared, under the session's table prefix.
 
     The tables are created once per session and reset before each test (see
     :class:`_SessionTables`): items of the previous test deleted, tables it added or altered
-    dropped, missing ones created. Returns the list of table classes.
+    dropped, missing ones created. A test marked ``@pytest.mark.dynorm_wire(w)`` runs on wire ``w``.
+    Returns the list of table classes.
     """
     shared = _dynorm_session_tables
     before = conf.snapshot()
-    conf.configure(table_prefix=shared.prefix)
+    marker = request.node.get_closest_marker("dynorm_wire")
+    conf.configure(table_prefix=shared.prefix, **({"wire": marker.args[0]} if marker else {}))
     if conf.get_settings().table_prefix != shared.prefix:
         conf.restore(before)
         raise pytest.UsageError(

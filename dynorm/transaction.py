@@ -15,10 +15,19 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, ca
 from . import backend
 from ._deferred import load_needed_steps
 from .batch import answered
-from .exceptions import BatchIncomplete, CreateCanceled, DynormError, TransactionCanceled, ValidationError
+from .exceptions import (
+    BatchIncomplete,
+    CreateCanceled,
+    DynormError,
+    TransactionCanceled,
+    UniqueCanceled,
+    ValidationError,
+)
 from .expressions import Q
 from .fallback import move_to_current, move_to_current_steps, resolve_older_steps
 from .sender import send_steps
+from .unique_reads import know_unique_steps, stored_unique_steps
+from .write_unique import SentinelOp, merge_sentinels, touches_unique
 from .writes import (
     WriteOp,
     is_instance,
@@ -81,7 +90,11 @@ class Transaction:
         all of them, or none when one would break a limit."""
         if self.committed:
             raise ValidationError("this transaction was already committed; start a new one.")
-        ops = (op, *checks)
+        # unique constraints: the write's sentinel actions go in too (counted in the 100); a value one
+        # action releases and another takes becomes one action (dynorm.write_unique.merge_sentinels)
+        actions = list(self.actions)
+        sentinels = merge_sentinels(actions, op.sentinels) if op.sentinels else []
+        ops = (op, *checks, *sentinels)
         if len(self.actions) + len(ops) > MAX_ACTIONS:
             extra = (f" plus {len(checks)} {checks[0].kind}(s) of its keys at older key versions (Meta.read_versions "
                      f"{op.model._meta.read_versions!r} of {op.model.__name__})") if checks else ""
@@ -90,13 +103,16 @@ class Transaction:
                 f"be action {len(self.actions) + len(ops)}. Split the work into several transactions.",
                 entity=op.model.__name__)
         for i, action in enumerate(ops):
-            if action.identity in self._items or action.identity in [o.identity for o in ops[:i]]:
+            # a sentinel already here was merged above (merge_sentinels): only entity items may clash
+            stored_twice = action.identity in self._items and not isinstance(action, SentinelOp)
+            if stored_twice or action.identity in [o.identity for o in ops[:i]]:
                 at = self._items.get(action.identity)
                 where = f"action {at} of this transaction" if at is not None else "another of its actions"
                 what = f"its key at key version {action.older_version!r}" if action.older_version else "this item"
                 raise ValidationError(
                     f"{op.description}: {where} already touches {what}; DynamoDB refuses two actions on one item "
                     "in a transaction. Combine them.", entity=op.model.__name__)
+        self.actions[:] = actions
         for action in ops:
             self._items[action.identity] = len(self.actions)
             self.actions.append(action)
@@ -131,6 +147,7 @@ class Transaction:
         current keys now (consistent GetItems + the move), and the save lands on it.
         """
         move_to_current(obj)  # read through Meta.read_versions: moved to the current keys now
+        backend.drive(know_unique_steps(obj))  # a unique value not read: one GetItem
         op = prepare_put(obj)
         self._add_put(op)
         if op.kind == "Update" and obj._state.adding:
@@ -148,10 +165,13 @@ class Transaction:
         model, t = _target(target, key)
         if is_instance(t):
             move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
-        else:
-            _resolve_older(model, t)
-        self._add(prepare_update(model, instance=t if is_instance(t) else None,
-                                 key=None if is_instance(t) else t, changes=changes, condition=condition))
+            backend.drive(know_unique_steps(t))  # a unique value not read: one GetItem
+            self._add(prepare_update(model, instance=t, changes=changes, condition=condition))
+            return
+        _resolve_older(model, t)
+        # a unique field changed by key: its stored value (the sentinel to release) is read first
+        stored = backend.drive(stored_unique_steps(model, t)) if touches_unique(model, list(changes)) else None
+        self._add(prepare_update(model, key=t, changes=changes, condition=condition, stored=stored))
 
     def delete(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
                condition: Q | None = None) -> None:
@@ -165,9 +185,14 @@ class Transaction:
         model, t = _target(target, key)
         if not isinstance(t, Mapping):
             move_to_current(t)  # read through Meta.read_versions: moved to the current keys now
-        elif condition is not None:
+            backend.drive(know_unique_steps(t))  # a unique value not read: one GetItem
+            self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
+            return
+        if condition is not None:
             _resolve_older(model, t)
-        self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
+        # with unique constraints, the sentinels to delete are those of the values stored: read first
+        stored = backend.drive(stored_unique_steps(model, t)) if model._meta.constraints else None
+        self._add(prepare_delete(model, t, condition=condition, stored=stored), *prepare_delete_older(model, t))
 
     def check(self, target: EntityLike | type[EntityLike], key: Mapping[str, Any] | None = None, *,
               condition: Q) -> None:
@@ -214,6 +239,13 @@ class Transaction:
                     lines.append(f"action {i} ({op.description}): {code} {entry['message']}".rstrip())
                 reasons.append(entry)
             message = "transaction cancelled, nothing was written: " + "; ".join(lines or [str(exc)])
+            taken = [e for e, op in zip(reasons, self.actions)
+                     if isinstance(op, SentinelOp) and e["code"] == "ConditionalCheckFailed"]
+            if taken and not any(e["code"] == "ConditionalCheckFailed" and not isinstance(op, SentinelOp)
+                                 for e, op in zip(reasons, self.actions)):
+                # a unique value is held by another item: say so as create() does
+                raise UniqueCanceled(f"{taken[0]['error']} (action {taken[0]['action']} of the transaction: the "
+                                     "whole transaction was cancelled.)", reasons, cause=taken[0]["error"]) from exc
             older = [e for e, op in zip(reasons, self.actions)
                      if op.older_version and e["code"] == "ConditionalCheckFailed"]
             if older:
@@ -366,6 +398,7 @@ def _plan_bulk_updates_steps(model: type[EntityLike], objs: list[EntityLike], na
             raise ValidationError(f"{entity}.objects.bulk_update(): objs[{i}] is {obj!r}, not a {entity}.",
                                   entity=entity, value=obj)
         yield from load_needed_steps(obj, names)
+        yield from know_unique_steps(obj)  # a unique value not read: one GetItem
         op = prepare_update(model, instance=obj, changes={n: getattr(obj, n, None) for n in names})
         if op.identity in seen:
             raise ValidationError(f"{entity}.objects.bulk_update(): objs[{seen[op.identity]}] and objs[{i}] are the "
@@ -440,6 +473,8 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None, **changes: Any) -> None:
         """Add an Update (see :meth:`Transaction.update`)."""
         model, t = _target(target, key)
+        if not is_instance(t) and touches_unique(model, list(changes)):
+            _refuse_unique_by_key(model, "update")
         if not is_instance(t):  # by key: get()'s read_versions fallback runs at acommit, not here
             self._add(prepare_update(model, key=t, changes=changes, condition=condition))
             if older_keys(model, t):
@@ -454,6 +489,8 @@ class _AsyncTransaction(Transaction):
                condition: Q | None = None) -> None:
         """Add a Delete (conditional on the version of an instance read)."""
         model, t = _target(target, key)
+        if isinstance(t, Mapping) and model._meta.constraints:
+            _refuse_unique_by_key(model, "delete")
         if isinstance(t, Mapping) and condition is not None and older_keys(model, t):
             # by key with a condition: get()'s read_versions fallback runs at acommit, not here
             self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
@@ -475,6 +512,14 @@ class _AsyncTransaction(Transaction):
                 self.actions[i] = plan()
             self._moves = []
         yield from super()._commit_steps()
+
+
+def _refuse_unique_by_key(model: type[EntityLike], verb: str) -> None:
+    """In ``atransaction()``: a write by key of a unique value needs a blocking read of the value stored."""
+    raise ValidationError(
+        f"{model.__name__}: in dynorm.atransaction(), {verb}() by key of an entity with unique constraints would "
+        "need a blocking GetItem of its stored unique values (the sentinels to release); read the instance first "
+        f"(obj = await {model.__name__}.objects.aget(...)) and pass it: tx.{verb}(obj, ...).", entity=model.__name__)
 
 
 class atransaction:  # noqa: N801 - named like the function it mirrors

@@ -85,6 +85,10 @@ class WriteOp:
     entity_key: dict[str, Any] = field(default_factory=dict)
     changes: dict[str, Any] = field(default_factory=dict)
     may_create: bool = False
+    # unique constraints (dynorm.write_unique): the sentinel actions sent with this write in one
+    # TransactWriteItems, and the unique fields' values once written (the instance's _state.unique_as)
+    sentinels: list[WriteOp] = field(default_factory=list)
+    unique_after: dict[str, Any] | None = None
 
     @property
     def create(self) -> bool:
@@ -234,6 +238,7 @@ class WriteOp:
         if decoded is not None:
             obj.attribute_values = decoded.attribute_values
             state.read_as = decoded._state.read_as
+            state.unique_as = decoded._state.unique_as
             state.partial = False
             state.deferred = None
             state.unread = frozenset()
@@ -255,6 +260,8 @@ class WriteOp:
             defer(obj, self.expression_fields)
             if self.unread_after is not None:
                 state.unread = self.unread_after
+        if self.unique_after is not None:
+            state.unique_as = {**state.unique_as, **self.unique_after}
         if self.kind != "Delete":
             state.adding = False
             state.fallback = None

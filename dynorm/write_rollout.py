@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ._codec import item_size
+from .table_options import copied_from_attribute, copied_from_value
 from .write_keys import entity_key_text, is_instance, primary_key_of
 from .write_op import WriteOp
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
+
+#: DynamoDB's item size limit: a moved item records the revision it was copied from while it fits
+MAX_ITEM_BYTES = 400 * 1024
 
 __all__ = ["older_keys", "prepare_delete_older", "prepare_create_checks", "prepare_older_checks",
            "unchanged_condition", "prepare_move_to_current"]
@@ -154,8 +159,9 @@ def prepare_move_to_current(model: type[EntityLike], raw: Mapping[str, Any]) -> 
 
     Returns ``(put, delete)``, the two actions of one TransactWriteItems: a Put of the item
     under the current keys, every attribute kept as read (undeclared ones and the revision
-    token included), conditional on no item there or one with the same token (a copy-mode
-    rekey's copy of it); and a Delete of the old item conditional on it being unchanged
+    token included) plus the revision it was copied from (``_dynorm_rev_src``, as a rekey
+    records it, while the item fits DynamoDB's 400 KB), conditional on no item there or one with
+    the same token (a copy-mode rekey's copy of it); and a Delete of the old item conditional on it being unchanged
     (:func:`unchanged_condition`).
 
     Raises:
@@ -171,6 +177,12 @@ def prepare_move_to_current(model: type[EntityLike], raw: Mapping[str, Any]) -> 
     keys = meta.key_attributes(model.from_raw_data(dict(raw)).attribute_values)
     item = {a: v for a, v in raw.items() if a not in keys}
     item.update({a: {"S": t} for a, t in keys.items() if t is not None})
+    if rev in raw:
+        # the revision it was copied from, as a rekey records it (``_dynorm_rev_src``): the stream reads
+        # the Put's INSERT as a move also without the Delete's REMOVE (docs/streams.md)
+        marked = {**item, copied_from_attribute(rev): copied_from_value(raw, rev, raw[rev]["S"])}
+        if item_size(marked) <= MAX_ITEM_BYTES:
+            item = marked
     # ALL_OLD: an item of another entity type under the current keys is told apart from a copy of this one
     put: dict[str, Any] = {"TableName": table, "Item": item, "ExpressionAttributeNames": {"#pk": tmeta.pk_attribute},
                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}

@@ -33,6 +33,15 @@ _DYNAMODB_LOCAL_ONLY = {
 }
 
 
+# The suite runs on the session's wire (`direct` unless --dynorm-wire or DYNORM_WIRE says otherwise);
+# these files run on the other one, botocore's own serializer and parser, so both stay tested in the
+# fast gate at no extra cost (tests/integration/test_wire_parity.py compares the two request by request).
+_BOTOCORE_WIRE = {
+    "tests/integration/test_writes.py",
+    "tests/integration/test_collections.py",
+}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = Path(__file__).resolve().parent.parent
@@ -41,6 +50,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         reason = _DYNAMODB_LOCAL_ONLY.get(rel)
         if reason is not None:
             item.add_marker(pytest.mark.dynamodb_local_only(reason))
+        if rel in _BOTOCORE_WIRE:
+            item.add_marker(pytest.mark.dynorm_wire("botocore"))
 
 
 class IO:

@@ -11,7 +11,7 @@ import botocore.awsrequest
 
 from dynorm import backend
 
-__all__ = ["Hook", "deliver", "fake_response", "raw_at", "stored_item"]
+__all__ = ["Hook", "deliver", "fake_response", "fake_aio_response", "raw_at", "stored_item"]
 
 
 class _Raw:
@@ -25,6 +25,23 @@ class _Raw:
 def fake_response(status: int, body: dict[str, Any]) -> botocore.awsrequest.AWSResponse:
     headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "dynorm-fault-injected"}
     return botocore.awsrequest.AWSResponse("http://127.0.0.1", status, headers, _Raw(json.dumps(body).encode()))
+
+
+class _AioRaw:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def read(self) -> bytes:
+        return self.body
+
+
+def fake_aio_response(status: int, body: dict[str, Any]) -> Any:
+    """:func:`fake_response` for an aiobotocore client (its ``before-send`` hooks answer with an
+    ``AioAWSResponse``, whose content is awaited)."""
+    from aiobotocore.awsrequest import AioAWSResponse
+
+    headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "dynorm-fault-injected"}
+    return AioAWSResponse("http://127.0.0.1", status, headers, _AioRaw(json.dumps(body).encode()))
 
 
 class Hook:

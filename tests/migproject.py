@@ -215,7 +215,14 @@ def widgets(table: Any) -> list[dict[str, Any]]:
 
 
 def body(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if k not in ("PK", "SK", "GSI1PK", "GSI1SK")}
+    """An item's attributes without its keys and the revisions a rekey records it was copied from
+    (``_dynorm_rev_src``: every rekey writes it, so that the stream reads its INSERT as a move)."""
+    return {k: v for k, v in item.items() if k not in ("PK", "SK", "GSI1PK", "GSI1SK", "_dynorm_rev_src")}
+
+
+def copied_from(item: dict[str, Any]) -> list[str]:
+    """The revisions a rekey recorded on ``item`` (``_dynorm_rev_src``), ``[]`` when none."""
+    return list((item.get("_dynorm_rev_src") or {}).get("SS", []))
 
 
 def load_v1(project: Project, n: int, **variant: Any) -> Any:

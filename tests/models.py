@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynorm import Entity, Index, QuerySet, Table, fields
+from dynorm import Entity, Index, QuerySet, Table, UniqueConstraint, fields
 
 
 class Retail(Table):
@@ -183,6 +183,73 @@ class Measure(Entity):
         pk = "{version}#MEASURE#{sensor}"
         sk = "METADATA"
         indexes = {"by_label": Index("GSI1", pk="{version}#LABEL#{label}", sk="MEASURE#{sensor}")}
+
+
+class Member(Entity):
+    """Unique constraints: an email unique across members, a handle unique per tenant (None: unconstrained)."""
+
+    member_id = fields.String()
+    tenant_id = fields.String()
+    email = fields.String(unique=True)
+    handle = fields.String(null=True)
+    note = fields.String(null=True)
+    visits = fields.Integer(default=0)
+
+    class Meta:
+        table = Retail
+        entity_type = "MEMBER"
+        pk = "{version}#MEMBER#{member_id}"
+        sk = "METADATA"
+        constraints = [UniqueConstraint(fields=["tenant_id", "handle"], name="unique_handle_per_tenant")]
+
+
+class Account(Entity):
+    """A versioned entity with a unique field."""
+
+    account_id = fields.String()
+    email = fields.String(unique=True)
+    version = fields.Version()
+
+    class Meta:
+        table = Retail
+        entity_type = "ACCOUNT"
+        pk = "{version}#ACCOUNT#{account_id}"
+        sk = "METADATA"
+class Feed(Table):
+    """A table with a stream (docs/streams.md; tests/integration/test_streams.py)."""
+
+    class Meta:
+        table_name = "feed"
+        gsi_count = 1
+        ttl_attribute = "expires_at"
+        stream = "NEW_AND_OLD_IMAGES"
+
+
+class Post(Entity):
+    post_id = fields.String()
+    author = fields.String()
+    title = fields.String()
+    likes = fields.Integer(default=0)
+    expires_at = fields.TTL(null=True)
+    version = fields.Version()
+
+    class Meta:
+        table = Feed
+        entity_type = "POST"
+        pk = "{version}#POST#{post_id}"
+        sk = "METADATA"
+        indexes = {"by_author": Index("GSI1", pk="{version}#AUTHOR#{author}", sk="POST#{post_id}")}
+
+
+class Like(Entity):
+    post_id = fields.String()
+    user_id = fields.String()
+
+    class Meta:
+        table = Feed
+        entity_type = "LIKE"
+        pk = "{version}#POST#{post_id}"
+        sk = "LIKE#{user_id}"
 
 
 # -- write sharding (tests/integration/test_sharded_indexes.py, tests/reliability/test_sharded_differential.py)

@@ -3,6 +3,9 @@
 Credentials are botocore's own (dummy ones only for a loopback endpoint when botocore resolves
 none); hooks added with :func:`register_hook` reach every client, built already or later;
 :func:`reset_client` drops them all. aiobotocore (``dynorm[async]``) is imported on first use.
+The ``wire`` setting picks the session a client comes from: ``direct`` clients parse data-plane
+responses with dynorm's codec (the session's ``response_parser_factory``) and carry its request
+hooks (:mod:`.wire`); ``botocore`` clients are botocore's, unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from typing import Any
 from .. import conf
 from ..exceptions import ConfigurationError
 from .errors import CREDENTIAL_CHAIN_ERRORS, credential_chain_error
+from .wire import AioDirectParser, DirectParserFactory
+from .wire import install as install_wire
 
 __all__ = ["LOCAL_CREDENTIALS", "credentials_for", "client", "register_hook", "unregister_hook", "reset_client",
            "aclient", "aclose", "loop_client", "request_done"]
@@ -25,18 +30,36 @@ LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
 _client_lock = threading.Lock()
 _clients: dict[tuple[Any, ...], Any] = {}  # one client per connection (_connection)
 _last: tuple[conf.Settings, Any] | None = None  # the settings last asked for and their client
-_session: Any = None
+_sessions: dict[str, Any] = {}  # wire -> the botocore session its clients come from
+_session_lock = threading.Lock()
 _UNRESOLVED: Any = object()
 _resolved: Any = _UNRESOLVED  # botocore's chain is walked once per process (IMDS may take seconds)
 
 
-def _botocore_session() -> Any:
-    global _session
-    if _session is None:
+def _botocore_session(wire: str = "direct") -> Any:
+    """The botocore session of ``wire``'s clients (built once, thread-safe).
+
+    The sessions of both wires share one loader (the service model is read once); a ``direct``
+    session's ``response_parser_factory`` component is dynorm's (:class:`.wire.DirectParserFactory`).
+    A process that uses both wires walks botocore's credential chain once per session.
+    """
+    session = _sessions.get(wire)
+    if session is None:
+        import botocore.parsers
         import botocore.session
 
-        _session = botocore.session.get_session()
-    return _session
+        with _session_lock:
+            session = _sessions.get(wire)
+            if session is None:
+                session = botocore.session.get_session()
+                if _sessions:
+                    loader = next(iter(_sessions.values())).get_component("data_loader")
+                    session.register_component("data_loader", loader)
+                if wire == "direct":
+                    session.register_component("response_parser_factory",
+                                               DirectParserFactory(botocore.parsers.ResponseParserFactory()))
+                _sessions[wire] = session
+    return session
 
 
 def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
@@ -62,7 +85,7 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
         from botocore.exceptions import BotoCoreError
 
         try:
-            _resolved = _botocore_session().get_credentials()
+            _resolved = _botocore_session(settings.wire).get_credentials()
         except BotoCoreError as exc:
             if type(exc).__name__ not in CREDENTIAL_CHAIN_ERRORS:
                 raise
@@ -73,7 +96,7 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
 def _connection(settings: conf.Settings) -> tuple[Any, ...]:
     """The settings a client is built from; other settings never replace the client."""
     return (settings.region, settings.endpoint, settings.is_local, settings.max_attempts,
-            settings.connect_timeout, settings.read_timeout)
+            settings.connect_timeout, settings.read_timeout, settings.wire)
 
 
 def _client_arguments(settings: conf.Settings, pool: int) -> dict[str, Any]:
@@ -112,7 +135,9 @@ def client() -> Any:
     with _client_lock:
         built = _clients.get(key)
         if built is None:
-            built = _botocore_session().create_client("dynamodb", **_client_arguments(settings, pool=32))
+            built = _botocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=32))
+            if settings.wire == "direct":
+                install_wire(built)
             for event, handler in _hooks:
                 built.meta.events.register(event, handler)
             _clients[key] = built
@@ -159,18 +184,18 @@ def reset_client() -> None:
     The asyncio clients are retired: each loop builds a new one on next use and closes the old
     one when the loop closes (or with :func:`aclose`).
     """
-    global _last, _resolved, _session, _aio_session
+    global _last, _resolved
     with _client_lock:
         for clients in list(_aclients.values()):
             old, clients.current = clients.current, None
             if old is not None:
                 old.retired = True
                 clients.retired.append(old)
-        _aio_session = None
+        _aio_sessions.clear()
         _clients.clear()
         _last = None
         _resolved = _UNRESOLVED
-        _session = None
+        _sessions.clear()
 
 
 # -- asyncio: aiobotocore (the optional extra ``dynorm[async]``), imported on first use ------------
@@ -205,7 +230,7 @@ class _LoopClients:
 _aclients: dict[Any, _LoopClients] = {}
 
 
-_aio_session: Any = None
+_aio_sessions: dict[str, Any] = {}  # wire -> the aiobotocore session its clients come from
 
 
 def _import_aiobotocore() -> Any:
@@ -216,23 +241,28 @@ def _import_aiobotocore() -> Any:
     return aiobotocore.session
 
 
-def _aiobotocore_session() -> Any:
-    """The one aiobotocore session of the process (built once, thread-safe), shared by every loop's client.
+def _aiobotocore_session(wire: str = "direct") -> Any:
+    """The aiobotocore session of ``wire``'s clients (built once, thread-safe), shared by every loop's client.
 
     A session per loop re-read and parsed botocore's data files for every client (measured:
     133 ms CPU per request in a loop-per-request handler, vs 1.9 ms sync); the shared session's
-    loader, which is also the sync client's, holds the DynamoDB service model once.
+    loader, which is also the sync client's, holds the DynamoDB service model once. A ``direct``
+    session parses with dynorm's codec, as the sync client does (:class:`.wire.AioDirectParser`).
     """
-    global _aio_session
-    session = _aio_session
+    session = _aio_sessions.get(wire)
     if session is None:
         module = _import_aiobotocore()
         with _client_lock:
-            if _aio_session is None:
-                new = module.get_session()
-                new.register_component("data_loader", _botocore_session().get_component("data_loader"))
-                _aio_session = new
-            session = _aio_session
+            session = _aio_sessions.get(wire)
+            if session is None:
+                session = module.get_session()
+                session.register_component("data_loader", _botocore_session(wire).get_component("data_loader"))
+                if wire == "direct":
+                    from aiobotocore.parsers import AioResponseParserFactory
+
+                    session.register_component("response_parser_factory",
+                                               DirectParserFactory(AioResponseParserFactory(), AioDirectParser))
+                _aio_sessions[wire] = session
     return session
 
 
@@ -295,8 +325,10 @@ async def loop_client() -> _LoopClient:
 
 
 async def _build_aclient(settings: conf.Settings) -> _LoopClient:
-    context = _aiobotocore_session().create_client("dynamodb", **_client_arguments(settings, pool=64))
+    context = _aiobotocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=64))
     new = await context.__aenter__()
+    if settings.wire == "direct":
+        install_wire(new)
     with _client_lock:
         hooks = list(_hooks)
     for event, handler in hooks:

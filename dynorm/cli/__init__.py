@@ -60,7 +60,7 @@ def cli(ctx: click.Context, config: str | None, traceback: bool) -> None:
 
 
 def _register() -> None:
-    from . import design_cmds, local_cmd, migrate_cmds, patterns_cmd, schema_cmds, shell
+    from . import design_cmds, local_cmd, migrate_cmds, patterns_cmd, schema_cmds, shell, streams_cmd
 
     cli.add_command(schema_cmds.check)
     cli.add_command(migrate_cmds.migrate)
@@ -71,6 +71,7 @@ def _register() -> None:
     cli.add_command(local_cmd.local)
     cli.add_command(design_cmds.export)
     cli.add_command(design_cmds.import_)
+    cli.add_command(streams_cmd.streams)
 
 
 _register()

@@ -6,7 +6,9 @@ import re
 
 from ..keys import VERSION, KeyTemplate
 from .operations import (
+    AddConstraint,
     AlterKeyEncoding,
+    AlterStream,
     CreateEntity,
     CreateTable,
     DeleteEntity,
@@ -14,6 +16,7 @@ from .operations import (
     MigrationError,
     Operation,
     RekeyEntity,
+    RemoveConstraint,
     SyncIndexes,
 )
 from .state import EntityState, ProjectState
@@ -25,7 +28,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
     """Return the operations that turn ``old`` into ``new``.
 
     New tables become ``CreateTable``, new GSIs ``SyncIndexes``, GSIs gone from the table
-    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), new entity types
+    ``DropIndexes`` (the entities stop writing their keys; no item is rewritten), a changed
+    ``Table.Meta.stream`` ``AlterStream``, new entity types
     ``CreateEntity``, changed key versions or templates ``RekeyEntity`` (old and new layouts
     frozen), removed entity types ``DeleteEntity``. Tables are never dropped.
 
@@ -73,6 +77,8 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             drop = DropIndexes(name, dropped)
             ops.append(drop)
             drop.state_forwards(old)
+        if before.stream != table.stream:
+            ops.append(AlterStream(name, table.stream, before.stream))
     for key, entity in new.entities.items():
         before_e = old.entities.get(key)
         if before_e is not None:
@@ -80,7 +86,9 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
             _check_shards(before_e, entity)
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
-        elif before_e.layout() != entity.layout():
+            continue
+        ops += _constraint_changes(before_e, entity)
+        if before_e.layout() != entity.layout():
             _check_version_used(before_e, entity)
 
             def part(e):  # type: ignore[no-untyped-def]
@@ -118,6 +126,24 @@ def _check_shards(before: EntityState, after: EntityState) -> None:
             f"entity {after.entity_type}: its key templates or key version change while index(es) "
             f"{', '.join(sorted(after.shards))} are write-sharded; RekeyEntity cannot render the buckets yet. "
             "Re-save the items with a RunPython migration instead.")
+
+
+def _constraint_changes(before: EntityState, after: EntityState) -> list[Operation]:
+    """RemoveConstraint for each unique constraint gone (or changed), AddConstraint for each new (or changed) one."""
+    ops: list[Operation] = []
+    owner_fields = {n for t in after.keys["primary"].values() for n in KeyTemplate(t).placeholders} - {VERSION}
+    owner = {n: after.fields[n][0] for n in sorted(owner_fields) if n in after.fields}
+
+    def specs(e: EntityState, names: list[str]) -> dict[str, list[str]]:
+        return {n: list(e.fields[n]) for n in names if n in e.fields}
+
+    for name, names in before.constraints.items():
+        if after.constraints.get(name) != names:
+            ops.append(RemoveConstraint(after.table, after.entity_type, name, specs(before, names), owner))
+    for name, names in after.constraints.items():
+        if before.constraints.get(name) != names:
+            ops.append(AddConstraint(after.table, after.entity_type, name, specs(after, names), owner))
+    return ops
 
 
 def _check_version_used(before: EntityState, after: EntityState) -> None:

@@ -42,7 +42,7 @@ from ..exceptions import (
     TransactionCanceled,
 )
 from ..keys import KeyTemplate, parse_datetime
-from ..tables import copied_from_attribute
+from ..tables import copied_from_attribute, copied_from_value
 from ..writes import new_token, unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
 from .state import NUMERIC_KINDS, EntityState, TableState
@@ -363,15 +363,16 @@ class Rekeyer(_Base):
                              "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}}]
         put = {"Put": {"TableName": self.physical, "Item": new, "ConditionExpression": "attribute_not_exists(#pk)",
                        "ExpressionAttributeNames": {"#pk": self.table.pk_attribute}}}
+        # the revisions copied (this one and those its own source copied): DeleteVersion may delete an
+        # old item while it is one of them, and dynorm.streams reads the INSERT of an item holding its own
+        # revision among them as a move, also without the REMOVE beside it (a move's two records often
+        # land in different shards); left out when the item would not fit the size limit
+        rev = self.table.revision_attribute
+        src = copied_from_attribute(rev)
+        item = {**new, src: copied_from_value(raw, rev, source_mark(raw, rev))}
+        if item_size(item) <= MAX_ITEM_BYTES:
+            put["Put"]["Item"] = item
         if self.mode == "copy":
-            # the revisions copied (this one and those its own source copied): DeleteVersion may delete
-            # an old item while it is one of them; left out when the copy would not fit the size limit
-            rev = self.table.revision_attribute
-            src = copied_from_attribute(rev)
-            marks = sorted({source_mark(raw, rev), *(raw.get(src) or {}).get("SS", [])})
-            item = {**new, src: {"SS": marks}}
-            if item_size(item) <= MAX_ITEM_BYTES:
-                put["Put"]["Item"] = item
             return [put]
         return [put, {"Delete": {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": cond,
                                  "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}}]

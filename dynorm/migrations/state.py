@@ -46,6 +46,8 @@ class TableState:
     revision_attribute: str = REVISION_ATTRIBUTE
     #: multi-attribute GSIs: name -> ``{"pk": {attribute: type}, "sk": {attribute: type}}``
     multi_gsis: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
+    #: the DynamoDB Streams view type of the table's stream (``Table.Meta.stream``), ``None``: no stream
+    stream: str | None = None
 
     def options(self) -> TableOptions:
         """The equivalent :class:`~dynorm.tables.TableOptions`."""
@@ -56,7 +58,7 @@ class TableState:
                             type_attribute=self.type_attribute, gsis=dict(self.gsis), lsis=dict(self.lsis),
                             ttl_attribute=self.ttl_attribute, delimiter=self.delimiter,
                             billing_mode=self.billing_mode, key_encoding=self.key_encoding,
-                            revision_attribute=self.revision_attribute, multi_gsis=multi)
+                            revision_attribute=self.revision_attribute, multi_gsis=multi, stream=self.stream)
 
     def all_gsis(self) -> dict[str, Any]:
         """Every GSI as migration files spell it: ``[pk, sk]`` or ``{"pk": {...}, "sk": {...}}``."""
@@ -69,7 +71,8 @@ class TableState:
         out: dict[str, Any] = {"name": self.name}
         for key, default in (("pk_attribute", "PK"), ("sk_attribute", "SK"), ("type_attribute", "entityType"),
                              ("ttl_attribute", None), ("delimiter", "#"), ("billing_mode", "PAY_PER_REQUEST"),
-                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE)):
+                             ("key_encoding", "ordered"), ("revision_attribute", REVISION_ATTRIBUTE),
+                             ("stream", None)):
             if getattr(self, key) != default:
                 out[key] = getattr(self, key)
         if self.gsis or self.multi_gsis:
@@ -93,6 +96,7 @@ class EntityState:
             not written (sparse).
         fields: field name -> [attribute name, field kind] for every field a template uses.
         version_attribute: the ``fields.Version`` attribute name, if any.
+        constraints: unique constraint name -> its field names (their attributes and kinds in ``fields``).
         shards: GSI name -> its write-sharding bucket count (``Index(shards=N)``), for sharded indexes.
     """
 
@@ -102,6 +106,7 @@ class EntityState:
     keys: dict[str, dict[str, str]]
     fields: dict[str, list[str]]
     version_attribute: str | None = None
+    constraints: dict[str, list[str]] = field(default_factory=dict)
     shards: dict[str, int] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
@@ -119,6 +124,8 @@ class EntityState:
                                "key_version": self.key_version, "keys": self.keys, "fields": self.fields}
         if self.version_attribute:
             out["version_attribute"] = self.version_attribute
+        if self.constraints:
+            out["constraints"] = self.constraints
         if self.shards:
             out["shards"] = dict(self.shards)
         return out
@@ -147,7 +154,7 @@ def table_state(table: type[Table]) -> TableState:
                       type_attribute=m.type_attribute, gsis=dict(m.gsis), lsis=dict(m.lsis),
                       ttl_attribute=m.ttl_attribute, delimiter=m.delimiter, billing_mode=m.billing_mode,
                       key_encoding=m.key_encoding, attribute_types=lsi_types,
-                      revision_attribute=m.revision_attribute,
+                      revision_attribute=m.revision_attribute, stream=m.stream,
                       multi_gsis={g: v.definition() for g, v in m.multi_gsis.items()})
 
 
@@ -192,11 +199,14 @@ def entity_state(entity: Any) -> EntityState:
             used |= set(b.fields)
         if b.shards:
             shards[b.index_name or b.name] = b.shards
+    constraints = {c.name: list(c.fields) for c in getattr(meta, "constraints", ())}
+    used |= {n for names in constraints.values() for n in names}
     fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
               if n in meta.fields}
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
-                       keys=keys, fields=fields, version_attribute=version_attr, shards=shards)
+                       keys=keys, fields=fields, version_attribute=version_attr, constraints=constraints,
+                       shards=shards)
 
 
 def state_from_models(tables: list[type[Table]]) -> ProjectState:

@@ -18,7 +18,7 @@ from dynorm.migrations.executor import Executor, MigrateOptions
 from dynorm.migrations.ledger import Ledger, MigrationLocked
 from dynorm.migrations.loader import load_migrations
 from tests.faults import Hook, fake_response
-from tests.migproject import V1, V2, Project, body, load_v1, scan_all, widgets
+from tests.migproject import V1, V2, Project, body, copied_from, load_v1, scan_all, widgets
 
 
 def test_v1_to_v2_move_rewrites_every_item_and_index(project: Project) -> None:
@@ -35,6 +35,8 @@ def test_v1_to_v2_move_rewrites_every_item_and_index(project: Project) -> None:
     assert len(after) == 5000
     assert all(i["PK"]["S"].startswith("v2#W#") for i in after)  # none left at v1
     assert {i["widget_id"]["S"]: body(i) for i in after} == before  # attributes identical, legacy kept
+    # each item records the revision it was moved from: its own (dynorm.streams reads its INSERT as a move)
+    assert all(copied_from(i) == [i["_dynorm_rev"]["S"]] for i in after)
     assert sum(1 for i in after if "legacy" in i) == 50
     with dynorm.capture() as c:
         got = models.Widget.objects.get(widget_id="w00042")

@@ -216,7 +216,10 @@ def test_a_transaction_moves_a_fallback_item_when_the_action_is_added_and_the_mo
     assert c.operations == ["GetItem", "TransactWriteItems"]
     stored = _where(project, "w00008")
     assert set(stored) == {"v2"}
-    assert {k: v for k, v in stored["v2"].items() if k not in ("PK", "GSI1PK", "GSI1SK")} == before  # unchanged
+    moved = {k: v for k, v in stored["v2"].items() if k not in ("PK", "GSI1PK", "GSI1SK")}
+    # unchanged, but for the revision it records it was copied from (a stream reads its INSERT as a move)
+    assert moved.pop("_dynorm_rev_src") == {"SS": [before["_dynorm_rev"]["S"]]}
+    assert moved == before
     got = W.objects.get(widget_id="w00008")
     assert got.counter == 0 and got.version == 1
     # a cancelled commit: the update is not applied, the item stays where the move put it, unchanged

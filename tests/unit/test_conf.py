@@ -40,6 +40,20 @@ def test_bad_values() -> None:
         conf._build({"colour": "red"})
 
 
+def test_the_wire_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert conf.Settings().wire == "direct"
+    cfg = tmp_path / "dynorm.yaml"
+    cfg.write_text("wire: botocore\n")
+    assert conf.load_file(cfg)["wire"] == "botocore"
+    monkeypatch.setenv("DYNORM_WIRE", "botocore")
+    assert conf._from_env()["wire"] == "botocore"
+    cfg.write_text("wire: fast\n")
+    with pytest.raises(ConfigurationError, match=r"'wire' = 'fast' \(.*dynorm.yaml\) must be 'direct'.*'botocore'"):
+        conf.load_file(cfg)
+    with pytest.raises(ConfigurationError, match="DYNORM_WIRE"):
+        conf._build({"wire": None})
+
+
 def test_is_local() -> None:
     assert conf.Settings(endpoint="http://127.0.0.1:8000").is_local
     assert conf.Settings(endpoint="http://localhost:8000").is_local

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dynorm import fields
@@ -37,6 +37,9 @@ def _is_utc(value: dt.datetime) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(value=aware)
+# offsets under a second, which CPython 3.11's fromisoformat reads as UTC
+@example(value=dt.datetime(2000, 1, 2, tzinfo=dt.timezone(dt.timedelta(microseconds=1))))
+@example(value=dt.datetime(2000, 1, 2, tzinfo=dt.timezone(-dt.timedelta(microseconds=1))))
 def test_an_aware_datetime_reads_back_as_the_same_instant_in_utc(value: dt.datetime) -> None:
     f = fields.DateTime()
     stored = f.serialize(f.validate(value))

@@ -8,18 +8,20 @@ import them as ``from dynorm.migrations import operations as ops``.
 
 Modules: :mod:`.base` (the interface and its contexts), :mod:`.ddl` (table DDL and key encoding),
 :mod:`.entities` (state-only entity records), :mod:`.rekey_entity`, :mod:`.delete_version`,
-:mod:`.run_python`.
+:mod:`.run_python`, :mod:`.constraints` (unique constraints: sentinels backfilled or deleted).
 """
 
 from __future__ import annotations
 
 from ..errors import MigrationError
 from .base import Operation
-from .ddl import AlterKeyEncoding, CreateTable, DropIndexes, SyncIndexes
+from .constraints import AddConstraint, RemoveConstraint
+from .ddl import AlterKeyEncoding, AlterStream, CreateTable, DropIndexes, SyncIndexes
 from .delete_version import DeleteVersion
 from .entities import CreateEntity, DeleteEntity
 from .rekey_entity import RekeyEntity
 from .run_python import RunPython
 
-__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "CreateEntity", "DeleteEntity",
-           "RekeyEntity", "RunPython", "DeleteVersion", "MigrationError"]
+__all__ = ["Operation", "CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding", "AlterStream", "CreateEntity",
+           "DeleteEntity", "RekeyEntity", "RunPython", "DeleteVersion", "AddConstraint", "RemoveConstraint",
+           "MigrationError"]

@@ -1,4 +1,4 @@
-"""Table operations: CreateTable, SyncIndexes, DropIndexes (table DDL) and AlterKeyEncoding (state only)."""
+"""Table operations: CreateTable, SyncIndexes, DropIndexes, AlterStream (table DDL); AlterKeyEncoding (state only)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import copy
 from typing import Any
 
 from ... import backend
-from ...schema import gsi_update_params, wait_active
+from ...schema import gsi_update_params, stream_of, stream_updates, update_table, wait_active
 from ..errors import MigrationError
 from ..state import ProjectState, TableState, split_gsis
 from .base import Operation, RunContext, require_table
 
-__all__ = ["CreateTable", "SyncIndexes", "DropIndexes", "AlterKeyEncoding"]
+__all__ = ["CreateTable", "SyncIndexes", "DropIndexes", "AlterStream", "AlterKeyEncoding"]
 
 
 def _present_gsis(ctx: RunContext, table: str) -> set[str]:
@@ -164,6 +164,56 @@ class DropIndexes(Operation):
                 backend.call("UpdateTable", {"TableName": physical,
                                              "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": gname}}]})
                 wait_active(physical)
+        return "done"
+
+
+class AlterStream(Operation):
+    """Turn a table's DynamoDB stream on, off, or to another view type (``Table.Meta.stream``).
+
+    UpdateTable with a ``StreamSpecification``, waiting until ACTIVE; DynamoDB cannot change the
+    view type of an enabled stream, so that is two requests (off, then on: the new stream has a new
+    ARN). No item is touched.
+
+    Args:
+        table: the logical table name.
+        stream: the new ``StreamViewType`` (``"NEW_AND_OLD_IMAGES"``, ...), ``None`` to turn it off.
+        previous: the view type before (recorded by ``makemigrations``, for migrating backwards).
+    """
+
+    def __init__(self, table: str, stream: str | None, previous: str | None = None) -> None:
+        from ...table_options import check_stream
+
+        self.table = table
+        self.stream = check_stream(f"AlterStream({table!r})", stream)
+        self.previous = check_stream(f"AlterStream({table!r}, previous=...)", previous)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        require_table(state, self.table, "AlterStream").stream = self.stream
+
+    def describe(self) -> str:
+        return (f"turn on the stream of {self.table} ({self.stream})" if self.stream
+                else f"turn off the stream of {self.table}")
+
+    def deconstruct(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"table": self.table, "stream": self.stream}
+        if self.previous is not None:
+            out["previous"] = self.previous
+        return out
+
+    def inverse(self) -> Operation | None:
+        return AlterStream(self.table, self.previous, self.stream)
+
+    def tables(self) -> list[str]:
+        return [self.table]
+
+    def database_forwards(self, ctx: RunContext) -> str:
+        """DescribeTable, then the UpdateTable request(s) the stream needs (none when it is as wanted)."""
+        steps = stream_updates(ctx.physical(self.table), stream_of(ctx.describe_table(self.table)), self.stream)
+        verb = "would change" if ctx.dry_run else "changed"
+        ctx.report.status = f"{verb} the stream to {self.stream or 'off'}" if steps else "stream as declared"
+        if not ctx.dry_run:
+            for params in steps:
+                update_table(params)
         return "done"
 
 

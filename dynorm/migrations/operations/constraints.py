@@ -1,0 +1,128 @@
+"""AddConstraint and RemoveConstraint: a unique constraint added to (or removed from) an entity with items.
+
+``makemigrations`` writes them when ``unique=True`` or ``Meta.constraints`` changes on an entity the
+migrations already record (an entity recorded for the first time carries its constraints in its
+``CreateEntity``: it has no items to backfill). See :mod:`dynorm.migrations.sentinels` for the scans.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ..errors import MigrationError
+from ..sentinels import SentinelDeleter, SentinelWriter
+from ..state import ProjectState
+from .base import Operation, RunContext, require_table
+
+__all__ = ["AddConstraint", "RemoveConstraint"]
+
+
+class AddConstraint(Operation):
+    """Record a unique constraint and backfill the sentinel of every item's values.
+
+    The backfill is a segmented Scan of the entity's items (every key version), resumable from
+    per-segment checkpoints and paced by ``--max-wcu``/``--max-rcu`` like a rekey, with one
+    conditional PutItem per item (1 WCU). Items sharing a value leave the migration partial, listing
+    each duplicate value and the item that holds it; what was written stays valid, so after fixing
+    the duplicates ``dynorm migrate`` again finishes it.
+
+    Args:
+        table, entity_type: the entity; name: the constraint's name.
+        fields: field name -> ``[attribute, kind]`` of the constrained fields, in the constraint's order.
+        owner: primary-key field name -> attribute (stored in each sentinel as its owner).
+    """
+
+    needs_scan = True
+    resumable = True
+
+    def __init__(self, table: str, entity_type: str, name: str, fields: dict[str, list[str]],
+                 owner: dict[str, str]) -> None:
+        self.table = table
+        self.entity_type = entity_type
+        self.name = name
+        self.fields = {k: list(v) for k, v in fields.items()}
+        self.owner = dict(owner)
+
+    def state_forwards(self, state: ProjectState) -> None:
+        require_table(state, self.table, "AddConstraint")
+        entity = state.entities.get((self.table, self.entity_type))
+        if entity is None:
+            raise MigrationError(f"AddConstraint: entity type {self.entity_type!r} is unknown in table {self.table!r}.")
+        entity.constraints[self.name] = list(self.fields)
+        for n, spec in self.fields.items():
+            entity.fields.setdefault(n, copy.copy(spec))
+
+    def describe(self) -> str:
+        return (f"add unique constraint {self.name} ({', '.join(self.fields)}) to {self.entity_type} in {self.table}: "
+                "write the sentinel of every item")
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "entity_type": self.entity_type, "name": self.name, "fields": self.fields,
+                "owner": self.owner}
+
+    def inverse(self) -> Operation | None:
+        return RemoveConstraint(self.table, self.entity_type, self.name, self.fields, self.owner)
+
+    def tables(self) -> list[str]:
+        return [self.table]
+
+    def name_hint(self) -> str | None:
+        return f"{self.entity_type.lower()}_{self.name}"
+
+    def database_forwards(self, ctx: RunContext) -> str:
+        """Scan the entity's items and put each one's sentinel (conditional PutItem); see the class."""
+        return ctx.scan(self, catch_up=False)
+
+    def make_worker(self, job: Any, counts: Any, pacer: Any) -> SentinelWriter:
+        """The :class:`~dynorm.migrations.sentinels.SentinelWriter` of a scan ``job``."""
+        return SentinelWriter(self, job.table, job.physical, counts, job.options.dry_run, pacer, job.consistent)
+
+
+class RemoveConstraint(Operation):
+    """Forget a unique constraint and delete its sentinels (a Scan of them, one DeleteItem each, resumable).
+
+    Args:
+        as :class:`AddConstraint` (``fields`` and ``owner`` let it be reversed).
+    """
+
+    needs_scan = True
+    resumable = True
+
+    def __init__(self, table: str, entity_type: str, name: str, fields: dict[str, list[str]] | None = None,
+                 owner: dict[str, str] | None = None) -> None:
+        self.table = table
+        self.entity_type = entity_type
+        self.name = name
+        self.fields = {k: list(v) for k, v in (fields or {}).items()}
+        self.owner = dict(owner or {})
+
+    def state_forwards(self, state: ProjectState) -> None:
+        entity = state.entities.get((self.table, self.entity_type))
+        if entity is None or self.name not in entity.constraints:
+            raise MigrationError(f"RemoveConstraint: {self.entity_type!r} in table {self.table!r} has no unique "
+                                 f"constraint {self.name!r}.")
+        del entity.constraints[self.name]
+
+    def describe(self) -> str:
+        return f"remove unique constraint {self.name} from {self.entity_type} in {self.table}: delete its sentinels"
+
+    def deconstruct(self) -> dict[str, Any]:
+        return {"table": self.table, "entity_type": self.entity_type, "name": self.name, "fields": self.fields,
+                "owner": self.owner}
+
+    def inverse(self) -> Operation | None:
+        if not self.fields:
+            raise MigrationError(f"{self.describe()} cannot be reversed: its fields are not recorded.")
+        return AddConstraint(self.table, self.entity_type, self.name, self.fields, self.owner)
+
+    def tables(self) -> list[str]:
+        return [self.table]
+
+    def database_forwards(self, ctx: RunContext) -> str:
+        """Scan the constraint's sentinels and delete them (DeleteItem each)."""
+        return ctx.scan(self, catch_up=False)
+
+    def make_worker(self, job: Any, counts: Any, pacer: Any) -> SentinelDeleter:
+        """The :class:`~dynorm.migrations.sentinels.SentinelDeleter` of a scan ``job``."""
+        return SentinelDeleter(self, job.table, job.physical, counts, job.options.dry_run, pacer, job.consistent)

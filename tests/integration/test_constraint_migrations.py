@@ -1,0 +1,104 @@
+"""makemigrations detects an added or removed unique constraint; AddConstraint backfills sentinels
+(resumable, listing duplicates), RemoveConstraint deletes them; a rekey leaves sentinels pointing at
+their items. On DynamoDB Local, the table read back raw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynorm import backend
+from dynorm.constraints import SENTINEL_TYPE
+from dynorm.migrations.executor import MigrateOptions
+from tests.migproject import Project
+
+MODELS = '''
+from dynorm import Entity, fields
+from {pkg}.tables import MigShop
+
+class Widget(Entity):
+    widget_id = fields.String()
+    email = fields.String({unique})
+
+    class Meta:
+        table = MigShop
+        entity_type = "WIDGET"
+        key_version = "{version}"
+        read_versions = {read_versions!r}
+        pk = "{{version}}#W#{{widget_id}}"
+        sk = "METADATA"
+'''
+
+
+def _stage(project: Project, unique: bool, version: str = "v1", read_versions: Any = None) -> Any:
+    return project.write_models_source(MODELS.format(pkg=project.pkg, unique="unique=True" if unique else "",
+                                                     version=version, read_versions=read_versions))
+
+
+def _raw(project: Project) -> list[dict[str, Any]]:
+    return [i for r in backend.paginate("Scan", {"TableName": project.table.table_name(), "ConsistentRead": True})
+            for i in r.get("Items", [])]
+
+
+def _sentinels(project: Project) -> dict[str, str]:
+    """email -> owner widget_id of every sentinel."""
+    return {i["PK"]["S"].rsplit("#", 1)[1]: i["_dynorm_owner_key"]["M"]["widget_id"]["S"]
+            for i in _raw(project) if i.get("entityType") == {"S": SENTINEL_TYPE}}
+
+
+def test_add_constraint_backfills_lists_duplicates_and_a_rerun_finishes(project: Project) -> None:
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    for i in range(40):
+        models.Widget.objects.create(widget_id=f"w{i:02d}", email=f"e{i % 38}@x.io")  # w38, w39: duplicates
+    models = _stage(project, unique=True)
+    result = project.makemigrations()
+    assert "AddConstraint" in result.source and "unique_email" in result.source
+    report = project.executor().migrate(MigrateOptions(segments=2))
+    assert report.applied == []  # partial: the duplicates are listed
+    errors = " ".join(e for r in report.operations for e in r.errors)
+    assert "e0@x.io" in errors and "e1@x.io" in errors and "duplicate" in errors
+    held = _sentinels(project)
+    assert len(held) == 38  # every value has its sentinel, each held by one of its items
+    # the operator fixes the duplicates (the items that never held a sentinel release nothing)
+    w38 = models.Widget.objects.get(widget_id="w38")
+    w38.email = "fixed38@x.io"
+    w38.save()
+    models.Widget.objects.get(widget_id="w39" if held["e1@x.io"] != "w39" else "w01").delete()
+    again = project.executor().migrate(MigrateOptions())
+    assert again.applied == [result.name]
+    held = _sentinels(project)
+    assert len(held) == 39 and held["fixed38@x.io"] == "w38"
+    widgets = {i["widget_id"]["S"]: i["email"]["S"] for i in _raw(project) if i.get("entityType") == {"S": "WIDGET"}}
+    assert {e: w for w, e in widgets.items()} == held  # one sentinel per item, each naming its item
+
+
+def test_remove_constraint_deletes_the_sentinels(project: Project) -> None:
+    models = _stage(project, unique=True)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    for i in range(5):
+        models.Widget.objects.create(widget_id=f"w{i}", email=f"e{i}@x.io")
+    assert len(_sentinels(project)) == 5
+    _stage(project, unique=False)
+    result = project.makemigrations()
+    assert "RemoveConstraint" in result.source
+    assert project.executor().migrate(MigrateOptions()).applied == [result.name]
+    assert _sentinels(project) == {}
+
+
+def test_a_rekey_leaves_every_sentinel_pointing_at_its_item(project: Project) -> None:
+    models = _stage(project, unique=True)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    for i in range(20):
+        models.Widget.objects.create(widget_id=f"w{i:02d}", email=f"e{i}@x.io")
+    before = _sentinels(project)
+    models = _stage(project, unique=True, version="v2")
+    result = project.makemigrations()
+    assert "RekeyEntity" in result.source
+    assert project.executor().migrate(MigrateOptions(segments=2)).applied == [result.name]
+    assert all(i["PK"]["S"].startswith("v2#") for i in _raw(project) if i.get("entityType") == {"S": "WIDGET"})
+    assert _sentinels(project) == before
+    for email, wid in before.items():  # each sentinel still finds its item, now under v2 keys
+        assert models.Widget.objects.get(email=email).widget_id == wid
