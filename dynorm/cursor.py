@@ -19,7 +19,7 @@ from typing import Any
 
 from .exceptions import ConfigurationError, InvalidCursor
 
-__all__ = ["encode_cursor", "decode_cursor", "signing_secret"]
+__all__ = ["encode_cursor", "decode_cursor", "encode_shard_cursor", "decode_shard_cursor", "signing_secret"]
 
 _VERSION = 1
 #: signs cursors of this process when no secret is configured and the endpoint is DynamoDB
@@ -64,6 +64,16 @@ def _sig(secret: str, payload: bytes) -> str:
     return _b64(hmac.new(secret.encode(), payload, hashlib.sha256).digest()[:18])
 
 
+def _encode_key(key: dict[str, Any]) -> dict[str, Any]:
+    # a binary key attribute (a multi-attribute GSI's B attribute) travels as {"b": base64 text}
+    return {a: {"b": _b64(v["B"])} if "B" in v else v for a, v in key.items()}
+
+
+def _sign(body: dict[str, Any], context: dict[str, Any], secret: str) -> str:
+    payload = json.dumps({"v": _VERSION, "c": context, **body}, separators=(",", ":"), sort_keys=True).encode()
+    return f"{_b64(payload)}.{_sig(secret, payload)}"
+
+
 def encode_cursor(last_evaluated_key: dict[str, Any], context: dict[str, Any], secret: str) -> str:
     """Wrap a LastEvaluatedKey into a URL-safe, signed cursor string.
 
@@ -73,11 +83,47 @@ def encode_cursor(last_evaluated_key: dict[str, Any], context: dict[str, Any], s
             query fingerprint).
         secret: the signing key.
     """
-    # a binary key attribute (a multi-attribute GSI's B attribute) travels as {"b": base64 text}
-    key = {a: {"b": _b64(v["B"])} if "B" in v else v for a, v in last_evaluated_key.items()}
-    payload = json.dumps({"v": _VERSION, "c": context, "k": key},
-                         separators=(",", ":"), sort_keys=True).encode()
-    return f"{_b64(payload)}.{_sig(secret, payload)}"
+    return _sign({"k": _encode_key(last_evaluated_key)}, context, secret)
+
+
+def encode_shard_cursor(positions: list[Any], context: dict[str, Any], secret: str) -> str:
+    """Wrap the position of every bucket of a write-sharded index's fan-out into a signed cursor.
+
+    Args:
+        positions: per bucket, in bucket order: ``None`` (not read yet), the key of the last item
+            the merge used from it (its ExclusiveStartKey), or ``"done"`` (nothing left in it).
+        context, secret: as for :func:`encode_cursor`.
+    """
+    return _sign({"s": [p if p is None or p == "done" else _encode_key(p) for p in positions]}, context, secret)
+
+
+def _open(cursor: str, context: dict[str, Any], secret: str) -> dict[str, Any]:
+    """Check a cursor's signature, version and context; return its payload."""
+    if not isinstance(cursor, str) or cursor.count(".") != 1:
+        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.")
+    body, sig = cursor.split(".")
+    try:
+        payload = _unb64(body)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.") from exc
+    if not hmac.compare_digest(_sig(secret, payload).encode(), sig.encode("utf-8", "surrogatepass")):
+        raise InvalidCursor("cursor signature does not match: it was altered or made elsewhere.")
+    try:
+        data = json.loads(payload)
+        made_for = data["c"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidCursor("malformed cursor payload.") from exc
+    if data.get("v") != _VERSION or not isinstance(made_for, dict):
+        raise InvalidCursor("cursor was made by another dynorm version; start again without a cursor.")
+    if made_for.get("kv") != context.get("kv"):
+        raise InvalidCursor(
+            f"stale cursor: it was made for key version {made_for.get('kv')!r}, the entity now uses "
+            f"{context.get('kv')!r} (a migration ran); start again without a cursor.")
+    for k, v in context.items():
+        if made_for.get(k) != v:
+            raise InvalidCursor(f"cursor belongs to another query ({k} differs); use it only with the "
+                                "queryset that produced it.")
+    return data  # type: ignore[no-any-return]
 
 
 def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attributes: set[str]) -> dict[str, Any]:
@@ -93,30 +139,23 @@ def decode_cursor(cursor: str, context: dict[str, Any], secret: str, key_attribu
         InvalidCursor: malformed, tampered with, made for another query, or stale (the key
             version changed since, e.g. after a migration).
     """
-    if not isinstance(cursor, str) or cursor.count(".") != 1:
-        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.")
-    body, sig = cursor.split(".")
-    try:
-        payload = _unb64(body)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidCursor("malformed cursor: pass the exact string from Page.cursor.") from exc
-    if not hmac.compare_digest(_sig(secret, payload).encode(), sig.encode("utf-8", "surrogatepass")):
-        raise InvalidCursor("cursor signature does not match: it was altered or made elsewhere.")
-    try:
-        data = json.loads(payload)
-        made_for, key = data["c"], data["k"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidCursor("malformed cursor payload.") from exc
-    if data.get("v") != _VERSION or not isinstance(made_for, dict):
-        raise InvalidCursor("cursor was made by another dynorm version; start again without a cursor.")
-    if made_for.get("kv") != context.get("kv"):
-        raise InvalidCursor(
-            f"stale cursor: it was made for key version {made_for.get('kv')!r}, the entity now uses "
-            f"{context.get('kv')!r} (a migration ran); start again without a cursor.")
-    for k, v in context.items():
-        if made_for.get(k) != v:
-            raise InvalidCursor(f"cursor belongs to another query ({k} differs); use it only with the "
-                                "queryset that produced it.")
+    return _decode_key(_open(cursor, context, secret).get("k"), key_attributes)
+
+
+def decode_shard_cursor(cursor: str, context: dict[str, Any], secret: str, key_attributes: set[str],
+                        shards: int) -> list[Any]:
+    """Check a cursor of a write-sharded fan-out and return each bucket's position (see :func:`encode_shard_cursor`).
+
+    Raises:
+        InvalidCursor: as :func:`decode_cursor`, or the cursor does not hold ``shards`` positions.
+    """
+    positions = _open(cursor, context, secret).get("s")
+    if not isinstance(positions, list) or len(positions) != shards:
+        raise InvalidCursor("cursor holds an invalid key.")
+    return [p if p is None or p == "done" else _decode_key(p, key_attributes) for p in positions]
+
+
+def _decode_key(key: Any, key_attributes: set[str]) -> dict[str, Any]:
     if not (isinstance(key, dict) and key and set(key) <= key_attributes and all(
             isinstance(v, dict) and len(v) == 1 and isinstance(next(iter(v.values())), str) for v in key.values())):
         raise InvalidCursor("cursor holds an invalid key.")

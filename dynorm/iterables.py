@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Pro
 from . import _codec, backend, conf
 from ._deferred import DeferredLoader
 from .constraints import OWNER_KEY_ATTRIBUTE, SENTINEL_TYPE
-from .cursor import decode_cursor, encode_cursor, signing_secret
+from .cursor import decode_cursor, decode_shard_cursor, encode_cursor, encode_shard_cursor, signing_secret
 from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
 from .fields import unreadable_item
 from .keys import VERSION
 from .plan import Plan, QueryState
+from .shard_merge import DONE, ShardMerge
 from .write_keys import primary_key_of, stored_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,7 +228,7 @@ def _full_decoder(qs: Source, p: Plan) -> Callable[[dict[str, Any]], Any]:
 
 # -- the one loop over the pages of a read -------------------------------------------------------
 def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_key: dict[str, Any] | None = None,
-         tail: Tail | None = None, prefetch_refs: bool = True) -> backend.Steps:
+         tail: Tail | None = None, prefetch_refs: bool = True, where: ShardPositions | None = None) -> backend.Steps:
     """Send ``p`` page by page, decode, keep the window, prefetch: one ``Emit`` of results per response.
 
     Every read of a queryset goes through here (iteration, ``iterator()``, ``page()``, ``get()``,
@@ -243,9 +244,11 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
         start_key: the ExclusiveStartKey of the first request (a page's cursor).
         tail: filled in as described above.
         prefetch_refs: resolve ``prefetch()`` (BatchGetItem) after each response.
+        where: for a fan-out over the buckets of a write-sharded index (``p.fanout``), where each
+            bucket starts, filled in with where each stands after the last result (a page's cursor).
 
     Yields:
-        :class:`~dynorm.backend.Send`/``Sleep`` steps and an ``Emit`` of each list of results.
+        :class:`~dynorm.backend.Send`/``Sleep``/``SendAll`` steps and an ``Emit`` of each list of results.
     """
     decode = decoder(qs, p)
     if p.operation == "GetItem":
@@ -253,6 +256,10 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
         return
     if stop is not None and stop <= start:
         return  # qs[:0] reads nothing
+    if p.fanout:
+        yield from sharded_rows(qs, p, decode, start=start, stop=stop, tail=tail, prefetch_refs=prefetch_refs,
+                                where=where)
+        return
     versions = versioned_reads(qs.model, p)
     take = Take(start, stop, tail, p.params.get("Limit"), reads_ahead(p) or versions)
     older = older_key_requests(qs, p) if p.whole_key and not start_key else []
@@ -279,6 +286,96 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
             yield backend.Emit(batch)
         if take.done():
             return
+
+
+@dataclass
+class ShardPositions:
+    """Where each bucket of a fan-out stands (a page's cursor), in bucket order.
+
+    Attributes:
+        starts: where each bucket starts: ``None`` (the beginning), an ExclusiveStartKey or
+            :data:`~dynorm.shard_merge.DONE` (from the cursor given).
+        last: after the read, per bucket, the raw last item the merge used up to the last result
+            (``None``: none), and ``done``: the buckets with nothing left to read.
+    """
+
+    starts: list[Any]
+    last: list[dict[str, Any] | None] = field(default_factory=list)
+    done: set[int] = field(default_factory=set)
+
+    def cursor_positions(self, key_attrs: set[str]) -> list[Any]:
+        """Each bucket's position for the next page's cursor (:func:`dynorm.cursor.encode_shard_cursor`)."""
+        out: list[Any] = []
+        for b, start in enumerate(self.starts):
+            raw = self.last[b] if b < len(self.last) else None
+            if b in self.done:
+                out.append(DONE)
+            elif raw is not None:
+                out.append({a: raw[a] for a in key_attrs if a in raw})
+            else:
+                out.append(start)
+        return out
+
+
+def sharded_rows(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, start: int = 0,
+                 stop: int | None = None, tail: Tail | None = None, prefetch_refs: bool = True,
+                 where: ShardPositions | None = None) -> backend.Steps:
+    """The fan-out branch of :func:`rows`: every bucket's Query merged in sort-key order (:class:`ShardMerge`).
+
+    The window, read-ahead, current copies and prefetch apply to the merged items as to one Query's.
+    Each bucket's requests carry the ``Limit`` of the matches still needed (or the read-ahead), so
+    a slice reads each bucket only as far as the merge needs.
+    """
+    versions = versioned_reads(qs.model, p)
+    take = Take(start, stop, tail, p.params.get("Limit"), reads_ahead(p) or versions)
+    starts = where.starts if where is not None else None
+    merge = ShardMerge(p.fanout, p.bound.sk_attr if p.bound is not None else None, starts=starts,
+                       stats=qs.stats, entities=(qs.model,), next_limit=take.next_limit)
+    last: list[dict[str, Any] | None] = [None] * len(p.fanout)
+    passed: list[tuple[int, dict[str, Any]]] = []  # merged since the last result
+    run = merge.steps()
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while not take.done():
+            try:
+                step = run.send(value) if error is None else run.throw(error)
+            except StopIteration:
+                break
+            value, error = None, None
+            if not isinstance(step, backend.Emit):
+                try:
+                    value = yield step
+                except Exception as exc:  # noqa: BLE001 - handed on to the merge's steps
+                    error = exc
+                continue
+            pairs: list[tuple[int, dict[str, Any]]] = step.value
+            decoded = [(raw, decode(raw)) for _, raw in pairs]
+            if versions:
+                decoded = yield from current_copies(qs, decoded)
+            kept = {id(raw): obj for raw, obj in decoded}
+            batch: list[Any] = []
+            for i, (b, raw) in enumerate(pairs):
+                passed.append((b, raw))
+                got = take.take([(raw, kept.get(id(raw)))])
+                if got:
+                    batch += got
+                    for pb, praw in passed:
+                        last[pb] = praw
+                    passed = []
+                if take.done():
+                    passed += pairs[i + 1:]  # merged but not used: their buckets are not done
+                    break
+            if prefetch_refs:
+                yield from prefetch(qs, batch)
+            if batch:
+                yield backend.Emit(batch)
+    finally:
+        run.close()
+    if where is not None:
+        where.last = last
+        unused = {b for b, _ in passed}
+        where.done = {b for b in range(len(p.fanout)) if merge.finished(b) and b not in unused}
 
 
 def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, start: int = 0,
@@ -754,6 +851,10 @@ class Count(Evaluation):
             batches = yield from backend.collect(rows(reader, p, prefetch_refs=False))
             qs.stats = reader.stats
             return [len(batch) for batch in batches]
+        if p.fanout:  # Select=COUNT in every bucket, all pages, sent together round by round
+            merge = ShardMerge(p.fanout, None, stats=qs.stats, entities=(qs.model,))
+            yield from backend.collect(merge.steps())
+            return merge.counts
         responses = yield from backend.collect(backend.page_steps(p.operation, p.params, stats=qs.stats,
                                                                       entities=(qs.model,)))
         if p.whole_key and not any(resp.get("ScannedCount") for resp in responses):
@@ -780,6 +881,7 @@ class PageRead(Evaluation):
         self.size, self.cursor = size, cursor
         self.tail = Tail()
         self.context: tuple[dict[str, Any], str, set[str]] | None = None
+        self.where: ShardPositions | None = None  # a fan-out's bucket positions
 
     def plan(self) -> Plan:
         p = self.qs._plan(limit=self.size + 1)
@@ -788,6 +890,13 @@ class PageRead(Evaluation):
                 raise InvalidCursor("this query reads one item (GetItem) and has no further pages.")
             return p
         self.context = cursor_context(self.qs, p)
+        if p.fanout:
+            starts = decode_shard_cursor(self.cursor, *self.context, len(p.fanout)) if self.cursor is not None \
+                else [None] * len(p.fanout)
+            self.where = ShardPositions(starts)
+            self.start_key = None
+            return p
+        self.where = None
         self.start_key = decode_cursor(self.cursor, *self.context) if self.cursor is not None else None
         return p
 
@@ -797,7 +906,7 @@ class PageRead(Evaluation):
             found = yield from backend.first_emit(rows(self.qs, p), [])
             return found  # type: ignore[no-any-return]
         batches = yield from backend.collect(rows(self.qs, p, stop=self.size, start_key=self.start_key,
-                                                  tail=self.tail))
+                                                  tail=self.tail, where=self.where))
         return [obj for batch in batches for obj in batch]
 
     def result(self, got: list[Any]) -> Page[Any]:
@@ -808,7 +917,10 @@ class PageRead(Evaluation):
         # the cursor is the key of the last item returned (the attributes DynamoDB takes as
         # ExclusiveStartKey), not the LastEvaluatedKey, which may lie past the extra item read
         context, secret, key_attrs = self.context
-        next_cursor = encode_cursor({a: last[a] for a in key_attrs if a in last}, context, secret)
+        if self.where is not None:  # a fan-out: where each bucket stands
+            next_cursor = encode_shard_cursor(self.where.cursor_positions(key_attrs), context, secret)
+        else:
+            next_cursor = encode_cursor({a: last[a] for a in key_attrs if a in last}, context, secret)
         settle_unreadable(self.qs, got, next_cursor)
         return Page(got, next_cursor, list(self.qs.unreadable))
 
@@ -818,8 +930,10 @@ def cursor_context(qs: Source, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
     secret, and the key attributes it carries: ``(context, secret, key attributes)``. No I/O."""
     meta = qs.model._meta
     tmeta = meta.table._meta
-    context = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
-               "q": p.fingerprint()}
+    context: dict[str, Any] = {"t": p.table, "e": meta.entity_type, "i": p.index or "", "kv": meta.key_version,
+                               "q": p.fingerprint()}
+    if p.fanout:
+        context["n"] = len(p.fanout)  # another shard count makes every bucket's key another
     settings = conf.get_settings()
     secret = signing_secret(settings.cursor_secret, settings.endpoint, settings.is_local)
     key_attrs = {tmeta.pk_attribute}

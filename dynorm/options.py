@@ -5,13 +5,14 @@ The user's ``Meta`` class is read, never mutated. Everything here is pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .constraints import SENTINEL_TYPE, UniqueConstraint, resolve_constraints, unique_fields
 from .exceptions import ModelError
 from .keys import VERSION, KeyTemplate
+from .shards import bucket_of, shard_key
 from .table_options import is_table_class
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,6 +42,14 @@ class Index:
         sk: sort-key template. For an LSI whose sort attribute is a field's own attribute
             (``lsis = {"LSI1": "created_at"}``), leave it out.
         comment: a description used by ``dynorm patterns`` and the shell banner.
+        shards: write sharding of a GSI's partition key over this many buckets (2..1000): each
+            item's partition-key text gets ``<delimiter><bucket>`` appended, the bucket a stable
+            hash (CRC-32) of the ``shard_by`` fields' key text modulo ``shards``
+            (:func:`dynorm.shards.bucket_of`). A query that gives every ``shard_by`` field reads one
+            bucket; any other sends one Query per bucket, concurrently, and merges them in sort-key
+            order (:mod:`dynorm.shard_merge`). ``None``: not sharded.
+        shard_by: the fields the bucket is computed from (default: every primary-key field).
+            Only primary-key fields are accepted: they never change, so an item never moves bucket.
 
     For a multi-attribute GSI (``Table.Meta.gsis = {"ByRegion": {"pk": {...}, "sk": {...}}}``),
     ``pk`` and ``sk`` are tuples of field names instead of templates:
@@ -50,11 +59,14 @@ class Index:
     """
 
     def __init__(self, name: str, pk: str | tuple[str, ...] | None = None,
-                 sk: str | tuple[str, ...] | None = None, comment: str = "") -> None:
+                 sk: str | tuple[str, ...] | None = None, comment: str = "", *, shards: int | None = None,
+                 shard_by: str | tuple[str, ...] | None = None) -> None:
         self.name = name
         self.pk = pk
         self.sk = sk
         self.comment = comment
+        self.shards = shards
+        self.shard_by = (shard_by,) if isinstance(shard_by, str) else shard_by
 
     def __repr__(self) -> str:
         return f"Index({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
@@ -77,6 +89,8 @@ class BoundIndex:
             own attributes are its partition and sort keys, in key order; ``pk``/``sk`` are then
             display templates only (never rendered: nothing is written for such an index).
         pk_attrs, sk_attrs: those fields' attribute names.
+        shards: the number of write-sharding buckets of a GSI's partition key (``0``: not sharded).
+        shard_by: the fields the bucket is computed from (primary-key fields).
     """
 
     name: str
@@ -92,6 +106,8 @@ class BoundIndex:
     sk_fields: tuple[str, ...] = ()
     pk_attrs: tuple[str, ...] = ()
     sk_attrs: tuple[str, ...] = ()
+    shards: int = 0
+    shard_by: tuple[str, ...] = ()
 
     @property
     def is_multi(self) -> bool:
@@ -179,6 +195,8 @@ class Options:
             sk = bound.sk.try_fill(values, self.key_version, entity=self.entity)
         if pk is None or (bound.sk is not None and sk is None):
             pk = sk = None
+        elif bound.shards:
+            pk = shard_key(pk, bucket_of(bound, values, self.entity), tmeta.delimiter)
         out: list[tuple[str, str | None]] = []
         if bound.kind == "gsi":
             out.append((bound.pk_attr, pk))
@@ -454,6 +472,8 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     attr_to_field = _stored_attributes(entity, fields)
     indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field, key_version)
     _check_placeholders(entity, fields, [primary, *indexes.values()])
+    indexes = {n: _bind_shards(entity, b, declared_index(meta, n), primary) for n, b in indexes.items()}
+    _check_sharded_attributes(entity, table._meta, indexes)
     _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
     constraints = resolve_constraints(entity, getattr(meta, "constraints", None), fields, primary.fields,
@@ -593,6 +613,56 @@ def _bind_lsi(entity: str, name: str, idx: Index, tmeta: Any, pk: KeyTemplate,
                           sort_field=sort_field, comment=idx.comment)
     isk = _template(entity, f"indexes[{name!r}].sk", idx.sk, tmeta.delimiter, tmeta.key_encoding)
     return BoundIndex(name, idx.name, "lsi", pk, tmeta.pk_attribute, isk, sort_attr, comment=idx.comment)
+
+
+def declared_index(meta: Any, name: str) -> Index:
+    """The :class:`Index` the user declared as ``Meta.indexes[name]``."""
+    return meta.indexes[name]  # type: ignore[no-any-return]
+
+
+def _bind_shards(entity: str, bound: BoundIndex, idx: Index, primary: BoundIndex) -> BoundIndex:
+    """Add ``Index(shards=, shard_by=)`` to a bound index, refusing what would corrupt keys."""
+    where = f"{entity}.Meta.indexes[{bound.name!r}]"
+    if idx.shards is None:
+        if idx.shard_by:
+            raise ModelError(f"{where}: shard_by= without shards=; give shards=N (the number of buckets).")
+        return bound
+    n = idx.shards
+    if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= 1000:
+        raise ModelError(f"{where}: shards must be an int from 2 to 1000 (the number of write-sharding "
+                         f"buckets), got {n!r}.")
+    if bound.kind != "gsi":
+        what = ("a local secondary index (it shares the table's partition key)" if bound.kind == "lsi"
+                else "a multi-attribute GSI (its keys are the fields' own attributes)")
+        raise ModelError(f"{where}: shards= needs a GSI with a partition-key template; {bound.index_name} is {what}.")
+    by = tuple(idx.shard_by or primary.fields)
+    bad = [f for f in by if f not in primary.fields]
+    if bad or not by or len(set(by)) != len(by):
+        raise ModelError(f"{where}: shard_by must name primary-key fields of {entity} "
+                         f"({', '.join(primary.fields)}), each once; got {', '.join(map(str, by)) or 'none'}. A bucket "
+                         "computed from another field would move the item whenever that field changes.")
+    return replace(bound, shards=n, shard_by=by)
+
+
+def _check_sharded_attributes(entity: str, tmeta: Any, indexes: Mapping[str, BoundIndex]) -> None:
+    """Refuse a sharded index whose partition-key attribute another key of the entity writes too.
+
+    The bucket is appended to that attribute's text: on the table's own key (an inverted index on
+    ``SK``/``PK``) or on an attribute another index writes, it would change the other key.
+    """
+    for bound in indexes.values():
+        if not bound.shards:
+            continue
+        others = {tmeta.pk_attribute, tmeta.sk_attribute}
+        others |= {a for b in indexes.values() if b is not bound and b.writes_key_attributes
+                   for a in (b.pk_attr if b.kind == "gsi" else None, b.sk_attr) if a}
+        others |= {bound.sk_attr} if bound.sk_attr else set()
+        if bound.pk_attr in others:
+            raise ModelError(
+                f"{entity}.Meta.indexes[{bound.name!r}]: {bound.index_name}'s partition key {bound.pk_attr!r} is "
+                "also written by another key of this entity (the table's key or another index), and the "
+                "write-sharding bucket appended to it would change that key too; shard a GSI whose partition-key "
+                "attribute is its own.")
 
 
 def _check_placeholders(entity: str, fields: Mapping[str, Field], bounds: list[BoundIndex]) -> None:

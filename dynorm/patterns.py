@@ -122,6 +122,11 @@ def build_document(tables: list[type[Table]], entity: str | None = None) -> dict
                 item[f"_{b.index_name}"] = "multi-attribute GSI on " + ", ".join(keys)
             elif b.kind == "gsi":
                 item[b.pk_attr] = b.pk.template
+                if b.shards:
+                    d = tmeta.delimiter
+                    item[f"_shards{b.index_name}"] = (
+                        f"write-sharded: {b.pk_attr} ends in {d}0 .. {d}{b.shards - 1}, CRC-32 of "
+                        f"{', '.join(b.shard_by)} mod {b.shards}; a query without them sends {b.shards} Queries")
                 if b.sk_attr:
                     item[b.sk_attr] = b.sk.template if b.sk is not None else sk
             elif b.sort_field is not None:

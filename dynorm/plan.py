@@ -45,6 +45,7 @@ from .key_conditions import _multi_key_conditions, _sort_condition
 from .options import PRIMARY, BoundIndex
 from .plan_value import Plan, QueryState
 from .plan_value import av_equal as av_equal
+from .shards import given_bucket, shard_key
 from .write_keys import check_key_sizes
 
 __all__ = ["QueryState", "Plan", "plan", "orderable", "orders_by", "sparse_fields"]
@@ -93,10 +94,32 @@ def plan(state: QueryState, *, limit: int | None = None, count: bool = False) ->
         return _plan_multi(req, best)
     pk_value = best.pk.fill(req.eq, req.meta.key_version, entity=req.meta.entity)
     sk_full = _full_sort_key(req, best)
+    if best.shards:
+        return _plan_sharded(req, best, pk_value, sk_full)
     get_item = _plan_get_item(req, best, pk_value, sk_full)
     if get_item is not None:
         return get_item
     return _plan_query(req, best, pk_value, sk_full)
+
+
+def _plan_sharded(req: _Request, best: BoundIndex, pk_value: str, sk_full: str | None) -> Plan:
+    """The Query of a write-sharded GSI: one bucket when the conditions give its source, else one per bucket.
+
+    The fan-out plan's ``params`` are bucket 0's request; :attr:`Plan.fanout` holds every bucket's,
+    which differ only in the partition-key value.
+    """
+    delim = req.tmeta.delimiter
+    bucket = given_bucket(best, req.eq, req.meta.entity)
+    if bucket is not None:
+        return _plan_query(req, best, shard_key(pk_value, bucket, delim), sk_full)
+    qp = _plan_query(req, best, shard_key(pk_value, 0, delim), sk_full)
+    assert qp.key_condition is not None
+    pk_placeholder = qp.key_condition.split(" AND ")[0].split(" = ")[1]
+    eav = qp.params["ExpressionAttributeValues"]
+    fanout = tuple({**qp.params,
+                    "ExpressionAttributeValues": {**eav, pk_placeholder: {"S": shard_key(pk_value, i, delim)}}}
+                   for i in range(best.shards))
+    return replace(qp, fanout=fanout)
 
 
 # -- reading the conditions -------------------------------------------------------------------

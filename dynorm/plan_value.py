@@ -93,6 +93,8 @@ class Plan:
         through_unique: for ``get(email=...)`` on a unique constraint no index serves, (constraint
             name, the parameters of the second GetItem without its ``Key``): ``params`` read the
             sentinel, whose owner's key fields give the item's key; ``checks`` then hold on the item.
+        fanout: for a Query of a write-sharded GSI without the bucket's source, the request of
+            each bucket in bucket order (``params`` is bucket 0's); ``()`` for any other plan.
     """
 
     operation: str
@@ -111,6 +113,12 @@ class Plan:
     checks: tuple[tuple[str, dict[str, Any]], ...] = ()
     whole_key: tuple[tuple[str, str], ...] = ()
     through_unique: tuple[str, dict[str, Any]] | None = None
+    fanout: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def requests(self) -> tuple[dict[str, Any], ...]:
+        """Every first request this plan sends: each bucket's of a fan-out, else ``(params,)``."""
+        return self.fanout or (self.params,)
 
     def admits(self, item: dict[str, Any]) -> bool:
         """True when the raw ``item`` a GetItem returned meets :attr:`checks` (DynamoDB's equality)."""
@@ -152,7 +160,16 @@ class Plan:
             parts.append("ScanIndexForward: false")
         if self.params.get("ConsistentRead"):
             parts.append("ConsistentRead: true")
+        if self.fanout:
+            ph = self._pk_placeholder()
+            keys = ", ".join(json.dumps(r["ExpressionAttributeValues"][ph]["S"], ensure_ascii=False)
+                             for r in self.fanout)
+            parts.append(f"Fan-out: {len(self.fanout)} Queries in parallel (one per write-sharding bucket), "
+                         f"merged in sort-key order; partition keys {keys}")
         return "\n  ".join(parts)
+
+    def _pk_placeholder(self) -> str:
+        return (self.key_condition or "").split(" AND ")[0].split(" = ")[-1]
 
     def fingerprint(self) -> str:
         """A short hash of the request (without paging), identifying the query for cursors."""

@@ -250,3 +250,42 @@ class Like(Entity):
         entity_type = "LIKE"
         pk = "{version}#POST#{post_id}"
         sk = "LIKE#{user_id}"
+
+
+# -- write sharding (tests/integration/test_sharded_indexes.py, tests/reliability/test_sharded_differential.py)
+class Telemetry(Table):
+    class Meta:
+        table_name = "telemetry"
+        gsi_count = 1
+
+
+class SensorReading(Entity):
+    """A sensor reading; every reading of a day is one hot GSI1 partition, spread over 4 buckets."""
+
+    sensor_id = fields.String()
+    reading_id = fields.String()
+    day = fields.String()
+    at = fields.Integer()
+    note = fields.String(null=True)
+
+    class Meta:
+        table = Telemetry
+        entity_type = "SENSOR_READING"
+        pk = "{version}#SENSOR#{sensor_id}"
+        sk = "R#{reading_id}"
+        indexes = {"by_day": Index("GSI1", pk="{version}#DAY#{day}", sk="{at}", shards=4)}
+
+
+class SensorAlarm(Entity):
+    """Another entity type in the same GSI1 partitions (its keys render like a reading's)."""
+
+    alarm_id = fields.String()
+    day = fields.String()
+    at = fields.Integer()
+
+    class Meta:
+        table = Telemetry
+        entity_type = "SENSOR_ALARM"
+        pk = "{version}#ALARM#{alarm_id}"
+        sk = "A"
+        indexes = {"by_day": Index("GSI1", pk="{version}#DAY#{day}", sk="{at}", shards=4)}

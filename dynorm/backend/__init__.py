@@ -41,6 +41,7 @@ from .retries import RetryPolicy, no_retries_after
 from .steps import (
     Emit,
     Send,
+    SendAll,
     SendGuard,
     Sleep,
     Steps,
@@ -54,7 +55,8 @@ from .steps import (
 )
 
 __all__ = ["client", "call", "paginate", "aclient", "acall", "apaginate", "aclose", "drive", "adrive", "stream",
-           "collect", "first_emit", "astream", "Send", "Sleep", "Emit", "Pager", "RetryPolicy", "register_hook",
+           "collect", "first_emit", "astream", "Send", "SendAll", "Sleep", "Emit",
+           "Pager", "RetryPolicy", "register_hook",
            "unregister_hook", "set_send_guard", "capture", "Capture", "RequestRecord", "Stats", "LOCAL_CREDENTIALS",
            "credentials_for", "describe_endpoint", "tables_of", "no_retries_after", "reset_client", "page_steps",
            "Steps", "SendGuard"]

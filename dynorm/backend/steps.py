@@ -17,7 +17,8 @@ from ..exceptions import DynormError
 from .calls import acall, call
 from .records import Stats
 
-__all__ = ["Send", "Sleep", "Emit", "Steps", "SendGuard", "set_send_guard", "stream", "drive", "astream", "adrive",
+__all__ = ["Send", "SendAll", "Sleep", "Emit",
+           "Steps", "SendGuard", "set_send_guard", "stream", "drive", "astream", "adrive",
            "collect", "first_emit"]
 
 
@@ -39,6 +40,19 @@ class Send:
     params: dict[str, Any]
     stats: Stats | None = None
     entities: tuple[Any, ...] = ()
+
+
+@dataclass
+class SendAll:
+    """A step asking its driver to send several requests at once and send back the list of responses.
+
+    The synchronous driver sends them from a thread pool, the asyncio driver with
+    ``asyncio.gather``; the responses come back in the order of ``sends``. When any fails, the
+    first error (in that order) is thrown in, after every request has finished. Used by the
+    fan-out over the buckets of a write-sharded index (:mod:`dynorm.shard_merge`).
+    """
+
+    sends: list[Send]
 
 
 @dataclass
@@ -111,6 +125,13 @@ def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generato
                     value = call(step.operation, step.params, stats=step.stats)
                 except DynormError as exc:
                     error = exc
+            elif isinstance(step, SendAll):
+                for one in step.sends:
+                    if one.entities and _send_guard is not None:
+                        first = _send_guard(one, passed)
+                        if first is not None:
+                            drive(first, sleep)
+                value, error = _send_all(step.sends)
             elif isinstance(step, Sleep):
                 sleep(step.seconds)
             elif isinstance(step, Emit):
@@ -119,6 +140,46 @@ def stream(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Generato
                 raise TypeError(f"unexpected step {step!r}")
     finally:
         steps.close()
+
+
+def _send_all(sends: list[Send]) -> tuple[Any, BaseException | None]:
+    """Send ``sends`` concurrently from threads, each in a copy of the caller's context (settings).
+
+    Each thread records into a :class:`Stats` of its own, added to the step's after every request
+    has finished: a queryset's ``stats`` is never written from two threads at once.
+    """
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    own = [Stats() for _ in sends]
+
+    def one(i: int) -> Any:
+        try:
+            return call(sends[i].operation, sends[i].params, stats=own[i])
+        except DynormError as exc:
+            return exc
+
+    try:
+        if len(sends) == 1:
+            return _outcome([one(0)])
+        with ThreadPoolExecutor(max_workers=min(len(sends), 16)) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(sends))]
+            return _outcome([f.result() for f in futures])
+    finally:
+        for send, part in zip(sends, own):
+            if send.stats is not None:
+                for name in ("requests", "items", "scanned", "read_capacity", "write_capacity"):
+                    setattr(send.stats, name, getattr(send.stats, name) + getattr(part, name))
+
+
+def _outcome(results: list[Any]) -> tuple[Any, BaseException | None]:
+    """``(responses, None)``, or ``(None, the first error)`` (a non-dynorm error is raised as is)."""
+    for r in results:
+        if isinstance(r, DynormError):
+            return None, r
+        if isinstance(r, BaseException):
+            raise r
+    return results, None
 
 
 def drive(steps: Steps, sleep: Callable[[float], Any] = time.sleep) -> Any:
@@ -177,6 +238,15 @@ async def astream(steps: Steps, result: list[Any] | None = None) -> AsyncGenerat
                     value = await acall(step.operation, step.params, stats=step.stats)
                 except DynormError as exc:
                     error = exc
+            elif isinstance(step, SendAll):
+                for one in step.sends:
+                    if one.entities and _send_guard is not None:
+                        first = _send_guard(one, passed)
+                        if first is not None:
+                            await adrive(first)
+                outcomes = await asyncio.gather(*(acall(one.operation, one.params, stats=one.stats)
+                                                  for one in step.sends), return_exceptions=True)
+                value, error = _outcome(list(outcomes))
             elif isinstance(step, Sleep):
                 await asyncio.sleep(step.seconds)
             elif isinstance(step, Emit):

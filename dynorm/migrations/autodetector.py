@@ -83,6 +83,7 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         before_e = old.entities.get(key)
         if before_e is not None:
             _check_stored_types(before_e, entity)
+            _check_shards(before_e, entity)
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
             continue
@@ -102,6 +103,29 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         if key not in new.entities and key[0] in new.tables:
             ops.append(DeleteEntity(*key))
     return ops
+
+
+def _check_shards(before: EntityState, after: EntityState) -> None:
+    """Refuse a change of write sharding, or a rekey of a sharded entity: no migration rewrites buckets.
+
+    ``Index(shards=N)`` appends each item's bucket to the index's partition key: a new count (or
+    sharding an index that has items) changes every stored key of that index, and RekeyEntity
+    renders keys from templates alone, without the bucket.
+    """
+    if before.shards != after.shards:
+        gsis = sorted(set(before.shards) | set(after.shards))
+        changes = ", ".join(f"{g}: {before.shards.get(g, 'none')} -> {after.shards.get(g, 'none')}" for g in gsis
+                            if before.shards.get(g) != after.shards.get(g))
+        raise MigrationError(
+            f"entity {after.entity_type}: the write-sharding bucket count of its index changes ({changes}), which "
+            "changes every stored key of that index, and no migration operation rewrites buckets yet. Keep the "
+            "old count, or declare the new count on a new GSI, fill it (RunPython re-saving the items) and drop "
+            "the old one.")
+    if after.shards and before.layout() != after.layout():
+        raise MigrationError(
+            f"entity {after.entity_type}: its key templates or key version change while index(es) "
+            f"{', '.join(sorted(after.shards))} are write-sharded; RekeyEntity cannot render the buckets yet. "
+            "Re-save the items with a RunPython migration instead.")
 
 
 def _constraint_changes(before: EntityState, after: EntityState) -> list[Operation]:

@@ -97,6 +97,7 @@ class EntityState:
         fields: field name -> [attribute name, field kind] for every field a template uses.
         version_attribute: the ``fields.Version`` attribute name, if any.
         constraints: unique constraint name -> its field names (their attributes and kinds in ``fields``).
+        shards: GSI name -> its write-sharding bucket count (``Index(shards=N)``), for sharded indexes.
     """
 
     table: str
@@ -106,6 +107,7 @@ class EntityState:
     fields: dict[str, list[str]]
     version_attribute: str | None = None
     constraints: dict[str, list[str]] = field(default_factory=dict)
+    shards: dict[str, int] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
         """What makes stored keys stale when it changes (version and templates)."""
@@ -124,6 +126,8 @@ class EntityState:
             out["version_attribute"] = self.version_attribute
         if self.constraints:
             out["constraints"] = self.constraints
+        if self.shards:
+            out["shards"] = dict(self.shards)
         return out
 
 
@@ -171,6 +175,7 @@ def entity_state(entity: Any) -> EntityState:
     meta = entity._meta
     tmeta = meta.table._meta
     keys: dict[str, dict[str, str]] = {}
+    shards: dict[str, int] = {}
     prim = {tmeta.pk_attribute: meta.primary.pk.template}
     if meta.primary.sk is not None and tmeta.sk_attribute:
         prim[tmeta.sk_attribute] = meta.primary.sk.template
@@ -192,13 +197,16 @@ def entity_state(entity: Any) -> EntityState:
         if attrs:
             keys[b.index_name or b.name] = attrs
             used |= set(b.fields)
+        if b.shards:
+            shards[b.index_name or b.name] = b.shards
     constraints = {c.name: list(c.fields) for c in getattr(meta, "constraints", ())}
     used |= {n for names in constraints.values() for n in names}
     fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
               if n in meta.fields}
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
-                       keys=keys, fields=fields, version_attribute=version_attr, constraints=constraints)
+                       keys=keys, fields=fields, version_attribute=version_attr, constraints=constraints,
+                       shards=shards)
 
 
 def state_from_models(tables: list[type[Table]]) -> ProjectState:

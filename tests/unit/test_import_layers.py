@@ -31,7 +31,7 @@ BELOW_FACE = {
     "dynorm.schema", "dynorm._deferred", "dynorm.constraints", "dynorm.write_unique", "dynorm.unique_reads",
     "dynorm.unique_batch",
     "dynorm.sender", "dynorm.batch", "dynorm.fallback", "dynorm.transaction", "dynorm.instance_writes",
-    "dynorm.iterables", "dynorm.query",
+    "dynorm.iterables", "dynorm.query", "dynorm.shards", "dynorm.shard_merge",
     "dynorm.query_writes", "dynorm.manager",
 }
 

@@ -19,9 +19,9 @@ class CreateEntity(Operation):
 
     def __init__(self, table: str, entity_type: str, key_version: str, keys: dict[str, dict[str, str]],
                  fields: dict[str, list[str]], version_attribute: str | None = None,
-                 constraints: dict[str, list[str]] | None = None) -> None:
+                 constraints: dict[str, list[str]] | None = None, shards: dict[str, int] | None = None) -> None:
         self.entity = EntityState(table, entity_type, key_version, keys, fields, version_attribute,
-                                  dict(constraints or {}))
+                                  dict(constraints or {}), dict(shards or {}))
 
     def state_forwards(self, state: ProjectState) -> None:
         require_table(state, self.entity.table, "CreateEntity")

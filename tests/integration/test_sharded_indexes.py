@@ -1,0 +1,193 @@
+"""Write-sharded GSIs (``Index(..., shards=N)``): bucketed keys on writes, the fan-out and merge on reads.
+
+Every test runs on DynamoDB Local and pins the requests sent (``dynorm.capture()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+
+import pytest
+
+import dynorm
+from dynorm import InvalidCursor, InvalidQuery, backend
+from tests.models import SensorAlarm, SensorReading
+
+SHARDS = 4
+
+
+def bucket(sensor_id: str, reading_id: str) -> int:
+    """The oracle's bucket: CRC-32 of the primary-key fields' key text (plain strings here), mod 4."""
+    return zlib.crc32(f"{sensor_id}\x00{reading_id}".encode()) % SHARDS
+
+
+def seed(day: str = "d1", n: int = 24) -> list[SensorReading]:
+    out = [SensorReading.objects.create(sensor_id=f"s{i % 3}", reading_id=f"r{i:02d}", day=day, at=(i * 7) % 10)
+           for i in range(n)]
+    SensorAlarm.objects.create(alarm_id="a1", day=day, at=3)  # same GSI1 partitions, another type
+    return out
+
+
+def expected(readings: list[SensorReading], reverse: bool = False) -> list[tuple[int, int]]:
+    """``(sort key, bucket)`` of each result in the merge's order: by sort key, ties by bucket (DynamoDB
+    orders the items of one bucket that share a sort key)."""
+    return sorted(shape(readings), reverse=reverse)
+
+
+def partition(params: dict) -> str:
+    """The partition-key value of a request to the index."""
+    (value,) = [v["S"] for v in params["ExpressionAttributeValues"].values() if v.get("S", "").startswith("v1#DAY#")]
+    return value
+
+
+def shape(items: list[SensorReading]) -> list[tuple[int, int]]:
+    return [(r.at, bucket(r.sensor_id, r.reading_id)) for r in items]
+
+
+def test_writes_put_each_item_in_its_bucket(dynorm_tables):
+    r = SensorReading.objects.create(sensor_id="s1", reading_id="r7", day="d1", at=5)
+    raw = backend.call("GetItem", {"TableName": SensorReading._meta.table.table_name(),
+                                   "Key": SensorReading._meta.primary_key({"sensor_id": "s1", "reading_id": "r7"})})
+    assert raw["Item"]["GSI1PK"] == {"S": f"v1#DAY#d1#{bucket('s1', 'r7')}"}
+    assert raw["Item"]["GSI1SK"]["S"] == SensorReading._meta.indexes["by_day"].sk.fill({"at": 5})
+    # an update of a field the index uses rewrites the key in the same request, bucket and all
+    with dynorm.capture() as c:
+        r.update(day="d2")
+    assert c.operations == ["UpdateItem"]
+    raw = backend.call("GetItem", {"TableName": SensorReading._meta.table.table_name(),
+                                   "Key": SensorReading._meta.primary_key({"sensor_id": "s1", "reading_id": "r7"})})
+    assert raw["Item"]["GSI1PK"] == {"S": f"v1#DAY#d2#{bucket('s1', 'r7')}"}
+
+
+def test_a_query_without_the_bucket_sends_one_query_per_bucket_and_merges_in_sort_key_order(dynorm_tables):
+    readings = seed()
+    qs = SensorReading.objects.filter(day="d1")
+    plan = qs.explain()
+    assert len(plan.requests) == SHARDS and "Fan-out: 4 Queries" in str(plan)
+    assert [partition(r) for r in plan.requests] == [f"v1#DAY#d1#{b}" for b in range(SHARDS)]
+    with dynorm.capture() as c:
+        got = list(qs)
+    assert c.operations == ["Query"] * SHARDS
+    assert qs.stats.requests == SHARDS and qs.stats.items == len(readings)  # figures of every bucket's request
+    assert sorted(partition(q.params) for q in c.requests) == [f"v1#DAY#d1#{b}" for b in range(SHARDS)]
+    assert all(q.params["IndexName"] == "GSI1" for q in c.requests)
+    assert all(isinstance(r, SensorReading) for r in got)  # the alarm in the same partitions is left out
+    assert shape(got) == expected(readings)
+    assert sorted(r.reading_id for r in got) == sorted(r.reading_id for r in readings)
+
+
+def test_reverse_limit_first_exists_count(dynorm_tables):
+    readings = seed()
+    qs = SensorReading.objects.filter(day="d1")
+    assert shape(list(qs.order_by("-sk"))) == expected(readings, reverse=True)
+    with dynorm.capture() as c:
+        top = list(qs.order_by("-sk")[:3])
+    assert shape(top) == expected(readings, reverse=True)[:3]
+    # a limit of 3 reads 3 items per bucket, not every bucket to the end
+    assert c.operations == ["Query"] * SHARDS and all(q.params["Limit"] == 3 for q in c.requests)
+    assert sum(q.items for q in c.requests) <= 3 * SHARDS
+    assert shape([qs.first()]) == expected(readings)[:1]
+    assert qs.filter(at__gte=9).exists()
+    with dynorm.capture() as c:
+        assert qs.count() == len(readings)
+    assert c.operations == ["Query"] * SHARDS and all(q.params["Select"] == "COUNT" for q in c.requests)
+    assert qs.filter(at__gte=5, at__lt=7).count() == sum(1 for r in readings if 5 <= r.at < 7)
+
+
+def test_pages_resume_every_bucket_exactly(dynorm_tables):
+    seed(n=30)
+    qs = SensorReading.objects.filter(day="d1")
+    whole = [r.reading_id for r in qs]
+    for reverse in (False, True):
+        q = qs.order_by("-sk") if reverse else qs
+        whole = [r.reading_id for r in q]
+        paged, cursor, pages = [], None, 0
+        while True:
+            page = q.page(size=7, cursor=cursor)
+            paged += [r.reading_id for r in page]
+            pages += 1
+            cursor = page.cursor
+            if cursor is None:
+                break
+        assert paged == whole and pages == 5
+
+
+def test_a_cursor_only_resumes_its_own_fan_out(dynorm_tables):
+    seed()
+    qs = SensorReading.objects.filter(day="d1")
+    cursor = qs.page(size=5).cursor
+    assert cursor is not None
+    with dynorm.capture() as c, pytest.raises(InvalidCursor):
+        qs.filter(at__gte=2).page(size=5, cursor=cursor)
+    assert c.requests == []
+    with pytest.raises(InvalidCursor):
+        qs.page(size=5, cursor=cursor[:-2] + ("A" if cursor[-1] != "A" else "B") + cursor[-1])
+
+
+def test_naming_the_bucket_source_reads_one_bucket(dynorm_tables):
+    seed()
+    qs = SensorReading.objects.using("by_day").filter(day="d1", sensor_id="s1", reading_id="r01")
+    plan = qs.explain()
+    assert plan.fanout == () and partition(plan.params) == f"v1#DAY#d1#{bucket('s1', 'r01')}"
+    with dynorm.capture() as c:
+        assert [r.reading_id for r in qs] == ["r01"]
+    assert c.operations == ["Query"]
+
+
+def test_consistent_read_is_refused_before_any_request(dynorm_tables):
+    with dynorm.capture() as c, pytest.raises(InvalidQuery, match="ConsistentRead"):
+        list(SensorReading.objects.filter(day="d1").consistent())
+    assert c.requests == []
+
+
+def test_async_fan_out_gathers_the_buckets(dynorm_tables):
+    readings = seed()
+
+    async def run():
+        qs = SensorReading.objects.filter(day="d1")
+        got = [r async for r in qs]
+        return got, await SensorReading.objects.filter(day="d1").acount()
+
+    with dynorm.capture() as c:
+        got, count = asyncio.run(run())
+    assert shape(got) == expected(readings) and count == len(readings)
+    assert c.operations == ["Query"] * (2 * SHARDS)
+
+
+def test_a_failing_bucket_fails_the_query(dynorm_tables):
+    seed()
+    calls = []
+
+    def fail_bucket_2(params, **kwargs):
+        calls.append(1)
+        if any(v.get("S", "").endswith("#2") for v in params.get("ExpressionAttributeValues", {}).values()):
+            raise RuntimeError("boom")
+
+    client = backend.client()
+    client.meta.events.register("provide-client-params.dynamodb.Query", fail_bucket_2)
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            list(SensorReading.objects.filter(day="d1"))
+    finally:
+        client.meta.events.unregister("provide-client-params.dynamodb.Query", fail_bucket_2)
+    assert len(calls) == SHARDS
+
+
+def test_values_get_offset_slices_and_queryset_delete_go_through_the_fan_out(dynorm_tables):
+    readings = seed()
+    qs = SensorReading.objects.filter(day="d1")
+    ids = [r.reading_id for r in qs]
+    assert [v["reading_id"] for v in qs._clone().values("reading_id")] == ids
+    assert [r.reading_id for r in qs._clone()[5:9]] == ids[5:9]
+    assert qs._clone().last().reading_id == ids[-1]
+    one = readings[0]
+    assert qs._clone().filter(at=one.at).get(reading_id=one.reading_id).sensor_id == one.sensor_id
+    with pytest.raises(SensorReading.MultipleObjectsReturned):
+        qs._clone().get()
+    with dynorm.capture() as c:
+        deleted = SensorReading.objects.filter(day="d1", at__lt=5).delete()
+    assert c.operations[:SHARDS] == ["Query"] * SHARDS
+    left = sorted(r.reading_id for r in SensorReading.objects.filter(day="d1"))
+    assert left == sorted(r.reading_id for r in readings if r.at >= 5)
+    assert deleted == len(readings) - len(left) == sum(1 for r in readings if r.at < 5)
