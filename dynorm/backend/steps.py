@@ -148,9 +148,6 @@ def _send_all(sends: list[Send]) -> tuple[Any, BaseException | None]:
     Each thread records into a :class:`Stats` of its own, added to the step's after every request
     has finished: a queryset's ``stats`` is never written from two threads at once.
     """
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
-
     own = [Stats() for _ in sends]
 
     def one(i: int) -> Any:
@@ -162,14 +159,54 @@ def _send_all(sends: list[Send]) -> tuple[Any, BaseException | None]:
     try:
         if len(sends) == 1:
             return _outcome([one(0)])
-        with ThreadPoolExecutor(max_workers=min(len(sends), 16)) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, one, i) for i in range(len(sends))]
-            return _outcome([f.result() for f in futures])
+        return _outcome(_in_threads(one, len(sends)))
     finally:
         for send, part in zip(sends, own):
             if send.stats is not None:
                 for name in ("requests", "items", "scanned", "read_capacity", "write_capacity"):
                     setattr(send.stats, name, getattr(send.stats, name) + getattr(part, name))
+
+
+def _in_threads(one: Any, n: int, workers: int = 16) -> list[Any]:
+    """``[one(0), ..., one(n - 1)]``, run from up to ``workers`` daemon threads, each call in a copy of
+    the caller's context (settings).
+
+    The caller waits in short slices, so a Ctrl-C (KeyboardInterrupt) surfaces at once even while a
+    request hangs; the threads are daemons, so a hung request never holds the process's exit
+    (a ThreadPoolExecutor joins its threads on leaving its block and at exit). An exception other
+    than ``DynormError`` (which ``one`` returns) raised in a thread is raised here.
+    """
+    import contextvars
+    import threading
+
+    results: list[Any] = [None] * n
+    failures: list[BaseException] = []
+    next_index = iter(range(n))
+    lock = threading.Lock()
+    finished = threading.Semaphore(0)
+
+    def work(context: contextvars.Context) -> None:
+        while True:
+            with lock:
+                i = next(next_index, None)
+            if i is None:
+                return
+            try:
+                results[i] = context.copy().run(one, i)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                failures.append(exc)
+            finally:
+                finished.release()
+
+    context = contextvars.copy_context()
+    for _ in range(min(n, workers)):
+        threading.Thread(target=work, args=(context,), daemon=True, name="dynorm-fanout").start()
+    for _ in range(n):
+        while not finished.acquire(timeout=0.1):
+            pass
+    if failures:
+        raise failures[0]
+    return results
 
 
 def _outcome(results: list[Any]) -> tuple[Any, BaseException | None]:

@@ -191,3 +191,37 @@ def test_values_get_offset_slices_and_queryset_delete_go_through_the_fan_out(dyn
     left = sorted(r.reading_id for r in SensorReading.objects.filter(day="d1"))
     assert left == sorted(r.reading_id for r in readings if r.at >= 5)
     assert deleted == len(readings) - len(left) == sum(1 for r in readings if r.at < 5)
+
+
+def test_ctrl_c_during_a_fan_out_surfaces_while_a_bucket_still_hangs(dynorm_tables):
+    """A KeyboardInterrupt reaches the caller at once, not after the slowest bucket answers: the
+    fan-out's threads are daemons the caller does not wait for (a hung request never holds Ctrl-C,
+    nor the process's exit)."""
+    import _thread
+    import threading
+
+    seed()
+    release = threading.Event()
+    hung = threading.Event()
+    answered = threading.Event()
+
+    def hang_bucket_2(params, **kwargs):
+        if any(v.get("S", "").endswith("#2") for v in params.get("ExpressionAttributeValues", {}).values()):
+            hung.set()
+            release.wait(10)  # the request of bucket 2 hangs until the test releases it
+            answered.set()
+
+    def interrupt_once_hung() -> None:
+        if hung.wait(30):
+            _thread.interrupt_main()
+
+    client = backend.client()
+    client.meta.events.register("provide-client-params.dynamodb.Query", hang_bucket_2)
+    threading.Thread(target=interrupt_once_hung, daemon=True).start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(SensorReading.objects.filter(day="d1"))
+        assert not answered.is_set()  # the interrupt arrived while bucket 2 still hung
+    finally:
+        release.set()
+        client.meta.events.unregister("provide-client-params.dynamodb.Query", hang_bucket_2)
