@@ -102,3 +102,16 @@ def test_a_rekey_leaves_every_sentinel_pointing_at_its_item(project: Project) ->
     assert _sentinels(project) == before
     for email, wid in before.items():  # each sentinel still finds its item, now under v2 keys
         assert models.Widget.objects.get(email=email).widget_id == wid
+
+
+def test_a_rekey_keeps_the_constraint_in_the_migration_state(project: Project) -> None:
+    _stage(project, unique=True)
+    project.makemigrations()
+    _stage(project, unique=True, version="v2")
+    assert "RekeyEntity" in project.makemigrations().source
+    again = project.makemigrations(check=True)
+    assert again.operations == []  # "No changes detected": the constraint is still recorded after the rekey
+    _stage(project, unique=False, version="v2")
+    ops = project.makemigrations(check=True).operations
+    assert [type(op).__name__ for op in ops] == ["RemoveConstraint"]
+    assert ops[0].name == "unique_email"
