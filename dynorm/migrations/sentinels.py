@@ -6,7 +6,9 @@ pacing, failed items recorded and retried once every segment is done.
 
 :class:`SentinelWriter` (AddConstraint) reads the entity's items (Scan, ``entityType = :t``, every key
 version) and puts the sentinel of each item's values with the condition "absent, or already this
-item's" (owner entity type and primary-key field values): writing it again is a no-op, so a re-run
+item's" (owner entity type and primary-key field values), in one TransactWriteItems with a ConditionCheck
+that the item still holds the values read (an application write between the Scan and the Put never leaves
+an orphan: the item is read again and its current value claimed). Writing it again is a no-op, so a re-run
 finishes what an interrupted one began, and the two copies of an item during a copy-mode rekey (same
 key fields) claim one sentinel. A value another item holds fails that item: its failure names the
 value and both owners, the migration stays partial and lists them; once the duplicates are fixed,
@@ -30,7 +32,7 @@ from ..constraints import (
     sentinel_pk_text,
 )
 from ..constraints import SENTINEL_SK as _SK
-from ..exceptions import ConditionFailed, ServiceError
+from ..exceptions import ServiceError, TransactionCanceled
 from ..writes import new_token
 from .cost import Pacer
 from .rekey import PAGE_SIZE, Counts, PageResult, _Base
@@ -38,8 +40,11 @@ from .state import TableState
 
 __all__ = ["SentinelWriter", "SentinelDeleter"]
 
-#: a sentinel is about 0.1-0.2 KB: one WCU per Put or Delete
+#: a sentinel is about 0.1-0.2 KB: one WCU per Delete
 SENTINEL_WCU = 1
+#: a backfill Put goes in a TransactWriteItems with a ConditionCheck of its item (transactional: 2 WCU
+#: each, an item up to 1 KB)
+CLAIM_WCU = 4
 
 
 class _SentinelScan(_Base):
@@ -112,31 +117,65 @@ class SentinelWriter(_SentinelScan):
         status, reason = self._claim(raw)
         return ("ok", "") if status in ("ok", "skipped") else (status, reason)
 
-    def _claim(self, raw: dict[str, Any]) -> tuple[str, str]:
-        item = self.sentinel(raw)
-        if item is None:
-            return "skipped", ""
-        if self.dry_run:
+    def _claim(self, raw: dict[str, Any], attempts: int = 8) -> tuple[str, str]:
+        """Put the sentinel of ``raw``'s values, in one TransactWriteItems with a ConditionCheck that the item
+        still holds them: a value the application changed (or an item it deleted) since the Scan read it
+        never leaves an orphan sentinel; the item is read again (consistent GetItem) and its value now
+        claimed instead (or nothing, when it is gone)."""
+        for _ in range(attempts):
+            item = self.sentinel(raw)
+            if item is None:
+                return "skipped", ""
+            if self.dry_run:
+                return "ok", ""
+            if not self.pacer.before_write(CLAIM_WCU):
+                return "stopped", ""
+            try:
+                self._transact([{"Put": self._put(item)}, {"ConditionCheck": self._still_holds(raw)}])
+            except TransactionCanceled as exc:
+                codes = [r.get("code") for r in exc.reasons]
+                if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":  # the item changed since read
+                    fresh = self._get(self._key_of(raw))
+                    if fresh is None or fresh.get(self.table.type_attribute) != {"S": self.op.entity_type}:
+                        return "skipped", ""  # deleted since: nothing to claim
+                    raw = fresh
+                    continue
+                if codes and codes[0] == "ConditionalCheckFailed":
+                    return "failed", self._duplicate(raw, exc.reasons[0].get("item") or {})
+                return "failed", str(exc)
+            except ServiceError as exc:
+                return "failed", str(exc)
             return "ok", ""
-        if not self.pacer.before_write(SENTINEL_WCU):
-            return "stopped", ""
-        pk = self.table.pk_attribute
-        try:
-            backend.call("PutItem", {
-                "TableName": self.physical, "Item": item,
+        return "failed", (f"the item changed {attempts} times while its sentinel was written; run "
+                          "`dynorm migrate` again")
+
+    def _put(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The sentinel's Put: "absent, or already this item's" (a re-run writes nothing twice)."""
+        return {"TableName": self.physical, "Item": item,
                 "ConditionExpression": "attribute_not_exists(#p) OR (#ot = :ot AND #ok = :ok)",
-                "ExpressionAttributeNames": {"#p": pk, "#ot": OWNER_TYPE_ATTRIBUTE, "#ok": OWNER_KEY_ATTRIBUTE},
+                "ExpressionAttributeNames": {"#p": self.table.pk_attribute, "#ot": OWNER_TYPE_ATTRIBUTE,
+                                             "#ok": OWNER_KEY_ATTRIBUTE},
                 "ExpressionAttributeValues": {":ot": item[OWNER_TYPE_ATTRIBUTE], ":ok": item[OWNER_KEY_ATTRIBUTE]},
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"})
-        except ConditionFailed as exc:
-            held = (exc.item or {}).get(OWNER_KEY_ATTRIBUTE, {}).get("M", {})
-            values = ", ".join(f"{n}={av_text(raw[a])!r}" for n, (a, _) in self.op.fields.items())
-            holder = ", ".join(f"{n}={av_text(v)!r}" for n, v in held.items()) or "an unknown item"
-            return "failed", (f"duplicate value {values} of unique constraint {self.op.name!r}: already held by "
-                              f"{self.op.entity_type} {holder}")
-        except ServiceError as exc:
-            return "failed", str(exc)
-        return "ok", ""
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
+
+    def _still_holds(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The ConditionCheck "the item is still of this entity type and holds the values read"."""
+        names = {"#t": self.table.type_attribute}
+        values: dict[str, Any] = {":t": {"S": self.op.entity_type}}
+        clauses = ["#t = :t"]
+        for i, (attr, _kind) in enumerate(self.op.fields.values()):
+            names[f"#f{i}"] = attr
+            values[f":f{i}"] = raw[attr]
+            clauses.append(f"#f{i} = :f{i}")
+        return {"TableName": self.physical, "Key": self._key_of(raw), "ConditionExpression": " AND ".join(clauses),
+                "ExpressionAttributeNames": names, "ExpressionAttributeValues": values}
+
+    def _duplicate(self, raw: dict[str, Any], there: dict[str, Any]) -> str:
+        held = there.get(OWNER_KEY_ATTRIBUTE, {}).get("M", {})
+        values = ", ".join(f"{n}={av_text(raw[a])!r}" for n, (a, _) in self.op.fields.items())
+        holder = ", ".join(f"{n}={av_text(v)!r}" for n, v in held.items()) or "an unknown item"
+        return (f"duplicate value {values} of unique constraint {self.op.name!r}: already held by "
+                f"{self.op.entity_type} {holder}")
 
 
 class SentinelDeleter(_SentinelScan):

@@ -115,3 +115,54 @@ def test_a_rekey_keeps_the_constraint_in_the_migration_state(project: Project) -
     ops = project.makemigrations(check=True).operations
     assert [type(op).__name__ for op in ops] == ["RemoveConstraint"]
     assert ops[0].name == "unique_email"
+
+
+def _backfill_racing(project: Project, app_write: Any) -> Any:
+    """Run the pending AddConstraint; ``app_write()`` runs once, just before its first sentinel write is sent
+    (after the Scan read the item)."""
+    done: list[int] = []
+
+    def race(request: Any, **kwargs: Any) -> None:
+        body = request.body if isinstance(request.body, bytes) else str(request.body).encode()
+        if not done and b"_dynorm_owner_key" in body:  # a sentinel's write, not the ledger's
+            done.append(1)
+            app_write()
+
+    events = ("before-send.dynamodb.TransactWriteItems", "before-send.dynamodb.PutItem")
+    for event in events:
+        backend.register_hook(event, race)
+    try:
+        return project.executor().migrate(MigrateOptions())
+    finally:
+        for event in events:
+            backend.unregister_hook(event, race)
+        assert done, "the application write never ran"
+
+
+def test_the_backfill_claims_no_value_the_application_changed_or_deleted_since_the_scan(project: Project) -> None:
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    models.Widget.objects.create(widget_id="w1", email="old@x.io")  # the one item: the first sentinel write
+    models = _stage(project, unique=True)
+    result = project.makemigrations()
+
+    def change() -> None:  # the application (with the constraint) changes the email after the Scan read it
+        w = models.Widget.objects.get(widget_id="w1")
+        w.email = "new@x.io"
+        w.save()
+
+    assert _backfill_racing(project, change).applied == [result.name]
+    assert _sentinels(project) == {"new@x.io": "w1"}  # no orphan sentinel of old@x.io
+
+
+def test_the_backfill_leaves_no_sentinel_of_an_item_deleted_since_the_scan(project: Project) -> None:
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    models.Widget.objects.create(widget_id="w1", email="gone@x.io")
+    models = _stage(project, unique=True)
+    result = project.makemigrations()
+    assert _backfill_racing(project, lambda: models.Widget.objects.filter(widget_id="w1").delete()).applied == [
+        result.name]
+    assert _sentinels(project) == {}

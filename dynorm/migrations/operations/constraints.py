@@ -23,7 +23,8 @@ class AddConstraint(Operation):
 
     The backfill is a segmented Scan of the entity's items (every key version), resumable from
     per-segment checkpoints and paced by ``--max-wcu``/``--max-rcu`` like a rekey, with one
-    conditional PutItem per item (1 WCU). Items sharing a value leave the migration partial, listing
+    TransactWriteItems per item (about 4 WCU): the sentinel's conditional Put and a ConditionCheck that
+    the item still holds the value read (an item changed or deleted since is read again). Items sharing a value leave the migration partial, listing
     each duplicate value and the item that holds it; what was written stays valid, so after fixing
     the duplicates ``dynorm migrate`` again finishes it.
 
