@@ -20,6 +20,7 @@ value and both owners, the migration stays partial and lists them; once the dupl
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import backend
@@ -32,13 +33,13 @@ from ..constraints import (
     sentinel_pk_text,
 )
 from ..constraints import SENTINEL_SK as _SK
-from ..exceptions import ServiceError, TransactionCanceled
+from ..exceptions import ConditionFailed, ServiceError, TransactionCanceled
 from ..writes import new_token
 from .cost import Pacer
 from .rekey import PAGE_SIZE, Counts, PageResult, _Base
 from .state import TableState
 
-__all__ = ["SentinelWriter", "SentinelDeleter"]
+__all__ = ["SentinelWriter", "SentinelDeleter", "SentinelAudit", "audit_sentinels", "repair_sentinels"]
 
 #: a sentinel is about 0.1-0.2 KB: one WCU per Delete
 SENTINEL_WCU = 1
@@ -213,3 +214,125 @@ class SentinelDeleter(_SentinelScan):
         except ServiceError as exc:
             return "failed", str(exc)
         return "ok", ""
+
+
+# -- the invariant: one sentinel per item's value, naming it; no orphan -----------------------------
+
+
+@dataclass
+class SentinelAudit:
+    """What a consistent read of one constraint's items and sentinels found.
+
+    Attributes:
+        items: items of the entity holding a value (none of the constrained fields ``None``);
+        sentinels: sentinels of the constraint.
+        missing: ``(item, text)`` per item whose value has no sentinel naming it (raw item, the value's text).
+        orphans: ``(sentinel, reason)`` per sentinel naming no item that holds its value (raw sentinel).
+    """
+
+    items: int = 0
+    sentinels: int = 0
+    missing: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    orphans: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """The invariant holds: every value has its sentinel naming its item, and no orphan."""
+        return not self.missing and not self.orphans
+
+    #: the table's key attributes (to show an item's key)
+    key_attributes: tuple[str, ...] = ("PK", "SK")
+
+    def problems(self, limit: int = 20) -> list[str]:
+        """One line per missing sentinel and orphan (the first ``limit``)."""
+        out = [f"missing sentinel of {text!r} for the item {_show_key(raw, self.key_attributes)}"
+               for raw, text in self.missing]
+        out += [f"orphan sentinel {_show_key(raw, self.key_attributes[:1])}: {why}" for raw, why in self.orphans]
+        return out[:limit]
+
+
+def _show_key(raw: dict[str, Any], attrs: tuple[str, ...]) -> str:
+    return "/".join(av_text(raw[a]) for a in attrs if a in raw)
+
+
+def _show_owner(owner: dict[str, Any] | None) -> str:
+    return ", ".join(f"{n}={av_text(v)}" for n, v in ((owner or {}).get("M") or {}).items()) or "no item"
+
+
+def audit_sentinels(writer: SentinelWriter) -> SentinelAudit:
+    """Read the constraint's sentinels, then the entity's items (both consistent Scans) and compare them.
+
+    The sentinels are read first: a constrained application write changes an item and its sentinels in
+    one transaction, so a sentinel read before its item was changed shows as an orphan here, and
+    :func:`repair_sentinels` deletes it only if it is still the one read (its revision).
+
+    DynamoDB: two Scans (ConsistentRead, 1 MB pages), the table's RCU for each.
+    """
+    out = SentinelAudit(key_attributes=(writer.table.pk_attribute, *filter(None, [writer.table.sk_attribute])))
+    deleter = SentinelDeleter(writer.op, writer.table, writer.physical, Counts(), True, writer.pacer, True)
+    found: dict[str, dict[str, Any]] = {}
+    for items, _ in deleter.pages(*_consistent(deleter.read_params(0, 1, page_size=None)), None):
+        for raw in items:
+            found[raw[writer.table.pk_attribute]["S"]] = raw
+    held: dict[str, list[dict[str, Any]]] = {}
+    for items, _ in writer.pages(*_consistent(writer.read_params(0, 1, page_size=None)), None):
+        for raw in items:
+            item = writer.sentinel(raw)
+            if item is None:
+                continue
+            out.items += 1
+            pk = item[writer.table.pk_attribute]["S"]
+            held.setdefault(pk, []).append(raw)
+            there = found.get(pk)
+            if there is None or there.get(OWNER_KEY_ATTRIBUTE) != item[OWNER_KEY_ATTRIBUTE] \
+                    or there.get(OWNER_TYPE_ATTRIBUTE) != item[OWNER_TYPE_ATTRIBUTE]:
+                out.missing.append((raw, pk[len(sentinel_pk_text(writer.op.entity_type, writer.op.name, [])) + 1:]))
+    out.sentinels = len(found)
+    for pk, raw in found.items():
+        owners = [writer.sentinel(r) for r in held.get(pk, [])]
+        if not owners:
+            out.orphans.append((raw, "no item of the entity holds this value"))
+        elif not any(o is not None and o[OWNER_KEY_ATTRIBUTE] == raw.get(OWNER_KEY_ATTRIBUTE) for o in owners):
+            out.orphans.append((raw, f"it names {_show_owner(raw.get(OWNER_KEY_ATTRIBUTE))}, which does not hold "
+                                     "this value"))
+    return out
+
+
+def _consistent(read: tuple[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    operation, params = read
+    return operation, {**params, "ConsistentRead": True}
+
+
+def repair_sentinels(writer: SentinelWriter, found: SentinelAudit) -> list[str]:
+    """Delete each orphan (conditional: still the sentinel read, same revision and owner), then claim each
+    missing value as the backfill does (:meth:`SentinelWriter._claim`: the item still holds it).
+
+    Returns:
+        one line per problem left (a value another item holds: a duplicate to fix by hand).
+
+    DynamoDB: one conditional DeleteItem per orphan, one TransactWriteItems per missing sentinel.
+    """
+    left: list[str] = []
+    rev = writer.table.revision_attribute
+    for raw, _why in found.orphans:
+        names = {"#ok": OWNER_KEY_ATTRIBUTE, "#r": rev}
+        values: dict[str, Any] = {":ok": raw.get(OWNER_KEY_ATTRIBUTE, {"NULL": True})}
+        if rev in raw:
+            cond = "#ok = :ok AND #r = :r"
+            values[":r"] = raw[rev]
+        else:
+            cond = "#ok = :ok AND attribute_not_exists(#r)"
+        try:
+            backend.call("DeleteItem", {"TableName": writer.physical, "Key": writer._key_of(raw),
+                                        "ConditionExpression": cond, "ExpressionAttributeNames": names,
+                                        "ExpressionAttributeValues": values})
+        except ConditionFailed:
+            continue  # changed since read: an application write claimed or released it
+        writer.counts.add(rewritten=1)
+    for raw, _text in found.missing:
+        status, reason = writer._claim(raw)
+        if status == "failed":
+            left.append(f"{_show_key(raw, found.key_attributes)}: {reason}")
+        elif status == "ok":
+            writer.counts.add(rewritten=1)
+    return left

@@ -166,3 +166,39 @@ def test_the_backfill_leaves_no_sentinel_of_an_item_deleted_since_the_scan(proje
     assert _backfill_racing(project, lambda: models.Widget.objects.filter(widget_id="w1").delete()).applied == [
         result.name]
     assert _sentinels(project) == {}
+
+
+def _old_app(project: Project, action: str, widget_id: str, email: str | None = None) -> None:
+    """A write by an application version without the constraint: the item only, no sentinel."""
+    key = {"PK": {"S": f"v1#W#{widget_id}"}, "SK": {"S": "METADATA"}}
+    table, client = project.table.table_name(), backend.client()
+    if action == "delete":
+        client.delete_item(TableName=table, Key=key)
+    else:
+        client.put_item(TableName=table, Item={**key, "entityType": {"S": "WIDGET"}, "widget_id": {"S": widget_id},
+                                               "email": {"S": email}})
+
+
+def _held_by_items(project: Project) -> dict[str, str]:
+    return {i["email"]["S"]: i["widget_id"]["S"] for i in _raw(project) if i.get("entityType") == {"S": "WIDGET"}}
+
+
+def test_a_rerun_is_recorded_applied_only_once_every_item_has_its_sentinel_and_no_orphan(project: Project) -> None:
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    for i in range(10):
+        models.Widget.objects.create(widget_id=f"w{i}", email=f"e{i}@x.io")
+    models.Widget.objects.create(widget_id="w10", email="e0@x.io")  # a duplicate: the backfill stays partial
+    _stage(project, unique=True)
+    result = project.makemigrations()
+    assert project.executor().migrate(MigrateOptions()).applied == []
+    # meanwhile processes still running the old models write without sentinels
+    _old_app(project, "put", "w1", "moved@x.io")  # e1's sentinel is now an orphan, moved@ has none
+    _old_app(project, "delete", "w2")  # e2's sentinel names an item that is gone
+    _old_app(project, "put", "w11", "new@x.io")  # a new item without a sentinel
+    _old_app(project, "delete", "w10" if _sentinels(project)["e0@x.io"] != "w10" else "w0")  # the fix
+    report = project.executor().migrate(MigrateOptions())
+    assert report.applied == [result.name]
+    assert _sentinels(project) == _held_by_items(project)  # one sentinel per item's value, naming it
+    assert "moved@x.io" in _sentinels(project) and "e1@x.io" not in _sentinels(project)
