@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import dynorm
 from dynorm import backend
 from dynorm.constraints import SENTINEL_TYPE
 from dynorm.migrations.executor import MigrateOptions
+from dynorm.migrations.verify import verify
 from tests.migproject import Project
 
 MODELS = '''
@@ -202,3 +204,25 @@ def test_a_rerun_is_recorded_applied_only_once_every_item_has_its_sentinel_and_n
     assert report.applied == [result.name]
     assert _sentinels(project) == _held_by_items(project)  # one sentinel per item's value, naming it
     assert "moved@x.io" in _sentinels(project) and "e1@x.io" not in _sentinels(project)
+
+
+def test_verify_counts_items_and_sentinels_and_lists_orphans_and_missing_ones(project: Project) -> None:
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    for i in range(4):
+        models.Widget.objects.create(widget_id=f"w{i}", email=f"e{i}@x.io")
+    _stage(project, unique=True)
+    result = project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    ok, rows = verify(project.executor(), result.name)
+    assert ok and [(r.constraint, r.old, r.new, r.problems) for r in rows] == [("unique_email", 4, 4, [])]
+    _old_app(project, "put", "w1", "moved@x.io")  # an old process, after the migration
+    _old_app(project, "delete", "w2")
+    with dynorm.capture() as c:
+        ok, rows = verify(project.executor(), result.name)
+    assert "TransactWriteItems" not in c.operations and "DeleteItem" not in c.operations  # it only reads
+    assert not ok and (rows[0].old, rows[0].new) == (3, 4)
+    problems = " ".join(rows[0].problems)
+    assert "missing sentinel of 'moved@x.io'" in problems and "v1#W#w1" in problems
+    assert problems.count("orphan sentinel") == 2 and "e1@x.io" in problems and "e2@x.io" in problems

@@ -8,13 +8,17 @@ migrations already record (an entity recorded for the first time carries its con
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ... import conf
 from ..errors import MigrationError
 from ..rekey import Counts
 from ..sentinels import SentinelDeleter, SentinelWriter, audit_sentinels, repair_sentinels
 from ..state import ProjectState
-from .base import Operation, RunContext, require_table
+from .base import Operation, RunContext, VerifyContext, require_table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..reports import VerifyRow
 
 __all__ = ["AddConstraint", "RemoveConstraint", "SETTLE_PASSES"]
 
@@ -112,6 +116,18 @@ class AddConstraint(Operation):
             f"without the constraint is still writing {self.entity_type} items. Deploy the models with the "
             "constraint everywhere, then run `dynorm migrate` again (docs/constraints.md, deploy order)")]
         return "partial"
+
+    def verify(self, ctx: VerifyContext) -> list[VerifyRow]:
+        """Check the invariant (``migrate --verify``): items holding a value, sentinels, missing ones, orphans.
+
+        DynamoDB: two consistent Scans (the constraint's sentinels, the entity's items); nothing is written.
+        """
+        from ..reports import VerifyRow
+
+        physical = conf.get_settings().table_prefix + self.table
+        found = audit_sentinels(SentinelWriter(self, ctx.final_state.tables[self.table], physical, Counts(), True))
+        return [VerifyRow(ctx.migration, physical, self.entity_type, "", "", found.items, found.sentinels, found.ok,
+                          constraint=self.name, problems=found.problems())]
 
     def make_worker(self, job: Any, counts: Any, pacer: Any) -> SentinelWriter:
         """The :class:`~dynorm.migrations.sentinels.SentinelWriter` of a scan ``job``."""
