@@ -231,3 +231,20 @@ def test_a_save_from_a_stale_read_leaves_no_sentinel_behind() -> None:
         stale.save()
     assert _emails() == {"y@x.io"}
     assert Member.objects.get(member_id="m1").email == "y@x.io"
+
+
+def test_a_decimal_claims_one_sentinel_whatever_its_trailing_zeros() -> None:
+    from decimal import Decimal
+
+    from tests.models import Voucher
+
+    Voucher.objects.create(voucher_id="v1", amount=Decimal("1.50"))
+    assert set(_sentinels()) == {f"{SENTINEL_PREFIX}VOUCHER#unique_amount#1.5"}  # as DynamoDB stores it
+    for same in (Decimal("1.5"), Decimal("15E-1"), Decimal("1.500")):
+        with pytest.raises(dynorm.IntegrityError):
+            Voucher.objects.create(voucher_id="v2", amount=same)
+    assert Voucher.objects.get(amount=Decimal("1.5")).voucher_id == "v1"
+    assert Voucher.objects.get(amount=Decimal("1.50")).voucher_id == "v1"
+    Voucher.objects.create(voucher_id="v3", amount=Decimal("1E+2"))
+    assert f"{SENTINEL_PREFIX}VOUCHER#unique_amount#100" in _sentinels()
+    assert Voucher.objects.get(amount=100).voucher_id == "v3"
