@@ -248,3 +248,25 @@ def test_a_decimal_claims_one_sentinel_whatever_its_trailing_zeros() -> None:
     Voucher.objects.create(voucher_id="v3", amount=Decimal("1E+2"))
     assert f"{SENTINEL_PREFIX}VOUCHER#unique_amount#100" in _sentinels()
     assert Voucher.objects.get(amount=100).voucher_id == "v3"
+
+
+def test_bulk_update_of_unique_values_chunks_by_actions_and_returns_the_items_updated() -> None:
+    objs = [Member.objects.create(member_id=f"m{i:02d}", tenant_id="t1", email=f"{i}@x.io") for i in range(40)]
+    for o in objs:
+        o.email = f"new{o.member_id}@x.io"
+    with dynorm.capture() as c:
+        assert Member.objects.bulk_update(objs, ["email"]) == 40  # items, not the 120 actions
+    assert [len(r.params["TransactItems"]) for r in c.requests] == [99, 21]  # 33 whole items, then 7
+    assert _emails() == {f"newm{i:02d}@x.io" for i in range(40)}
+    for o in objs[:8]:
+        o.email = f"again{o.member_id}@x.io"
+    objs[3].email, objs[4].email = "newm04@x.io", "newm03@x.io"  # a swap across a boundary of 4-item chunks
+    with dynorm.capture() as c:
+        assert Member.objects.bulk_update(objs[:8], ["email"], chunk_size=12) == 8
+    assert [len(r.params["TransactItems"]) for r in c.requests] == [9, 10, 3]  # the swapping pair commits together
+    assert Member.objects.get(member_id="m03").email == "newm04@x.io"
+    assert Member.objects.get(member_id="m04").email == "newm03@x.io"
+    objs[0].email = "z@x.io"
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="chunk_size=2"):
+        Member.objects.bulk_update(objs[:1], ["email"], chunk_size=2)
+    assert c.operations == []
