@@ -270,3 +270,11 @@ def test_bulk_update_of_unique_values_chunks_by_actions_and_returns_the_items_up
     with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="chunk_size=2"):
         Member.objects.bulk_update(objs[:1], ["email"], chunk_size=2)
     assert c.operations == []
+
+
+def test_pynamodb_batch_write_is_refused_on_an_entity_with_unique_constraints() -> None:
+    with dynorm.capture() as c, pytest.raises(dynorm.ModelError, match="bulk_create"):
+        with Member.batch_write() as batch:
+            batch.save(Member(member_id="m1", tenant_id="t1", email="a@x.io"))
+    assert c.operations == [] and _sentinels() == {}
+    assert Member.objects.scan().count() == 0
