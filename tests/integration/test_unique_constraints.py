@@ -279,3 +279,24 @@ def test_pynamodb_batch_write_is_refused_on_an_entity_with_unique_constraints() 
             batch.delete(m)  # BatchWriteItem would delete the item and leave its sentinel behind
     assert c.operations == []
     assert Member.objects.get(member_id="m1") and _emails() == {"a@x.io"}
+
+
+@pytest.mark.parametrize("template, version", [("dynorm#unique#MEMBER#unique_email#{email}", "v1"),
+                                         ("{version}#X#{member_id}", "dynorm")])
+def test_a_partition_key_template_in_dynorms_reserved_prefix_is_refused(template: str, version: str) -> None:
+    from dynorm import Entity, fields
+    from tests.models import Retail
+
+    with pytest.raises(dynorm.ModelError, match="reserved for dynorm's own items") as info:
+        class Squatter(Entity):
+            member_id = fields.String()
+            email = fields.String()
+
+            class Meta:
+                table = Retail
+                entity_type = "SQUATTER"
+                key_version = version
+                pk = template
+                sk = "METADATA"
+
+    assert "Squatter" in str(info.value) and template in str(info.value)
