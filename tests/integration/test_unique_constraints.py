@@ -159,10 +159,13 @@ def test_bulk_create_and_bulk_delete_keep_sentinels() -> None:
         Member.objects.bulk_create(objs)
     assert c.operations == ["TransactWriteItems"] * 3
     assert _emails() == {"0@x.io", "1@x.io", "2@x.io"}
-    with pytest.raises(dynorm.BatchIncomplete) as info:
-        Member.objects.bulk_create([Member(member_id="m9", tenant_id="t1", email="9@x.io"),
-                                    Member(member_id="m8", tenant_id="t1", email="1@x.io")])
-    assert isinstance(info.value.__cause__, dynorm.IntegrityError)
+    m9 = Member(member_id="m9", tenant_id="t1", email="9@x.io")
+    m8 = Member(member_id="m8", tenant_id="t1", email="1@x.io")
+    with pytest.raises(dynorm.IntegrityError) as info:  # not atomic across items: m9 went in
+        Member.objects.bulk_create([m9, m8])
+    assert isinstance(info.value, dynorm.BatchIncomplete) and isinstance(info.value, dynorm.UniqueIncomplete)
+    assert info.value.written == [m9] and info.value.unprocessed == [m8]
+    assert (info.value.constraint, info.value.values) == ("unique_email", {"email": "1@x.io"})
     Member.objects.bulk_delete([{"member_id": "m0"}, objs[1]])
     assert _emails() == {"2@x.io", "9@x.io"}
     objs[2].email = "7@x.io"
