@@ -230,8 +230,10 @@ def test_a_save_from_a_stale_read_leaves_no_sentinel_behind() -> None:
     other.email = "y@x.io"
     other.save()
     stale.email = "z@x.io"
-    with pytest.raises(dynorm.ConditionFailed):  # the stored email is no longer the one read
+    with pytest.raises(dynorm.ConditionFailed) as info:  # the stored email is no longer the one read
         stale.save()
+    assert "stored unique value changed since this instance read it" in str(info.value)
+    assert "'y@x.io'" in str(info.value) and "refresh_from_db()" in str(info.value)
     assert _emails() == {"y@x.io"}
     assert Member.objects.get(member_id="m1").email == "y@x.io"
 
