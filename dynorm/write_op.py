@@ -209,7 +209,7 @@ class WriteOp:
                 "retry: re-read it with refresh_from_db() and apply the change again, or use update_with_retry()), "
                 "or the field was assigned and not written (write it too: update_fields=[...]).")
         moved = _unique_moved(self, raw) if raw is not None else []
-        if moved:
+        if moved and raw is not None:
             item, _ = decode_written(self.model, raw)
             what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as read" for n, held, stored in moved)
             return ConditionFailed(
