@@ -432,6 +432,11 @@ def _fail_if_partial(report: Any, resume: str) -> None:
     first = "; ".join(report.failed_items[:5])
     if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
         raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
+    hints = list(dict.fromkeys(o.hint for o in report.operations if o.hint and o.status.startswith("partial")))
+    if hints:  # the operations know better (AddConstraint: fix the duplicates; no rekey option applies)
+        raise click.ClickException(
+            f"{sum(report.partial.values()) or 'some'} item(s) failed, so {names} is NOT applied (partial). First: "
+            f"{first}. " + " ".join(hints))
     if any("--resolve" in item for item in report.failed_items):
         # a new key holding another item fails the same way on every plain re-run: only a rule settles it
         todo = (f"Items whose new key holds a different item fail again on a plain re-run: settle them with "

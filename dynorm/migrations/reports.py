@@ -75,6 +75,8 @@ class OpReport:
     #: move-mode rekeys: catch-up passes run after the scan, and the items they moved
     catch_up_passes: int = 0
     caught_up: int = 0
+    #: what to do about a partial operation, when the generic advice (re-run, --resolve) does not fit
+    hint: str = ""
 
 
 @dataclass

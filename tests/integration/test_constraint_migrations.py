@@ -226,3 +226,22 @@ def test_verify_counts_items_and_sentinels_and_lists_orphans_and_missing_ones(pr
     problems = " ".join(rows[0].problems)
     assert "missing sentinel of 'moved@x.io'" in problems and "v1#W#w1" in problems
     assert problems.count("orphan sentinel") == 2 and "e1@x.io" in problems and "e2@x.io" in problems
+
+
+def test_migrate_left_partial_by_duplicates_says_to_fix_them_not_to_pick_a_rekey_mode(project: Project) -> None:
+    from click.testing import CliRunner
+
+    from dynorm.cli import cli
+
+    models = _stage(project, unique=False)
+    project.makemigrations()
+    project.executor().migrate(MigrateOptions())
+    models.Widget.objects.create(widget_id="w1", email="same@x.io")
+    models.Widget.objects.create(widget_id="w2", email="same@x.io")
+    _stage(project, unique=True)
+    project.makemigrations()
+    result = CliRunner().invoke(cli, ["--config", str(project.config()), "migrate", "--yes"])
+    assert result.exit_code == 1, result.output
+    assert "NOT applied (partial)" in result.output and "duplicate value email='same@x.io'" in result.output
+    assert "change or delete the extra items" in result.output
+    assert "--mode" not in result.output and "--resolve" not in result.output

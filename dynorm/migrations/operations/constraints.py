@@ -24,6 +24,10 @@ __all__ = ["AddConstraint", "RemoveConstraint", "SETTLE_PASSES"]
 
 #: consistent checks (and repairs) of the invariant after a backfill before it is left partial
 SETTLE_PASSES = 3
+#: what ``migrate`` says about an AddConstraint left partial by duplicate values
+PARTIAL_HINT = ("Items share a value of the new unique constraint (listed above): change or delete the extra "
+                "items (a write of an item whose value another item holds releases nothing), then run `dynorm "
+                "migrate` again: it retries them and checks every item's sentinel before recording it applied.")
 
 
 class AddConstraint(Operation):
@@ -93,6 +97,8 @@ class AddConstraint(Operation):
         conditional DeleteItem per orphan and one TransactWriteItems per missing sentinel.
         """
         status = ctx.scan(self, catch_up=False)
+        if status == "partial":
+            ctx.report.hint = PARTIAL_HINT
         if status != "done" or ctx.dry_run:
             return status
         writer = SentinelWriter(self, ctx.final_state.tables[self.table], ctx.physical(self.table), Counts())
@@ -107,6 +113,7 @@ class AddConstraint(Operation):
             ctx.report.counts["repaired"] = ctx.report.counts.get("repaired", 0) + writer.counts.rewritten
             writer.counts.rewritten = 0
             if left:
+                ctx.report.hint = PARTIAL_HINT
                 ctx.report.status = f"partial: {len(left)} item(s) hold a value another item holds"
                 ctx.report.errors = left[:20]
                 return "partial"
