@@ -30,6 +30,7 @@ creation, the values of a constraint, and the sentinel's key.
 from __future__ import annotations
 
 import base64
+import decimal
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .exceptions import ModelError, ValidationError
@@ -40,8 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["UniqueConstraint", "SENTINEL_TYPE", "SENTINEL_PREFIX", "SENTINEL_SK", "OWNER_TYPE_ATTRIBUTE",
            "OWNER_KEY_ATTRIBUTE", "CONSTRAINT_ATTRIBUTE", "MAX_PARTITION_KEY_BYTES", "resolve_constraints",
-           "constraint_values", "sentinel_pk", "sentinel_pk_text", "av_text", "sentinel_key", "is_sentinel",
-           "unique_fields"]
+           "constraint_values", "sentinel_pk", "sentinel_pk_text", "av_text", "canonical_number", "sentinel_key",
+           "is_sentinel", "unique_fields"]
 
 #: The entity type of every sentinel item (``entityType``): no model may declare it.
 SENTINEL_TYPE = "dynorm#unique"
@@ -166,13 +167,31 @@ def constraint_values(c: UniqueConstraint, values: Mapping[str, Any]) -> tuple[A
 
 
 def av_text(av: Mapping[str, Any]) -> str:
-    """The text of one stored value (DynamoDB JSON, ``{"S": "a"}``) in a sentinel key: as DynamoDB stores
-    it (equal stored values give equal text; the migration backfill reads it from raw items), binary as
-    base64."""
-    (raw,) = av.values()
+    """The text of one stored value (DynamoDB JSON, ``{"S": "a"}``) in a sentinel key: one text per value
+    DynamoDB stores, whichever way it was written (the migration backfill reads it from raw items, the
+    application renders it from the field), binary as base64, a number canonical (:func:`canonical_number`)."""
+    ((kind, raw),) = av.items()
     if isinstance(raw, (bytes, bytearray)):
         return base64.b64encode(bytes(raw)).decode("ascii")
+    if kind == "N":
+        return canonical_number(raw)
     return str(raw)
+
+
+def canonical_number(text: str) -> str:
+    """The one text of a number as DynamoDB stores it: ``1.50``, ``1.5`` and ``15E-1`` give ``1.5``, ``1E+2``
+    gives ``100``, ``-0`` gives ``0`` (no exponent, no trailing zero).
+
+    Used in sentinel keys only: DynamoDB compares numbers by value, so ``Decimal("1.50")`` and
+    ``Decimal("1.5")`` are one stored value and must claim one sentinel; item attributes keep
+    :func:`dynorm._codec.number_text`.
+    """
+    d = decimal.Decimal(text)
+    if d.is_zero():
+        return "0"
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60  # DynamoDB keeps 38 significant digits: normalize() never rounds here
+        return format(d.normalize(ctx), "f")
 
 
 def _value_text(f: Field, value: Any) -> str:

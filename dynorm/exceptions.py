@@ -247,6 +247,24 @@ class UniqueCanceled(TransactionCanceled, IntegrityError):
         self.values = cause.values if cause else {}
 
 
+class UniqueIncomplete(BatchIncomplete, IntegrityError):
+    """``bulk_create``/``bulk_delete`` on an entity with unique constraints stopped at an item that would break
+    one (its value is taken); the items before it were written (each is its own TransactWriteItems: the
+    batch is not atomic across items), that item and the ones after it were not.
+
+    Both a :class:`BatchIncomplete` (``.written``, ``.unprocessed``) and an :class:`IntegrityError`
+    (``.entity``, ``.constraint``, ``.values`` of the value refused).
+    """
+
+    def __init__(self, message: str, unprocessed: Sequence[Any] = (), *, written: Sequence[Any] = (),
+                 cause: IntegrityError) -> None:
+        BatchIncomplete.__init__(self, message, unprocessed, written=written)
+        self.entity = cause.entity
+        self.constraint = cause.constraint
+        self.fields = cause.fields
+        self.values = cause.values
+
+
 class UnreadableItem(DynormError):
     """One stored item that cannot be decoded into its entity class.
 

@@ -406,6 +406,26 @@ class Entity(Model, metaclass=EntityMeta):
 
         return refresh_steps(self, fields)
 
+    @classmethod
+    def batch_write(cls, auto_commit: bool = True) -> Any:  # type: ignore[override]
+        """PynamoDB's ``BatchWrite`` context manager (the escape hatch), refused on an entity with unique
+        constraints: BatchWriteItem takes no condition, so its Puts and Deletes would leave the sentinels
+        behind (a value held by no item, or an item whose value has none).
+
+        Raises:
+            ModelError: the entity declares a unique constraint; nothing was sent. Use
+                ``objects.bulk_create(objs)`` / ``objects.bulk_delete(objs)`` (one TransactWriteItems
+                per item, with its sentinels).
+        """
+        constraints = cls._meta.constraints
+        if constraints:
+            raise ModelError(
+                f"{cls.__name__}.batch_write() (PynamoDB's BatchWriteItem) would bypass the sentinels of its unique "
+                f"constraint(s) {', '.join(repr(c.name) for c in constraints)}: BatchWriteItem takes no condition. "
+                f"Use {cls.__name__}.objects.bulk_create(objs) or .bulk_delete(objs) instead (docs/constraints.md); "
+                "nothing was sent.")
+        return super().batch_write(auto_commit=auto_commit)
+
     def _describe_key(self) -> str:
         return ", ".join(f"{k}={v!r}" for k, v in self.key.items())
 

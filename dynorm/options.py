@@ -469,6 +469,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     """
     table, entity_type, key_version, read_versions = _read_meta(entity, meta)
     primary = _bind_primary(entity, meta, table)
+    _check_reserved_prefix(entity, primary, read_versions)
     attr_to_field = _stored_attributes(entity, fields)
     indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field, key_version)
     _check_placeholders(entity, fields, [primary, *indexes.values()])
@@ -481,6 +482,27 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     return Options(entity=entity, table=table, entity_type=entity_type, key_version=key_version,
                    read_versions=read_versions, fields=dict(fields), primary=primary, indexes=indexes,
                    version_field=version_field, constraints=constraints)
+
+
+#: The partition keys of dynorm's own items in an application's table start with it (unique-constraint
+#: sentinels ``dynorm#unique#...``, the migration ledger ``dynorm#migrations``): no entity's may.
+RESERVED_PK_PREFIX = "dynorm#"
+
+
+def _check_reserved_prefix(entity: str, primary: BoundIndex, versions: tuple[str, ...]) -> None:
+    """Refuse a partition-key template whose literal start renders ``dynorm#`` (at any read version).
+
+    Raises:
+        ModelError: naming the entity and the template; its items could take the keys of sentinels or
+            of the migration ledger.
+    """
+    for version in versions:
+        start = primary.pk.prefix({}, version, entity=entity).value
+        if start.startswith(RESERVED_PK_PREFIX):
+            raise ModelError(
+                f"{entity}.Meta.pk = {primary.pk.template!r} renders {start!r} at key version {version!r}: partition "
+                f"keys starting with {RESERVED_PK_PREFIX!r} are reserved for dynorm's own items (unique-constraint "
+                "sentinels, the migration ledger), which its items could overwrite. Choose another prefix.")
 
 
 def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str, tuple[str, ...]]:

@@ -457,9 +457,10 @@ class QuerySetWrites(Generic[T]):
 
     @_none_writes(0)
     def bulk_update(self, objs: Iterable[T], fields: Iterable[str], **options: Any) -> int:
-        """Write ``fields`` of many instances: one UpdateItem per object, 100 per TransactWriteItems.
+        """Write ``fields`` of many instances: one Update per object, up to 100 actions per TransactWriteItems.
 
-        See :func:`dynorm.transaction.bulk_update` (each chunk of 100 commits or fails whole;
+        See :func:`dynorm.transaction.bulk_update` (each chunk commits or fails whole; an item's sentinel
+        actions go in its chunk;
         with ``fields.Version()`` every update is conditional on the version read).
 
         Returns:

@@ -328,7 +328,7 @@ def bulk_update(model: type[EntityLike], objs: Iterable[EntityLike], fields: Ite
 
 def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], fields: Iterable[str], *,
                       chunk_size: int = MAX_ACTIONS) -> backend.Steps:
-    """Write ``fields`` of many instances: one Update each, ``chunk_size`` per TransactWriteItems.
+    """Write ``fields`` of many instances: one Update each, up to ``chunk_size`` actions per TransactWriteItems.
 
     Django's ``bulk_update(objs, fields)``. Every update is planned (and validated) before the
     first write; with a ``fields.Version()`` each is conditional on the version read, and the
@@ -341,14 +341,17 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
         model: the entity class; every object must be an instance of it.
         objs: the instances, changed in memory.
         fields: names of the fields to write (not primary-key fields, not the version).
-        chunk_size: actions per transaction (1..100).
+        chunk_size: actions per transaction (1..100). Each item's actions stay in one transaction (its
+            Update, and on an entity with unique constraints the Delete and Put of each unique value it
+            changes), and so do items that exchange unique values (:func:`_chunks_by_actions`).
 
     Returns:
         The number of items updated.
 
     Raises:
         ValidationError: no fields, an unknown or key field, a foreign object, one item twice,
-            a bad value (before any request; the table is unchanged).
+            a bad value, an item (or items exchanging values) needing more than ``chunk_size``
+            actions (before any request; the table is unchanged).
         TransactionCanceled: the first chunk was cancelled (a stale version, a failed
             condition): nothing was written.
         BatchIncomplete: a later chunk was cancelled, refused (throttled after botocore's retries)
@@ -369,19 +372,65 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
         raise ValidationError(f"bulk_update chunk_size must be 1..{MAX_ACTIONS}, got {chunk_size!r}.", entity=entity)
     ops = yield from _plan_bulk_updates_steps(model, objs, names)
     done = 0
-    for start in range(0, len(ops), chunk_size):
+    for start, chunk in _chunks_by_actions(entity, ops, chunk_size):
         tx = Transaction()
-        for op in ops[start:start + chunk_size]:
+        for op in chunk:
             tx._add(op)
         try:
             yield from tx._commit_steps()
         except DynormError as exc:
-            error = _chunk_failed(entity, objs, done, start, start + len(tx.actions), exc)
+            error = _chunk_failed(entity, objs, done, start, start + len(chunk), exc)
             if error is exc:
                 raise  # nothing written before it: its own error stands
             raise error from exc
-        done += len(tx.actions)
+        done += len(chunk)
     return done
+
+
+def _chunks_by_actions(entity: str, ops: list[WriteOp], chunk_size: int) -> list[tuple[int, list[WriteOp]]]:
+    """Cut ``ops`` (in order) into transactions of at most ``chunk_size`` actions, each item whole.
+
+    An item's actions (its Update and the Delete/Put of each unique value it changes) stay together.
+    Items whose sentinel actions touch one value (one releases it, another takes it: a swap, a chain)
+    must commit in one transaction (in two, the taker would find the value still held), so the
+    smallest run of consecutive items holding every such pair is one unit.
+
+    Returns:
+        ``(index of the chunk's first op, its ops)`` per transaction.
+
+    Raises:
+        ValidationError: a unit needs more than ``chunk_size`` actions (before any request).
+    """
+    units: list[tuple[int, int]] = []  # [first, last] indexes of each unit, in order
+    first_seen: dict[Any, int] = {}
+    for i, op in enumerate(ops):
+        lo = i
+        for s in op.sentinels:
+            lo = min(lo, first_seen.setdefault(s.identity, i))
+        while units and units[-1][1] >= lo:  # a value shared with an earlier item: one unit back to it
+            lo = min(lo, units.pop()[0])
+        units.append((lo, i))
+    chunks: list[tuple[int, list[WriteOp]]] = []
+    size = 0
+    for lo, hi in units:
+        trial = Transaction()
+        for op in ops[lo:hi + 1]:
+            trial._add(op)
+        n = len(trial.actions)
+        if n > chunk_size:
+            what = f"objs[{lo}]" if lo == hi else f"objs[{lo}:{hi + 1}] (they exchange unique values, so they " \
+                "commit in one transaction)"
+            raise ValidationError(
+                f"{entity}.objects.bulk_update(): {what} need(s) {n} actions (each changed unique value adds "
+                f"the Delete of its old sentinel and the Put of the new one), more than chunk_size={chunk_size}; "
+                "raise chunk_size (up to 100) or update fewer fields at once. Nothing was sent.", entity=entity)
+        if chunks and size + n <= chunk_size:
+            chunks[-1][1].extend(ops[lo:hi + 1])
+            size += n
+        else:
+            chunks.append((lo, list(ops[lo:hi + 1])))
+            size = n
+    return chunks
 
 
 def _plan_bulk_updates_steps(model: type[EntityLike], objs: list[EntityLike], names: list[str]) -> backend.Steps:

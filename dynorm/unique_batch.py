@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import backend
-from .exceptions import BatchIncomplete, DynormError, IntegrityError, ValidationError
+from .exceptions import BatchIncomplete, DynormError, IntegrityError, UniqueIncomplete, ValidationError
 from .sender import send_checked_steps
 from .unique_reads import know_unique_steps, stored_unique_steps
 from .writes import WriteOp, is_instance, prepare_delete, prepare_put
@@ -35,9 +35,11 @@ def create_each_steps(model: type[EntityLike], objs: list[EntityLike]) -> backen
 
     Raises:
         ValidationError, IntegrityError: bad input, or two items claiming one value (before any request).
-        BatchIncomplete: an item was refused (its value taken: the cause is an IntegrityError; or it
-            exists: AlreadyExists); ``.written`` lists the items created before it, ``.unprocessed``
-            it and the ones after.
+        UniqueIncomplete: an item's value is taken (both a BatchIncomplete and an IntegrityError);
+            ``.written`` lists the items created before it (not undone: each item is its own
+            transaction), ``.unprocessed`` it and the ones after.
+        BatchIncomplete: an item was refused otherwise (it exists: the cause is AlreadyExists);
+            ``.written`` and ``.unprocessed`` as above.
     """
     ops: list[WriteOp] = []
     claimed: dict[tuple[str, str, str], int] = {}
@@ -87,6 +89,11 @@ def _send_each(model: type[EntityLike], verb: str, objs: list[Any], ops: list[Wr
             refused = yield from send_checked_steps(op, [])
             if refused is not None:
                 raise refused.error() from refused.cause
+        except IntegrityError as exc:
+            raise UniqueIncomplete(
+                f"{verb}: {i} of {len(ops)} {model.__name__} item(s) went in (listed in .written; each item is its "
+                f"own transaction, so the batch is not atomic across items); item {i} was refused ({exc}) and the "
+                "rest were not sent (.unprocessed).", objs[i:], written=objs[:i], cause=exc) from exc
         except DynormError as exc:
             raise BatchIncomplete(
                 f"{verb}: {i} of {len(ops)} {model.__name__} item(s) went in (listed in .written); item {i} was "

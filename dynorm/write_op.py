@@ -90,6 +90,8 @@ class WriteOp:
     # TransactWriteItems, and the unique fields' values once written (the instance's _state.unique_as)
     sentinels: list[WriteOp] = field(default_factory=list)
     unique_after: dict[str, Any] | None = None
+    # the unique fields' stored values the write is conditional on (what the instance read)
+    unique_before: dict[str, Any] | None = None
 
     @property
     def create(self) -> bool:
@@ -206,6 +208,14 @@ class WriteOp:
                 "would have disagreed with the stored fields). Either the item changed since it was read (safe to "
                 "retry: re-read it with refresh_from_db() and apply the change again, or use update_with_retry()), "
                 "or the field was assigned and not written (write it too: update_fields=[...]).")
+        moved = _unique_moved(self, raw) if raw is not None else []
+        if moved and raw is not None:
+            item, _ = decode_written(self.model, raw)
+            what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as read" for n, held, stored in moved)
+            return ConditionFailed(
+                f"{self.description}: the stored unique value changed since this instance read it ({what}), so "
+                "nothing was written (its sentinel swap would have released a value this item no longer holds). "
+                "Re-read it (refresh_from_db()) and apply the change again.", item=item)
         if self.verb == "save" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
@@ -354,6 +364,21 @@ def _describe(op: WriteOp) -> str:
     # every description in this module is "<verb> <Entity> <key fields>"
     return op.description.split(" ", 2)[2]
 
+
+
+def _unique_moved(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(field, value read, value stored) of each unique field whose stored value is not the one the write assumed."""
+    if not op.unique_before:
+        return []
+    fields = op.model._meta.fields
+    out = []
+    for name, held in op.unique_before.items():
+        f = fields[name]
+        av = raw.get(f.attr_name)
+        stored = f.deserialize(av[f.attr_type]) if av and f.attr_type in av else None  # type: ignore[attr-defined]
+        if stored != held:
+            out.append((name, held, stored))
+    return out
 
 
 def _pins_broken(op: WriteOp, raw: Mapping[str, Any]) -> list[tuple[str, Any, Any]]:

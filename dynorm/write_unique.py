@@ -239,6 +239,8 @@ def _pin_stored(op: WriteOp, stored: Any, after: Mapping[str, Any] | None) -> No
     else:
         expected = after if stored is UPSERT else stored
         assert expected is not None
+        if stored is not UPSERT:
+            op.unique_before = {n: expected.get(n) for n in unique_fields(meta.constraints)}
         for i, n in enumerate(unique_fields(meta.constraints)):
             f = meta.fields[n]
             names[f"#uf{i}"] = f.attr_name

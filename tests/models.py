@@ -215,6 +215,19 @@ class Account(Entity):
         entity_type = "ACCOUNT"
         pk = "{version}#ACCOUNT#{account_id}"
         sk = "METADATA"
+class Voucher(Entity):
+    """A unique Decimal: 1.5 and 1.50 are one stored value."""
+
+    voucher_id = fields.String()
+    amount = fields.Decimal(unique=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "VOUCHER"
+        pk = "{version}#VOUCHER#{voucher_id}"
+        sk = "METADATA"
+
+
 class Feed(Table):
     """A table with a stream (docs/streams.md; tests/integration/test_streams.py)."""
 

@@ -432,6 +432,11 @@ def _fail_if_partial(report: Any, resume: str) -> None:
     first = "; ".join(report.failed_items[:5])
     if not sum(report.partial.values()):  # no failed item: the catch-up kept finding old-version items
         raise click.ClickException(f"{', '.join(report.partial)} is NOT applied (partial): {first}: `{resume}`.")
+    hints = list(dict.fromkeys(o.hint for o in report.operations if o.hint and o.status.startswith("partial")))
+    if hints:  # the operations know better (AddConstraint: fix the duplicates; no rekey option applies)
+        raise click.ClickException(
+            f"{sum(report.partial.values()) or 'some'} item(s) failed, so {names} is NOT applied (partial). First: "
+            f"{first}. " + " ".join(hints))
     if any("--resolve" in item for item in report.failed_items):
         # a new key holding another item fails the same way on every plain re-run: only a rule settles it
         todo = (f"Items whose new key holds a different item fail again on a plain re-run: settle them with "
@@ -478,19 +483,33 @@ def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -
                               indent=2))
     else:
         for r in rows:
+            if r.constraint:
+                click.echo(f"  {r.migration} {r.entity_type} in {r.table}: unique constraint {r.constraint}: "
+                           f"{r.old} item(s) holding a value, {r.new} sentinel(s): "
+                           f"{'ok' if r.ok else 'MISMATCH'}")
+                for line in r.problems:
+                    click.echo(f"    {line}")
+                continue
             note = f" ({r.note})" if r.note else ""
             click.echo(f"  {r.migration} {r.entity_type} in {r.table}: {r.old} item(s) at {r.from_version}, "
                        f"{r.new} at {r.to_version}: {'ok' if r.ok else 'MISMATCH'}{note}")
         if not rows:
-            click.echo("  (no RekeyEntity in this migration: nothing to count)")
+            click.echo("  (no RekeyEntity or AddConstraint in this migration: nothing to count)")
     if not applied:
         raise click.ClickException(f"migration {name} is not applied.")
     if not ok:
-        bad = ", ".join(r.entity_type for r in rows if not r.ok)
-        rule = "no item may be left at the old version" if mode == "move" else \
-            "the new version must hold at least as many items as the old"
-        raise click.ClickException(f"--verify {name}: counts do not match for {bad} ({mode} mode: {rule}); "
-                                   "run `dynorm migrate` again to resume, or `dynorm showmigrations`.")
+        bad = ", ".join(r.entity_type for r in rows if not r.ok and not r.constraint)
+        if bad:
+            rule = "no item may be left at the old version" if mode == "move" else \
+                "the new version must hold at least as many items as the old"
+            raise click.ClickException(f"--verify {name}: counts do not match for {bad} ({mode} mode: {rule}); "
+                                       "run `dynorm migrate` again to resume, or `dynorm showmigrations`.")
+        broken = ", ".join(f"{r.entity_type} {r.constraint}" for r in rows if not r.ok)
+        raise click.ClickException(
+            f"--verify {name}: the sentinels of {broken} do not match the items (listed above): a process without "
+            "the constraint wrote items since it was applied. Deploy the models with the constraint everywhere, "
+            "then migrate back to the migration before it and forward again (its RemoveConstraint deletes the "
+            "sentinels, its AddConstraint writes and checks them again); see docs/constraints.md.")
     if not as_json:
         click.echo(f"Verified {name}: the counts match ({mode} mode).")
 

@@ -75,6 +75,8 @@ class OpReport:
     #: move-mode rekeys: catch-up passes run after the scan, and the items they moved
     catch_up_passes: int = 0
     caught_up: int = 0
+    #: what to do about a partial operation, when the generic advice (re-run, --resolve) does not fit
+    hint: str = ""
 
 
 @dataclass
@@ -138,14 +140,19 @@ class MigrateReport:
 
 @dataclass
 class VerifyRow:
-    """What ``--verify`` found for one RekeyEntity.
+    """What ``--verify`` found for one RekeyEntity or AddConstraint.
 
     Attributes:
-        migration, table, entity_type, from_version, to_version: the operation.
-        old, new: items of the entity at the old and at the new key version.
-        ok: the counts match the mode: move: ``old == 0``; copy: ``new >= old``.
+        migration, table, entity_type, from_version, to_version: the operation (versions ``""`` for a
+            constraint).
+        old, new: items of the entity at the old and at the new key version; for a constraint, items
+            holding a value and sentinels.
+        ok: the counts match the mode: move: ``old == 0``; copy: ``new >= old``; for a constraint: every
+            item's value has a sentinel naming it and no sentinel is an orphan.
         note: how the counts were taken when not by ``Select=COUNT`` (the version is outside the
             partition-key prefix, so the keys were read and each item's version told from its key), else "".
+        constraint: the unique constraint's name (``""`` for a rekey); problems: the missing sentinels
+            and orphans found (the first 20).
     """
 
     migration: str
@@ -157,3 +164,5 @@ class VerifyRow:
     new: int
     ok: bool
     note: str = ""
+    constraint: str = ""
+    problems: list[str] = field(default_factory=list)

@@ -283,6 +283,8 @@ def test_verify(project: Project) -> None:
                     "new": 120,
                     "ok": True,
                     "note": "",
+                    "constraint": "",
+                    "problems": [],
                 }
             ],
         ],

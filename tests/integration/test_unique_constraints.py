@@ -159,10 +159,13 @@ def test_bulk_create_and_bulk_delete_keep_sentinels() -> None:
         Member.objects.bulk_create(objs)
     assert c.operations == ["TransactWriteItems"] * 3
     assert _emails() == {"0@x.io", "1@x.io", "2@x.io"}
-    with pytest.raises(dynorm.BatchIncomplete) as info:
-        Member.objects.bulk_create([Member(member_id="m9", tenant_id="t1", email="9@x.io"),
-                                    Member(member_id="m8", tenant_id="t1", email="1@x.io")])
-    assert isinstance(info.value.__cause__, dynorm.IntegrityError)
+    m9 = Member(member_id="m9", tenant_id="t1", email="9@x.io")
+    m8 = Member(member_id="m8", tenant_id="t1", email="1@x.io")
+    with pytest.raises(dynorm.IntegrityError) as info:  # not atomic across items: m9 went in
+        Member.objects.bulk_create([m9, m8])
+    assert isinstance(info.value, dynorm.BatchIncomplete) and isinstance(info.value, dynorm.UniqueIncomplete)
+    assert info.value.written == [m9] and info.value.unprocessed == [m8]
+    assert (info.value.constraint, info.value.values) == ("unique_email", {"email": "1@x.io"})
     Member.objects.bulk_delete([{"member_id": "m0"}, objs[1]])
     assert _emails() == {"2@x.io", "9@x.io"}
     objs[2].email = "7@x.io"
@@ -227,7 +230,78 @@ def test_a_save_from_a_stale_read_leaves_no_sentinel_behind() -> None:
     other.email = "y@x.io"
     other.save()
     stale.email = "z@x.io"
-    with pytest.raises(dynorm.ConditionFailed):  # the stored email is no longer the one read
+    with pytest.raises(dynorm.ConditionFailed) as info:  # the stored email is no longer the one read
         stale.save()
+    assert "stored unique value changed since this instance read it" in str(info.value)
+    assert "'y@x.io'" in str(info.value) and "refresh_from_db()" in str(info.value)
     assert _emails() == {"y@x.io"}
     assert Member.objects.get(member_id="m1").email == "y@x.io"
+
+
+def test_a_decimal_claims_one_sentinel_whatever_its_trailing_zeros() -> None:
+    from decimal import Decimal
+
+    from tests.models import Voucher
+
+    Voucher.objects.create(voucher_id="v1", amount=Decimal("1.50"))
+    assert set(_sentinels()) == {f"{SENTINEL_PREFIX}VOUCHER#unique_amount#1.5"}  # as DynamoDB stores it
+    for same in (Decimal("1.5"), Decimal("15E-1"), Decimal("1.500")):
+        with pytest.raises(dynorm.IntegrityError):
+            Voucher.objects.create(voucher_id="v2", amount=same)
+    assert Voucher.objects.get(amount=Decimal("1.5")).voucher_id == "v1"
+    assert Voucher.objects.get(amount=Decimal("1.50")).voucher_id == "v1"
+    Voucher.objects.create(voucher_id="v3", amount=Decimal("1E+2"))
+    assert f"{SENTINEL_PREFIX}VOUCHER#unique_amount#100" in _sentinels()
+    assert Voucher.objects.get(amount=100).voucher_id == "v3"
+
+
+def test_bulk_update_of_unique_values_chunks_by_actions_and_returns_the_items_updated() -> None:
+    objs = [Member.objects.create(member_id=f"m{i:02d}", tenant_id="t1", email=f"{i}@x.io") for i in range(40)]
+    for o in objs:
+        o.email = f"new{o.member_id}@x.io"
+    with dynorm.capture() as c:
+        assert Member.objects.bulk_update(objs, ["email"]) == 40  # items, not the 120 actions
+    assert [len(r.params["TransactItems"]) for r in c.requests] == [99, 21]  # 33 whole items, then 7
+    assert _emails() == {f"newm{i:02d}@x.io" for i in range(40)}
+    for o in objs[:8]:
+        o.email = f"again{o.member_id}@x.io"
+    objs[3].email, objs[4].email = "newm04@x.io", "newm03@x.io"  # a swap across a boundary of 4-item chunks
+    with dynorm.capture() as c:
+        assert Member.objects.bulk_update(objs[:8], ["email"], chunk_size=12) == 8
+    assert [len(r.params["TransactItems"]) for r in c.requests] == [9, 10, 3]  # the swapping pair commits together
+    assert Member.objects.get(member_id="m03").email == "newm04@x.io"
+    assert Member.objects.get(member_id="m04").email == "newm03@x.io"
+    objs[0].email = "z@x.io"
+    with dynorm.capture() as c, pytest.raises(dynorm.ValidationError, match="chunk_size=2"):
+        Member.objects.bulk_update(objs[:1], ["email"], chunk_size=2)
+    assert c.operations == []
+
+
+def test_pynamodb_batch_write_is_refused_on_an_entity_with_unique_constraints() -> None:
+    m = Member.objects.create(member_id="m1", tenant_id="t1", email="a@x.io")
+    with dynorm.capture() as c, pytest.raises(dynorm.ModelError, match="bulk_delete"):
+        with Member.batch_write() as batch:
+            batch.delete(m)  # BatchWriteItem would delete the item and leave its sentinel behind
+    assert c.operations == []
+    assert Member.objects.get(member_id="m1") and _emails() == {"a@x.io"}
+
+
+@pytest.mark.parametrize("template, version", [("dynorm#unique#MEMBER#unique_email#{email}", "v1"),
+                                         ("{version}#X#{member_id}", "dynorm")])
+def test_a_partition_key_template_in_dynorms_reserved_prefix_is_refused(template: str, version: str) -> None:
+    from dynorm import Entity, fields
+    from tests.models import Retail
+
+    with pytest.raises(dynorm.ModelError, match="reserved for dynorm's own items") as info:
+        class Squatter(Entity):
+            member_id = fields.String()
+            email = fields.String()
+
+            class Meta:
+                table = Retail
+                entity_type = "SQUATTER"
+                key_version = version
+                pk = template
+                sk = "METADATA"
+
+    assert "Squatter" in str(info.value) and template in str(info.value)

@@ -72,7 +72,15 @@ class RekeyEntity(Operation):
         if current.key_version != self.from_version:
             raise MigrationError(f"RekeyEntity {self.entity_type}: the state has key version {current.key_version!r}, "
                                  f"not {self.from_version!r}.")
-        state.entities[key] = copy.deepcopy(self.new)  # a copy: DropIndexes changes the state's keys in place
+        after = copy.deepcopy(self.new)  # a copy: DropIndexes changes the state's keys in place
+        # a rekey changes keys, never constraints: they (and their fields' attributes and kinds) carry over,
+        # else makemigrations would offer the constraint again and never offer its removal
+        after.constraints = copy.deepcopy(current.constraints)
+        for names in after.constraints.values():
+            for n in names:
+                if n in current.fields:
+                    after.fields.setdefault(n, copy.copy(current.fields[n]))
+        state.entities[key] = after
 
     def describe(self) -> str:
         return f"rekey {self.entity_type} in {self.table} from {self.from_version} to {self.to_version}"
