@@ -121,6 +121,15 @@ def _check_shards(before: EntityState, after: EntityState) -> None:
             "changes every stored key of that index, and no migration operation rewrites buckets yet. Keep the "
             "old count, or declare the new count on a new GSI, fill it (RunPython re-saving the items) and drop "
             "the old one.")
+    moved = sorted(g for g in after.shards if g in before.shard_by and before.shard_by[g] != after.shard_by.get(g))
+    if moved:
+        changes = ", ".join(f"{g}: ({', '.join(before.shard_by[g])}) -> ({', '.join(after.shard_by.get(g, []))})"
+                            for g in moved)
+        raise MigrationError(
+            f"entity {after.entity_type}: the fields the write-sharding bucket of its index is computed from "
+            f"change ({changes}), which moves most items to another bucket, and no migration operation rewrites "
+            "buckets yet. Keep the old shard_by, or declare the new one on a new GSI, fill it (RunPython "
+            "re-saving the items) and drop the old one.")
     if after.shards and before.layout() != after.layout():
         raise MigrationError(
             f"entity {after.entity_type}: its key templates or key version change while index(es) "

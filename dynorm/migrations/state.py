@@ -98,6 +98,8 @@ class EntityState:
         version_attribute: the ``fields.Version`` attribute name, if any.
         constraints: unique constraint name -> its field names (their attributes and kinds in ``fields``).
         shards: GSI name -> its write-sharding bucket count (``Index(shards=N)``), for sharded indexes.
+        shard_by: GSI name -> the fields its bucket is computed from (``Index(shard_by=...)``), for
+            sharded indexes: a change moves items to other buckets as surely as a new count.
     """
 
     table: str
@@ -108,6 +110,7 @@ class EntityState:
     version_attribute: str | None = None
     constraints: dict[str, list[str]] = field(default_factory=dict)
     shards: dict[str, int] = field(default_factory=dict)
+    shard_by: dict[str, list[str]] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
         """What makes stored keys stale when it changes (version and templates)."""
@@ -128,6 +131,8 @@ class EntityState:
             out["constraints"] = self.constraints
         if self.shards:
             out["shards"] = dict(self.shards)
+        if self.shard_by:
+            out["shard_by"] = {k: list(v) for k, v in self.shard_by.items()}
         return out
 
 
@@ -176,6 +181,7 @@ def entity_state(entity: Any) -> EntityState:
     tmeta = meta.table._meta
     keys: dict[str, dict[str, str]] = {}
     shards: dict[str, int] = {}
+    shard_by: dict[str, list[str]] = {}
     prim = {tmeta.pk_attribute: meta.primary.pk.template}
     if meta.primary.sk is not None and tmeta.sk_attribute:
         prim[tmeta.sk_attribute] = meta.primary.sk.template
@@ -199,6 +205,7 @@ def entity_state(entity: Any) -> EntityState:
             used |= set(b.fields)
         if b.shards:
             shards[b.index_name or b.name] = b.shards
+            shard_by[b.index_name or b.name] = list(b.shard_by)
     constraints = {c.name: list(c.fields) for c in getattr(meta, "constraints", ())}
     used |= {n for names in constraints.values() for n in names}
     fields = {n: [meta.fields[n].attr_name, meta.fields[n].kind] for n in sorted(used)
@@ -206,7 +213,7 @@ def entity_state(entity: Any) -> EntityState:
     version_attr = meta.fields[meta.version_field].attr_name if meta.version_field else None
     return EntityState(table=tmeta.table_name, entity_type=meta.entity_type, key_version=meta.key_version,
                        keys=keys, fields=fields, version_attribute=version_attr, constraints=constraints,
-                       shards=shards)
+                       shards=shards, shard_by=shard_by)
 
 
 def state_from_models(tables: list[type[Table]]) -> ProjectState:

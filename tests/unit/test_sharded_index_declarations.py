@@ -143,6 +143,21 @@ def test_makemigrations_refuses_a_change_of_the_bucket_count():
         detect_changes(old, new)
 
 
+def test_makemigrations_refuses_a_change_of_the_fields_the_bucket_is_computed_from():
+    """A new ``shard_by`` moves most items to another bucket as surely as a new count: a read that
+    names the new fields would look in the wrong bucket for every item written before."""
+    old, new = ProjectState(), ProjectState()
+    for s in (old, new):
+        s.tables["telemetry"] = table_state(Telemetry)
+        s.entities[("telemetry", "SENSOR_READING")] = entity_state(SensorReading)
+    state = new.entities[("telemetry", "SENSOR_READING")]
+    assert state.definition()["shard_by"] == {"GSI1": ["sensor_id", "reading_id"]}
+    assert detect_changes(old, new) == []
+    old.entities[("telemetry", "SENSOR_READING")].shard_by = {"GSI1": ["sensor_id"]}
+    with pytest.raises(MigrationError, match=r"GSI1: \(sensor_id\) -> \(sensor_id, reading_id\)"):
+        detect_changes(old, new)
+
+
 def test_the_access_pattern_document_shows_the_buckets():
     from dynorm.patterns import build_document
 

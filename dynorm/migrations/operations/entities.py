@@ -19,9 +19,11 @@ class CreateEntity(Operation):
 
     def __init__(self, table: str, entity_type: str, key_version: str, keys: dict[str, dict[str, str]],
                  fields: dict[str, list[str]], version_attribute: str | None = None,
-                 constraints: dict[str, list[str]] | None = None, shards: dict[str, int] | None = None) -> None:
+                 constraints: dict[str, list[str]] | None = None, shards: dict[str, int] | None = None,
+                 shard_by: dict[str, list[str]] | None = None) -> None:
         self.entity = EntityState(table, entity_type, key_version, keys, fields, version_attribute,
-                                  dict(constraints or {}), dict(shards or {}))
+                                  dict(constraints or {}), dict(shards or {}),
+                                  {k: list(v) for k, v in (shard_by or {}).items()})
 
     def state_forwards(self, state: ProjectState) -> None:
         require_table(state, self.entity.table, "CreateEntity")
