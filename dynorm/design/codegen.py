@@ -313,6 +313,14 @@ def _index_source(spec: Mapping[str, Any]) -> str:
             args.append(f"{role}={value!r}")
     if spec.get("comment"):
         args.append(f"comment={spec['comment']!r}")
+    if spec.get("shards"):
+        shards, shard_by = spec["shards"], spec.get("shard_by") or []
+        if type(shards) is not int or not all(isinstance(n, str) and n.isidentifier() for n in shard_by):
+            raise ModelError(f"index {spec['index']!r}: shards must be a whole number and shard_by field names, "
+                             f"not {shards!r} and {shard_by!r}")
+        args.append(f"shards={shards!r}")
+        if shard_by:
+            args.append(f"shard_by={tuple(shard_by)!r}")
     return f"Index({', '.join(args)})"
 
 

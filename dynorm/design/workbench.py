@@ -100,6 +100,8 @@ def entity_schema(entity: type[EntityLike]) -> dict[str, Any]:
                 spec["sk"] = b.sk.template
         if b.comment:
             spec["comment"] = b.comment
+        if b.shards:  # write sharding: the bucket is part of every stored key of this index
+            spec["shards"], spec["shard_by"] = b.shards, list(b.shard_by)
         indexes[name] = spec
     return {"class": entity.__name__, "table": meta.table._meta.table_name, "entity_type": meta.entity_type,
             "key_version": meta.key_version,

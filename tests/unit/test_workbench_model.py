@@ -98,3 +98,16 @@ def test_generated_source_quotes_every_value() -> None:
     source = generate_module(model, "m.json")
     compile(source, "m.py", "exec")
     assert "pk = 'X\\'\\'\\'\"\"\"#{customer_id}\\n'" in source
+
+
+def test_a_write_sharded_index_survives_export_and_import() -> None:
+    """Regenerated classes keep ``shards=``/``shard_by=``: without them they would write and query
+    unbucketed keys against the bucketed data."""
+    from tests.models import Telemetry
+
+    source = generate_module(build_model([Telemetry]))
+    assert "shards=4" in source and "shard_by=('sensor_id', 'reading_id')" in source
+    lines = [ln.strip() for ln in source.splitlines() if "'by_day': Index(" in ln]
+    assert lines == ["'by_day': Index('GSI1', pk='{version}#DAY#{day}', sk='{at}', shards=4, "
+                     "shard_by=('sensor_id', 'reading_id')),",
+                     "'by_day': Index('GSI1', pk='{version}#DAY#{day}', sk='{at}', shards=4, shard_by=('alarm_id',)),"]
