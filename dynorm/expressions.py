@@ -324,13 +324,17 @@ def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery
     if name in meta.fields:
         return DocPath(name, name)
     entity = meta.entity
+
+    def fail(message: str) -> Exception:
+        return error(message, entity=entity, field=name) if issubclass(error, ValidationError) else error(message)
+
     dotted = "." in name or "[" in name
     if dotted:
         head = re.match(r"[^.\[]*", name).group(0)  # type: ignore[union-attr]
         rest = name[len(head):]
         tokens = list(_DOTTED.finditer(rest))
         if "".join(t.group(0) for t in tokens) != rest:
-            raise error(f"{entity}: cannot read the document path {name!r}: write it as field.key.key or "
+            raise fail(f"{entity}: cannot read the document path {name!r}: write it as field.key.key or "
                         "field.key[0] (keys not empty); nothing was sent.")
         raw: list[str | int] = [t.group(1) if t.group(1) is not None else int(t.group(2)) for t in tokens]
     else:
@@ -340,37 +344,37 @@ def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery
     if f is None or not raw:
         if error is InvalidQuery:
             field_of(meta, name)  # the unknown-field/unknown-lookup message
-        raise error(f"{entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
+        raise fail(f"{entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
     if type(f).__name__ not in ("Map", "List"):
         if not dotted and error is InvalidQuery:
             field_of(meta, name)
-        raise error(f"{entity}.{head} is a {type(f).__name__} field: document paths ({name!r}) reach inside "
+        raise fail(f"{entity}.{head} is a {type(f).__name__} field: document paths ({name!r}) reach inside "
                     "fields.Map and fields.List fields only; nothing was sent.")
     last = raw[-1]
     if not dotted and isinstance(last, str) and last in HABIT_LOOKUPS:
-        raise error(f"{entity}.{name}: {last!r} is not a dynorm lookup ({HABIT_LOOKUPS[last]}); supported "
+        raise fail(f"{entity}.{name}: {last!r} is not a dynorm lookup ({HABIT_LOOKUPS[last]}); supported "
                     f"lookups: {', '.join(LOOKUPS)}. For a map key named {last!r}, use the dotted form "
                     f"({head}.{'.'.join(str(p) for p in raw)}); nothing was sent.")
     parts: list[str | int] = []
     for i, seg in enumerate(raw):
         if seg == "":
-            raise error(f"{entity}: the document path {name!r} has an empty key; nothing was sent.")
+            raise fail(f"{entity}: the document path {name!r} has an empty key; nothing was sent.")
         if not dotted and i == 0 and f.is_list and isinstance(seg, str) and seg.isdigit():
             seg = int(seg)
         elif dotted and i == 0 and f.is_list and isinstance(seg, str):
             if not seg.isdigit():
-                raise error(f"{entity}.{head} is a fields.List: index it with {head}[0], not {seg!r}; nothing "
+                raise fail(f"{entity}.{head} is a fields.List: index it with {head}[0], not {seg!r}; nothing "
                             "was sent.")
             seg = int(seg)
         if i == 0 and not f.is_list and isinstance(seg, int):
-            raise error(f"{entity}.{head} is a fields.Map: reach a key with {head}.key, not [{seg}]; nothing "
+            raise fail(f"{entity}.{head} is a fields.Map: reach a key with {head}.key, not [{seg}]; nothing "
                         "was sent.")
         if i == 0 and f.is_list and not isinstance(seg, int):
-            raise error(f"{entity}.{head} is a fields.List: its path starts with an index ({head}__0 or "
+            raise fail(f"{entity}.{head} is a fields.List: its path starts with an index ({head}__0 or "
                         f"{head}[0]), not {seg!r}; nothing was sent.")
         parts.append(seg)
     if len(parts) > _PATH_DEPTH:
-        raise error(f"{entity}: the document path {name!r} is {len(parts) + 1} levels deep; DynamoDB nests "
+        raise fail(f"{entity}: the document path {name!r} is {len(parts) + 1} levels deep; DynamoDB nests "
                     "32 at most; nothing was sent.")
     return DocPath(name, head, tuple(parts))
 

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 
 from . import backend
 from .exceptions import ConditionFailed, DynormError, ServiceError, TransactionCanceled
-from .write_update import path_refused
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -81,6 +80,8 @@ def send_steps(op: WriteOp) -> backend.Steps:
             return (yield from _send_once_steps(op))
         return (yield from _send_alone_steps(op))
     except ServiceError as exc:  # DynamoDB refused a document path of the update (a parent missing)
+        from .write_update import path_refused  # the write path is imported on first write
+
         refused = path_refused(op, exc.code, str(exc))
         if refused is None:
             raise

@@ -291,18 +291,18 @@ class SensorAlarm(Entity):
         indexes = {"by_day": Index("GSI1", pk="{version}#DAY#{day}", sk="{at}", shards=4)}
 
 
-class Shelf(Entity):
+class Depot(Entity):
     """Document paths (issue 26 §3): counts per warehouse in a map, lines in a list, and a map an
     index key is built from."""
 
-    shelf_id = fields.String()
+    depot_id = fields.String()
     stock_by_warehouse = fields.Map(null=True)
     lines = fields.List(null=True)
     label = fields.Map(null=True)
 
     class Meta:
         table = Retail
-        entity_type = "SHELF"
-        pk = "{version}#SHELF#{shelf_id}"
+        entity_type = "DEPOT"
+        pk = "{version}#DEPOT#{depot_id}"
         sk = "METADATA"
-        indexes = {"by_label": Index("GSI1", pk="{version}#SHELFLABEL#{label}", sk="S#{shelf_id}")}
+        indexes = {"by_label": Index("GSI1", pk="{version}#DEPOTLABEL#{label}", sk="S#{depot_id}")}
