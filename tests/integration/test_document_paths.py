@@ -179,7 +179,7 @@ def test_overlapping_paths_index_sources_and_bad_values_are_refused_before_any_r
 
 
 # -- conditions ----------------------------------------------------------------------------------
-def test_conditions_on_paths_guard_updates_saves_and_deletes(dynorm_tables: Any) -> None:
+def test_conditions_on_paths_guard_updates_transaction_checks_and_deletes(dynorm_tables: Any) -> None:
     s = _depot()
     with dynorm.capture() as c:
         s.update(stock_by_warehouse__W01=F("stock_by_warehouse__W01") - 2, condition=Q(stock_by_warehouse__W01__gte=2))
