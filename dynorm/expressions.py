@@ -9,7 +9,9 @@ not_exists``.
 from __future__ import annotations
 
 import decimal
+import re
 import reprlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import _codec
@@ -18,7 +20,8 @@ from .exceptions import InvalidQuery, ValidationError
 if TYPE_CHECKING:  # pragma: no cover
     from .options import Options
 
-__all__ = ["Q", "F", "LOOKUPS", "HABIT_LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value"]
+__all__ = ["Q", "F", "LOOKUPS", "HABIT_LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value",
+           "DocPath", "resolve_path"]
 
 LOOKUPS = ("exact", "ne", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in",
            "exists", "not_exists")
@@ -189,9 +192,21 @@ class ExpressionBuilder:
             joined = f"({joined})"
         return f"(NOT {joined})" if q.negated else joined
 
+    def path(self, attr: str, parts: tuple[str | int, ...] = ()) -> str:
+        """Return the document path ``#n0.#n1[2]`` of ``attr`` and ``parts`` (a ``#name`` per map key)."""
+        text = self.name(attr)
+        for part in parts:
+            text += f"[{part}]" if isinstance(part, int) else f".{self.name(part)}"
+        return text
+
     def leaf(self, leaf: Leaf, meta: Options) -> str:
-        """Render one ``(field, lookup, value)`` into a condition on the field's attribute."""
-        field, lookup, value = leaf
+        """Render one ``(field, lookup, value)`` into a condition on the field's attribute, or on a
+        document path inside a Map/List field (``address__city``: see :func:`resolve_path`)."""
+        name, lookup, value = leaf
+        dp = resolve_path(meta, name)
+        if dp.parts:
+            return self._path_leaf(dp, lookup, value, meta)
+        field = dp.field
         f = field_of(meta, field)
         n = self.name(f.attr_name)
         if lookup in _COMPARE:
@@ -199,10 +214,7 @@ class ExpressionBuilder:
         if lookup == "between":
             lo, hi = _pair(meta, field, value)
             lo_av, hi_av = serialize_value(meta, field, lo), serialize_value(meta, field, hi)
-            if _order_key(lo_av) > _order_key(hi_av):  # DynamoDB rejects it; no item could match anyway
-                raise InvalidQuery(f"{meta.entity}.{field}__between=({lo!r}, {hi!r}): the low bound is above the high "
-                                   "bound, so no item can match. The query is refused before any request; swap the "
-                                   "bounds.")
+            _check_bounds(meta, field, lo, hi, lo_av, hi_av)
             return f"{n} BETWEEN {self.value(lo_av)} AND {self.value(hi_av)}"
         if lookup == "begins_with":
             if not isinstance(value, str):
@@ -211,15 +223,160 @@ class ExpressionBuilder:
         if lookup == "contains":
             return f"contains({n}, {self.value(_element_value(meta, field, value))})"
         if lookup == "in":
-            values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else None
-            if not values or len(values) > 100:
-                raise InvalidQuery(f"{meta.entity}.{field}__in needs a list of 1 to 100 values, got {value!r}.")
-            phs = ", ".join(self.value(serialize_value(meta, field, v)) for v in values)
+            phs = ", ".join(self.value(serialize_value(meta, field, v)) for v in _in_values(meta, field, value))
             return f"{n} IN ({phs})"
         if lookup in ("exists", "not_exists"):
             want = bool(value) if lookup == "exists" else not bool(value)
             return f"attribute_exists({n})" if want else f"attribute_not_exists({n})"
         raise InvalidQuery(f"unknown lookup {lookup!r}")  # pragma: no cover
+
+    def _path_leaf(self, dp: DocPath, lookup: str, value: Any, meta: Options) -> str:
+        """A condition on a document path: its value is encoded with the plain codec (Map values' codec)."""
+        n = self.path(meta.fields[dp.field].attr_name, dp.parts)
+        shown = dp.shown
+
+        def av(v: Any) -> dict[str, Any]:
+            if v is None:
+                raise InvalidQuery(f"{meta.entity}.{shown}: cannot compare with None; use {dp.name}__exists=False "
+                                   "(nothing was sent).")
+            return plain_value(meta, shown, v, f"__{lookup}")
+
+        if lookup in _COMPARE:
+            return f"{n} {_COMPARE[lookup]} {self.value(av(value))}"
+        if lookup == "between":
+            lo, hi = _pair(meta, shown, value)
+            lo_av, hi_av = av(lo), av(hi)
+            _check_bounds(meta, shown, lo, hi, lo_av, hi_av)
+            return f"{n} BETWEEN {self.value(lo_av)} AND {self.value(hi_av)}"
+        if lookup == "begins_with":
+            if not isinstance(value, str):
+                raise InvalidQuery(f"{meta.entity}.{shown}__begins_with needs a string, got {value!r}.")
+            return f"begins_with({n}, {self.value({'S': value})})"
+        if lookup == "contains":
+            return f"contains({n}, {self.value(av(value))})"
+        if lookup == "in":
+            return f"{n} IN ({', '.join(self.value(av(v)) for v in _in_values(meta, shown, value))})"
+        if lookup in ("exists", "not_exists"):
+            want = bool(value) if lookup == "exists" else not bool(value)
+            return f"attribute_exists({n})" if want else f"attribute_not_exists({n})"
+        raise InvalidQuery(f"unknown lookup {lookup!r}")  # pragma: no cover
+
+
+def _check_bounds(meta: Options, shown: str, lo: Any, hi: Any, lo_av: Any, hi_av: Any) -> None:
+    if _order_key(lo_av) > _order_key(hi_av):  # DynamoDB rejects it; no item could match anyway
+        raise InvalidQuery(f"{meta.entity}.{shown}__between=({lo!r}, {hi!r}): the low bound is above the high "
+                           "bound, so no item can match. The query is refused before any request; swap the "
+                           "bounds.")
+
+
+def _in_values(meta: Options, shown: str, value: Any) -> list[Any]:
+    values = list(value) if isinstance(value, (list, tuple, set, frozenset)) else None
+    if not values or len(values) > 100:
+        raise InvalidQuery(f"{meta.entity}.{shown}__in needs a list of 1 to 100 values, got {value!r}.")
+    return values
+
+
+# -- document paths -----------------------------------------------------------------------------
+_PATH_DEPTH = 31  # DynamoDB nests documents 32 levels deep: the attribute and 31 path parts
+_DOTTED = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+
+
+@dataclass(frozen=True)
+class DocPath:
+    """A field, or a document path inside a ``fields.Map``/``fields.List`` field.
+
+    Attributes:
+        name: the name as given (``"stock_by_warehouse__W01"``, ``"stock_by_warehouse.W01"``).
+        field: the field's name; parts: map keys (``str``) and list indexes (``int``) below it
+            (empty for the whole field).
+    """
+
+    name: str
+    field: str
+    parts: tuple[str | int, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        """The path as DynamoDB writes it, for messages: ``stock_by_warehouse.W01``, ``tags[0]``."""
+        return self.field + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.parts)
+
+    def overlaps(self, other: DocPath) -> bool:
+        """True when one path is the other or inside it (``m`` and ``m.k``)."""
+        n = min(len(self.parts), len(other.parts))
+        return self.field == other.field and self.parts[:n] == other.parts[:n]
+
+
+def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery) -> DocPath:
+    """Resolve a field name or a document path (``address__city``, ``tags__0``, ``F("a.b[0]")``).
+
+    Two spellings: Django's ``__`` transforms (``stock_by_warehouse__W01``) and the dotted
+    form (``stock_by_warehouse.W01``, ``m.items[0]``), used as soon as the name holds a ``.``
+    or ``[``. The first segment is a field; below a ``fields.Map``/``fields.List`` field each
+    segment is a map key, except a whole-number segment right below a ``fields.List`` field
+    (``tags__0``) and a ``[n]`` of the dotted form, which are list indexes. The dotted form
+    reaches map keys named like a lookup (``"m.gt"``) or holding ``__``; a key holding ``.``
+    or ``[`` is reachable with the ``__`` form.
+
+    Raises:
+        ``error`` (InvalidQuery; ValidationError for writes): an unknown field, a path into a
+        field that is not a Map or List, an empty segment, a path deeper than DynamoDB nests.
+    """
+    if name in meta.fields:
+        return DocPath(name, name)
+    entity = meta.entity
+
+    def fail(message: str) -> Exception:
+        return error(message, entity=entity, field=name) if issubclass(error, ValidationError) else error(message)
+
+    dotted = "." in name or "[" in name
+    if dotted:
+        head = re.match(r"[^.\[]*", name).group(0)  # type: ignore[union-attr]
+        rest = name[len(head):]
+        tokens = list(_DOTTED.finditer(rest))
+        if "".join(t.group(0) for t in tokens) != rest:
+            raise fail(f"{entity}: cannot read the document path {name!r}: write it as field.key.key or "
+                        "field.key[0] (keys not empty); nothing was sent.")
+        raw: list[str | int] = [t.group(1) if t.group(1) is not None else int(t.group(2)) for t in tokens]
+    else:
+        head, *segments = name.split("__")
+        raw = list(segments)
+    f = meta.fields.get(head)
+    if f is None or not raw:
+        if error is InvalidQuery:
+            field_of(meta, name)  # the unknown-field/unknown-lookup message
+        raise fail(f"{entity} has no field {name!r}; fields: {', '.join(meta.fields)}.")
+    if type(f).__name__ not in ("Map", "List"):
+        if not dotted and error is InvalidQuery:
+            field_of(meta, name)
+        raise fail(f"{entity}.{head} is a {type(f).__name__} field: document paths ({name!r}) reach inside "
+                    "fields.Map and fields.List fields only; nothing was sent.")
+    last = raw[-1]
+    if not dotted and isinstance(last, str) and last in HABIT_LOOKUPS:
+        raise fail(f"{entity}.{name}: {last!r} is not a dynorm lookup ({HABIT_LOOKUPS[last]}); supported "
+                    f"lookups: {', '.join(LOOKUPS)}. For a map key named {last!r}, use the dotted form "
+                    f"({head}.{'.'.join(str(p) for p in raw)}); nothing was sent.")
+    parts: list[str | int] = []
+    for i, seg in enumerate(raw):
+        if seg == "":
+            raise fail(f"{entity}: the document path {name!r} has an empty key; nothing was sent.")
+        if not dotted and i == 0 and f.is_list and isinstance(seg, str) and seg.isdigit():
+            seg = int(seg)
+        elif dotted and i == 0 and f.is_list and isinstance(seg, str):
+            if not seg.isdigit():
+                raise fail(f"{entity}.{head} is a fields.List: index it with {head}[0], not {seg!r}; nothing "
+                            "was sent.")
+            seg = int(seg)
+        if i == 0 and not f.is_list and isinstance(seg, int):
+            raise fail(f"{entity}.{head} is a fields.Map: reach a key with {head}.key, not [{seg}]; nothing "
+                        "was sent.")
+        if i == 0 and f.is_list and not isinstance(seg, int):
+            raise fail(f"{entity}.{head} is a fields.List: its path starts with an index ({head}__0 or "
+                        f"{head}[0]), not {seg!r}; nothing was sent.")
+        parts.append(seg)
+    if len(parts) > _PATH_DEPTH:
+        raise fail(f"{entity}: the document path {name!r} is {len(parts) + 1} levels deep; DynamoDB nests "
+                    "32 at most; nothing was sent.")
+    return DocPath(name, head, tuple(parts))
 
 
 def field_of(meta: Options, name: str) -> Any:

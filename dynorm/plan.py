@@ -38,7 +38,7 @@ from .access_paths import (
 from .access_paths import _text_orders as _text_orders
 from .constraints import OWNER_KEY_ATTRIBUTE, sentinel_key, sentinel_pk
 from .exceptions import InvalidQuery, ScanRequired
-from .expressions import ExpressionBuilder, Leaf, Q, field_of, serialize_value
+from .expressions import ExpressionBuilder, Leaf, Q, field_of, resolve_path, serialize_value
 from .key_conditions import _adjacent_av as _adjacent_av
 from .key_conditions import _av_key as _av_key
 from .key_conditions import _multi_key_conditions, _sort_condition
@@ -160,10 +160,10 @@ def _read(state: QueryState, *, limit: int | None, count: bool) -> _Request:
     b = ExpressionBuilder()
     leaves, complex_ = _split(state)
     for fname, _lookup, _value in leaves:
-        field_of(meta, fname)
+        resolve_path(meta, fname)  # a field, or a document path inside a Map/List (filtered, never keyed)
     for q in complex_:
         for fname, _lookup, _value in q.leaves():
-            field_of(meta, fname)
+            resolve_path(meta, fname)
     eq = _equalities(meta, leaves)
     ranged = {f for f, lookup, _ in leaves if lookup in _RANGE}
     entity_types = None if state.collection else frozenset({meta.entity_type})
@@ -186,7 +186,7 @@ def _equalities(meta: Any, leaves: list[Leaf]) -> dict[str, Any]:
     """The ``field=value`` equalities, validated; two different values for one field are refused."""
     eq: dict[str, Any] = {}
     for fname, lookup, value in leaves:
-        if lookup != "exact":
+        if lookup != "exact" or fname not in meta.fields:  # a document path is only ever filtered
             continue
         if value is None:
             raise InvalidQuery(f"{meta.entity}.{fname}=None cannot be matched; use {fname}__exists=False.")
@@ -262,7 +262,8 @@ def _plan_get_item(req: _Request, best: BoundIndex, pk_value: str, sk_full: str 
     # an equality through a lossy spec ({day:%Y-%m-%d}) only narrows the read: it stays a filter
     extra = [i for i, (f, lk, _) in enumerate(leaves) if not (lk == "exact" and f in best.fields and _exact(best, f))]
     if not (best.name == PRIMARY and (best.sk is None or sk_full is not None) and not req.complex_
-            and all(leaves[i][1] == "exact" for i in extra) and not state.collection and state.using is None):
+            and all(leaves[i][1] == "exact" and leaves[i][0] in meta.fields for i in extra)
+            and not state.collection and state.using is None):  # a document path: a Query's filter
         return None
     key: dict[str, Any] = {tmeta.pk_attribute: {"S": pk_value}}
     if best.sk is not None and tmeta.sk_attribute:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import backend
-from .exceptions import ConditionFailed, DynormError, TransactionCanceled
+from .exceptions import ConditionFailed, DynormError, ServiceError, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -75,8 +75,21 @@ def send_steps(op: WriteOp) -> backend.Steps:
         if refused is not None:
             raise refused.error() from refused.cause
         return op.instance
-    if op.once:
-        return (yield from _send_once_steps(op))
+    try:
+        if op.once:
+            return (yield from _send_once_steps(op))
+        return (yield from _send_alone_steps(op))
+    except ServiceError as exc:  # DynamoDB refused a document path of the update (a parent missing)
+        from .write_update import path_refused  # the write path is imported on first write
+
+        refused = path_refused(op, exc.code, str(exc))
+        if refused is None:
+            raise
+        raise refused from exc
+
+
+def _send_alone_steps(op: WriteOp) -> backend.Steps:
+    """Send ``op`` as one PutItem/UpdateItem/DeleteItem and apply it to its instance (see :func:`send_steps`)."""
     operation, params = op.request()
     try:
         response = yield backend.Send(operation, params, entities=(op.model,))

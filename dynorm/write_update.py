@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .exceptions import KeyChangeError, ValidationError
-from .expressions import ExpressionBuilder, F, Q, field_of, plain_value, serialize_value
+from .expressions import DocPath, ExpressionBuilder, F, Q, plain_value, resolve_path, serialize_value
 from .write_conditions import finish_params, pin_key_sources, stored_knowledge, type_condition
 from .write_keys import check_index_attributes, check_key_sizes, check_lsi_values, primary_key_of
 from .write_op import WriteOp, new_token
@@ -15,7 +15,7 @@ from .write_op import WriteOp, new_token
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
-__all__ = ["prepare_update", "unread_after_write"]
+__all__ = ["prepare_update", "unread_after_write", "update_paths", "path_refused"]
 
 
 # -- Update ------------------------------------------------------------------------------
@@ -29,11 +29,19 @@ def _idempotent(expr: F) -> bool:
 
 
 def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
-    """Render an F expression; return (SET operand, or None) and an ADD/DELETE clause."""
-    source = field_of(meta, expr.name)
-    path = b.name(source.attr_name)
+    """Render an F expression; return (SET operand, or None) and an ADD/DELETE clause.
+
+    ``F()`` names a field or a document path (``F("m__k")``, ``F("m.k")``); an operand at a
+    path (``if_not_exists`` value, ``append`` values) is encoded with the plain codec.
+    """
+    source = resolve_path(meta, expr.name, ValidationError)
+    to = resolve_path(meta, target, ValidationError)
+    path = b.path(meta.fields[source.field].attr_name, source.parts)
     ops = list(expr.ops)
     if ops and ops[0][0] in ("add", "discard"):
+        if to.parts or source.parts:
+            raise ValidationError(f"{meta.entity}.{to.shown}: add()/discard() work on a whole fields.Set field, "
+                                  "not at a document path; nothing was sent.", entity=meta.entity, field=target)
         if len(ops) != 1 or expr.name != target:
             raise ValidationError(f"{meta.entity}.{target}: set add/discard must be F({target!r}).add(...) alone.",
                                   entity=meta.entity, field=target)
@@ -47,23 +55,25 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
     for i, (op, value) in enumerate(ops):
         if op == "if_not_exists":
             if i != 0:
-                raise ValidationError(f"{meta.entity}.{target}: if_not_exists() must come first in the expression.",
+                raise ValidationError(f"{meta.entity}.{to.shown}: if_not_exists() must come first in the expression.",
                                       entity=meta.entity, field=target)
-            text = f"if_not_exists({path}, {b.value(_value_av(meta, expr.name, value))})"
+            av = (plain_value(meta, source.shown, value, "if_not_exists()") if source.parts
+                  else _value_av(meta, expr.name, value))
+            text = f"if_not_exists({path}, {b.value(av)})"
         elif op in ("+", "-"):
             arithmetic += 1
             if arithmetic > 1:
-                raise ValidationError(f"{meta.entity}.{target}: DynamoDB allows one + or - per update.",
+                raise ValidationError(f"{meta.entity}.{to.shown}: DynamoDB allows one + or - per update.",
                                       entity=meta.entity, field=target, value=expr)
             if isinstance(value, bool) or not isinstance(value, (int, float)) and type(value).__name__ != "Decimal":
-                raise ValidationError(f"{meta.entity}.{target}: {op} needs a number, got {value!r}.",
+                raise ValidationError(f"{meta.entity}.{to.shown}: {op} needs a number, got {value!r}.",
                                       entity=meta.entity, field=target, value=value)
-            text = f"{text} {op} {b.value(plain_value(meta, target, value, op))}"
+            text = f"{text} {op} {b.value(plain_value(meta, to.shown, value, op))}"
         elif op == "append":
-            if not meta.fields[target].is_list:
+            if not to.parts and not meta.fields[target].is_list:
                 raise ValidationError(f"{meta.entity}.{target} is not a fields.List; append() works on lists.",
                                       entity=meta.entity, field=target)
-            text = f"list_append({text}, {b.value(plain_value(meta, target, list(value), 'append()'))})"
+            text = f"list_append({text}, {b.value(plain_value(meta, to.shown, list(value), 'append()'))})"
     return text, None
 
 
@@ -129,6 +139,9 @@ def _computed_in_table(meta: Any, changes: Mapping[str, Any], new_version: int |
     """The fields whose new value the table computes: each ``F()`` change, and the version when it is
     incremented there (``if_not_exists(version, 0) + 1``: the write knows no version to expect)."""
     names = {n for n, v in changes.items() if isinstance(v, F)}
+    # a field written at a document path: the whole field's new value is known only from the table
+    names = {n if n in meta.fields else resolve_path(meta, n, ValidationError).field for n in names}
+    names |= {dp.field for dp in update_paths(meta, changes).values()}
     if meta.version_field and new_version is None:
         names.add(meta.version_field)
     return frozenset(names)
@@ -139,16 +152,64 @@ def _check_changes(meta: Any, changes: Mapping[str, Any]) -> None:
     entity = meta.entity
     if not changes:
         raise ValidationError(f"{entity}.update() needs at least one field to change.", entity=entity)
-    for name, value in changes.items():
+    update_paths(meta, changes)
+    for name in changes:
         if name not in meta.fields:
-            raise ValidationError(f"{entity} has no field {name!r}; fields: {', '.join(meta.fields)}.",
-                                  entity=entity, field=name, value=value)
+            continue  # a document path (checked by update_paths)
         if name in meta.key_fields:
             raise KeyChangeError(f"{entity}.{name} is part of the primary key; keys are immutable. Create a new "
                                  "item and delete the old one instead.")
         if name == meta.version_field:
             raise ValidationError(f"{entity}.{name} is the version field; dynorm increments it itself.",
                                   entity=entity, field=name)
+
+
+def update_paths(meta: Any, changes: Mapping[str, Any]) -> dict[str, DocPath]:
+    """The document paths among ``changes`` (``m__k``, ``m.k``), checked before any request.
+
+    Refuses an unknown field, a path into a field an index key is built from (keys are built
+    from whole fields; unique constraints take no Map/List field), and two changes that overlap (``m`` and ``m__k``:
+    DynamoDB refuses an update that names a path twice).
+    """
+    entity = meta.entity
+    resolved = {name: resolve_path(meta, name, ValidationError) for name in changes}
+    paths = {name: dp for name, dp in resolved.items() if dp.parts}
+    for name, dp in paths.items():
+        for bound in meta.all_indexes:
+            if dp.field in bound.fields:
+                raise ValidationError(
+                    f"{entity}.{dp.shown}: {dp.field} is part of index {bound.name} ({bound.index_name}), whose key "
+                    f"is built from the whole field; set {dp.field} as a whole (update({dp.field}={{...}})); nothing "
+                    "was sent.", entity=entity, field=name)
+    names = list(resolved)
+    for i, a in enumerate(names):
+        for other in names[i + 1:]:
+            if resolved[a].overlaps(resolved[other]) and (resolved[a].parts or resolved[other].parts):
+                raise ValidationError(
+                    f"{entity}.update(): {resolved[a].shown} and {resolved[other].shown} overlap (one is inside the "
+                    "other, or both name the same place): DynamoDB refuses an update that writes a document path "
+                    "twice; change one of them; nothing was sent.", entity=entity, field=other)
+    return paths
+
+
+def path_refused(op: Any, code: str, message: str) -> ValidationError | None:
+    """The dynorm error for DynamoDB refusing an update's document path (a parent map or list missing).
+
+    Returns ``None`` when ``op`` writes no path or the refusal is another one.
+    """
+    if code != "ValidationException" or "document path" not in message or op.kind != "Update":
+        return None
+    meta = op.model._meta
+    paths = [dp for n, dp in ((n, resolve_path(meta, n, ValidationError)) for n in op.changes) if dp.parts]
+    if not paths:
+        return None
+    shown = ", ".join(dp.shown for dp in paths)
+    parents = ", ".join(sorted({dp.field for dp in paths}))
+    return ValidationError(
+        f"{op.description}: DynamoDB refused the document path ({shown}): a map or list it goes through is "
+        f"missing on the stored item (or is not a map/list). Nothing was written. Set the parent first (e.g. "
+        f"update({parents}={{...}}), or a whole sub-map at its parent path), then update inside it.",
+        entity=meta.entity, field=paths[0].name)
 
 
 @dataclass
@@ -181,8 +242,16 @@ def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any])
     entity = meta.entity
     out = _Clauses()
     for name, value in changes.items():
-        f = meta.fields[name]
-        path = b.name(f.attr_name)
+        dp = resolve_path(meta, name, ValidationError)
+        f = meta.fields[dp.field]
+        path = b.path(f.attr_name, dp.parts)
+        if dp.parts and not isinstance(value, F):
+            # inside a Map/List: no field type below it, so the plain codec (Map values' codec) encodes it
+            if value is None:
+                out.removes.append(path)
+            else:
+                out.sets.append(f"{path} = {b.value(plain_value(meta, dp.shown, value))}")
+            continue
         if isinstance(value, F):
             text, clause = _operand(b, meta, name, value)
             if clause:
@@ -206,7 +275,7 @@ def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any])
         if getattr(f, "auto_now", False) and name not in changes:
             out.sets.append(f"{b.name(f.attr_name)} = {b.value({'S': f.serialize(now)})}")
             out.plain[name] = now
-    out.written = set(changes) | set(out.plain)
+    out.written = {n for n in changes if n in meta.fields} | set(out.plain)
     return out
 
 

@@ -302,3 +302,20 @@ class SensorAlarm(Entity):
         pk = "{version}#ALARM#{alarm_id}"
         sk = "A"
         indexes = {"by_day": Index("GSI1", pk="{version}#DAY#{day}", sk="{at}", shards=4)}
+
+
+class Depot(Entity):
+    """Document paths (issue 26 §3): counts per warehouse in a map, lines in a list, and a map an
+    index key is built from."""
+
+    depot_id = fields.String()
+    stock_by_warehouse = fields.Map(null=True)
+    lines = fields.List(null=True)
+    label = fields.Map(null=True)
+
+    class Meta:
+        table = Retail
+        entity_type = "DEPOT"
+        pk = "{version}#DEPOT#{depot_id}"
+        sk = "METADATA"
+        indexes = {"by_label": Index("GSI1", pk="{version}#DEPOTLABEL#{label}", sk="S#{depot_id}")}
