@@ -22,7 +22,7 @@ from ..exceptions import ConfigurationError, UnreadableItem
 from ..fields import unreadable_item
 from ..iterables import UnknownItem
 from ..table_options import copied_from_attribute
-from .records import INTERNAL_PREFIX, StreamRecord, records_of, table_name_of
+from .records import INTERNAL_PREFIX, StreamRecord, binary_from_json, records_of, table_name_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table
@@ -91,10 +91,12 @@ class Change:
         return {"kind": self.kind, "entity": self.entity.__name__,
                 "entity_type": getattr(shown, "entity_type", None) or getattr(getattr(self.entity, "_meta", None),
                                                                                 "entity_type", None),
-                "keys": item_from_av(self.keys), "changed_fields": list(self.changed_fields),
+                "keys": item_from_av(binary_from_json(self.keys)), "changed_fields": list(self.changed_fields),
                 "revision": self.revision, "sequence_number": self.sequence_number, "expired": self.expired,
-                "old": item_from_av(body["OldImage"]) if self.old is not None and "OldImage" in body else None,
-                "new": item_from_av(body["NewImage"]) if self.new is not None and "NewImage" in body else None}
+                "old": item_from_av(binary_from_json(body["OldImage"]))
+                if self.old is not None and "OldImage" in body else None,
+                "new": item_from_av(binary_from_json(body["NewImage"]))
+                if self.new is not None and "NewImage" in body else None}
 
     def __repr__(self) -> str:
         shown = self.new if self.new is not None else self.old
@@ -134,7 +136,7 @@ def changes(event_or_records: Any, *, table: type[Table] | None = None, moves: s
     raws = records_of(event_or_records)
     records = [StreamRecord.read(raw, i) for i, raw in enumerate(raws)]
     tables = [table if table is not None else _table_of(r) for r in records]
-    found = [_one(r, t) for r, t in zip(records, tables)]
+    found = [_one_or_unreadable(r, t) for r, t in zip(records, tables)]
     for change in _pair_moves(found):
         if change.internal and not include_internal:
             continue
@@ -250,6 +252,28 @@ def _one(record: StreamRecord, table: type[Table]) -> Change:
                   revision=rev_new if record.new is not None else rev_old, record=record.raw,
                   records=(record.raw,), expired=record.expired, internal=internal,
                   unreadable=tuple(e for e in (old_err, new_err) if e is not None), _positions=(record.position,))
+
+
+def _one_or_unreadable(record: StreamRecord, table: type[Table]) -> Change:
+    """:func:`_one`, or, for a record whose images are malformed (an image that is not a map, an
+    attribute value of no DynamoDB type, a revision that is not ``{"S": ...}``), an ``UnknownItem``
+    change of the record's kind with ``old`` and ``new`` ``None`` and one ``unreadable`` entry: one
+    bad record never loses the batch."""
+    try:
+        return _one(record, table)
+    except Exception as exc:  # noqa: BLE001 - one bad record must not lose the batch
+        try:
+            key = item_from_av(record.keys)
+        except Exception:  # noqa: BLE001
+            key = {}
+        image = record.new if record.new is not None else record.old
+        error = UnreadableItem(f"stream record {record.position} ({record.event}) cannot be read: "
+                               f"{type(exc).__name__}: {exc}", entity="?", key=key, attribute=None,
+                               stored=None, raw=image if isinstance(image, Mapping) else {})
+        kind = {"INSERT": "created", "MODIFY": "updated", "REMOVE": "deleted"}[record.event]
+        return Change(entity=UnknownItem, kind=kind, old=None, new=None, changed_fields=(), revision=None,
+                      record=record.raw, records=(record.raw,), expired=record.expired, internal=False,
+                      unreadable=(error,), _positions=(record.position,))
 
 
 def _changed(kind: str, old: Any, new: Any, old_raw: dict[str, Any] | None,

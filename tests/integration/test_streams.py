@@ -8,7 +8,9 @@ records DynamoDB Local's stream holds and checks the changes ``dynorm.streams.ch
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import json
 from typing import Any
 
 import pytest
@@ -129,6 +131,45 @@ def lambda_event(records: list[dict[str, Any]]) -> dict[str, Any]:
         body["ApproximateCreationDateTime"] = body["ApproximateCreationDateTime"].timestamp()
         out.append({**r, "dynamodb": body, "eventSource": "aws:dynamodb"})
     return {"Records": out}
+
+
+def lambda_json_event(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The event as AWS Lambda really delivers it: JSON, where a binary value is base64 text."""
+    def default(value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(value).decode()
+        return value.timestamp() if isinstance(value, datetime.datetime) else str(value)
+    return json.loads(json.dumps({"Records": records}, default=default))  # type: ignore[no-any-return]
+
+
+def test_binary_values_of_a_lambda_json_event_are_bytes_as_from_get_records(reader: streams.StreamReader) -> None:
+    item = {"PK": {"S": "X#1"}, "SK": {"S": "A"}, "entityType": {"S": "AUDIT"}, "blob": {"B": b"\x00\xff"},
+            "blobs": {"BS": [b"\x01", b"\x02"]},
+            "nested": {"M": {"b": {"B": b"\x03"}, "l": {"L": [{"B": b"\x04"}, {"S": "AP8="}]}}}}
+    raw_put(item)
+    records = reader.poll()
+    want = {"blob": b"\x00\xff", "blobs": {b"\x01", b"\x02"}, "nested": {"b": b"\x03", "l": [b"\x04", "AP8="]}}
+    for batch in (records, lambda_json_event(records)):
+        (c,) = streams.changes(batch, table=Feed)
+        assert {k: c.new.attributes[k] for k in want} == want
+        assert c.new.raw["blob"] == {"B": b"\x00\xff"}
+        assert {k: c.to_dict()["new"][k] for k in want} == want
+
+
+def test_a_malformed_record_is_an_unreadable_change_not_a_lost_batch(reader: streams.StreamReader) -> None:
+    for i in range(4):
+        Post.objects.create(post_id=f"p{i}", author="ann", title="t")
+    records = reader.poll()
+    rev = Feed._meta.revision_attribute
+    records[0]["dynamodb"]["NewImage"][rev] = "bare"                      # not {"S": ...}
+    records[1]["dynamodb"]["NewImage"] = [records[1]["dynamodb"]["NewImage"]]  # not a map
+    records[2]["dynamodb"]["NewImage"] = {"PK": {"S": "X#2"}, "SK": {"S": "A"}, "entityType": {"S": "AUDIT"},
+                                          "n": {"N": "abc"}}                 # an unknown type, a bad number
+    found = list(streams.changes(records, table=Feed))
+    assert [c.kind for c in found] == ["created"] * 4
+    assert all(c.entity is UnknownItem and c.new is None and len(c.unreadable) == 1 for c in found[:3])
+    assert found[3].new.post_id == "p3" and not found[3].unreadable
+    assert "cannot be read" in str(found[0].unreadable[0])
 
 
 def test_the_handler_reports_the_first_failing_record_and_every_one_after_it(reader: streams.StreamReader) -> None:
