@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
+import functools
 import json
 from typing import Any
 
@@ -210,6 +211,37 @@ def test_an_async_handler_runs_each_change_in_order(reader: streams.StreamReader
     assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [
         r["dynamodb"]["SequenceNumber"] for r in event["Records"][1:]]
     assert asyncio.run(on_change.ahandle(event))["batchItemFailures"] == result["batchItemFailures"]
+
+
+def test_an_async_callable_object_or_a_function_returning_an_awaitable_is_awaited(
+        reader: streams.StreamReader) -> None:
+    """Never report success for a change whose handling did not run: an object with ``async def
+    __call__`` and a plain function returning a coroutine are awaited, and their failures reported."""
+    for i in range(3):
+        Post.objects.create(post_id=f"p{i}", author="ann", title="t")
+    event = lambda_event(reader.poll())
+    seqs = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+    seen: list[str] = []
+
+    async def index(change: streams.Change) -> None:
+        await asyncio.sleep(0)
+        if change.new.post_id == "p1":
+            raise RuntimeError("index down")
+        seen.append(change.new.post_id)
+
+    class Sink:
+        async def __call__(self, change: streams.Change) -> None:
+            await index(change)
+
+    sink = streams.handler(Sink())
+    assert sink.is_async
+    assert sink(event) == {"batchItemFailures": [{"itemIdentifier": s} for s in seqs[1:]]} and seen == ["p0"]
+    seen.clear()
+    returning = streams.handler(lambda change: index(change))
+    assert not returning.is_async
+    assert returning(event) == {"batchItemFailures": [{"itemIdentifier": s} for s in seqs[1:]]} and seen == ["p0"]
+    seen.clear()
+    assert streams.handler(functools.partial(index))(event)["batchItemFailures"] and seen == ["p0"]
 
 
 def test_a_rewrite_that_keeps_the_revision_is_a_move_only_when_it_changed_keys_alone(
