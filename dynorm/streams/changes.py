@@ -327,4 +327,17 @@ def _pair_moves(found: list[Change]) -> list[Change]:
                              unreadable=gone.unreadable + came.unreadable,
                              _positions=(found[first]._positions[0], found[second]._positions[0]))
         out[second] = None
+    # an INSERT read as a move's new half, after a REMOVE of the same key and revision in this batch:
+    # the item deleted, then put back as it was (a restore from a backup): a create, not a move
+    gone_at: dict[tuple[Any, ...], int] = {}
+    for i, c in enumerate(out):
+        if c is None or len(c.records) != 1:
+            continue
+        event = c.record.get("eventName")
+        here = (repr(sorted(c.keys.items())), c.revision)
+        if event == "REMOVE" and c.kind == "deleted":
+            gone_at[here] = i
+        elif event == "INSERT" and c.kind == "moved" and here in gone_at:
+            out[i] = replace(c, kind="created", changed_fields=_changed(
+                "created", None, c.new, None, c.record["dynamodb"].get("NewImage")))
     return [c for c in out if c is not None]

@@ -172,3 +172,19 @@ def test_a_delete_by_key_of_an_item_at_an_older_version_reads_as_deleted(project
     assert _mirror([before, records], project.table) == table
     assert _mirror([before, *[[r] for r in records]], project.table) == table
     assert _mirror([before, *[[r] for r in records]], project.table, moves="hide") == table
+
+
+def test_an_item_deleted_then_restored_from_a_raw_backup_in_one_batch_reads_as_created(project: Project) -> None:
+    """A copy-mode copy scanned into a backup keeps its ``_dynorm_rev_src``: put back after the
+    application deleted it, its INSERT is the copy's INSERT byte for byte. With its REMOVE in the same
+    batch it is a create (the limit across batches is in docs/streams.md)."""
+    migrated_v1(project)
+    models = to_v2(project, mode="copy")
+    backup = backend.call("GetItem", {"TableName": project.table.table_name(), "ConsistentRead": True,
+                                      "Key": {"PK": {"S": "v2#W#w0"}, "SK": {"S": "METADATA"}}})["Item"]
+    reader = streams.StreamReader(project.table)
+    models.Widget.objects.get(widget_id="w0").delete()
+    backend.call("PutItem", {"TableName": project.table.table_name(), "Item": backup})
+    records = reader.poll()
+    assert [c.kind for c in streams.changes(records, table=project.table)] == ["deleted", "created"]
+    assert _mirror([records], project.table, moves="hide") == {"w0": 0}
