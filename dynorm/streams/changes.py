@@ -123,8 +123,13 @@ def changes(event_or_records: Any, *, table: type[Table] | None = None, moves: s
     ``old`` and ``new``); an INSERT whose item lists its own revision among the revisions it was
     copied from (``_dynorm_rev_src``, written by ``dynorm migrate``) is the new half (``old`` is
     ``None``); a REMOVE of an item stored at a key other than the one its model renders at the
-    current key version is the old half (``new`` is ``None``); a MODIFY that keeps the revision token
-    (an in-place rekey of index keys) is a move with both. See ``docs/streams.md`` for the limits.
+    current key version is the old half (``new`` is ``None``; told by its key fields alone when the
+    rest of its image no longer decodes); a MODIFY that keeps the revision token (an in-place rekey
+    of index keys) is a move with both. dynorm's own deletes never leave such a REMOVE for a delete:
+    during a ``read_versions`` rollout they move an item found at an older key first, then delete it
+    at the current one. An INSERT that reads as a move's new half after a REMOVE of the same key and
+    revision in the batch (an item put back as it was) is ``created``. A record that cannot be read
+    at all is an ``UnknownItem`` change with ``unreadable`` set. See ``docs/streams.md`` for the limits.
 
     Raises:
         ConfigurationError: the batch is not a DynamoDB Streams batch, a record names no table and
@@ -223,6 +228,16 @@ def _at_older_version(cls: Any, obj: Any, keys: dict[str, Any]) -> bool:
     return bool(current != {a: keys.get(a) for a in current})
 
 
+def _key_part(cls: Any, image: dict[str, Any] | None) -> Any:
+    """An instance of ``cls`` from the key fields of ``image`` alone (``None`` if they do not decode):
+    the key of an item whose other attributes cannot be read."""
+    try:
+        names = {cls._meta.fields[f].attr_name for f in cls._meta.key_fields}
+        return cls.from_raw_data({a: v for a, v in (image or {}).items() if a in names})
+    except Exception:  # noqa: BLE001 - the key fields themselves cannot be read: not a move
+        return None
+
+
 def _one(record: StreamRecord, table: type[Table]) -> Change:
     """The change one record shows on its own (a move's halves are paired afterwards)."""
     old_cls, old, old_err = _decode(table, record.old)
@@ -240,8 +255,11 @@ def _one(record: StreamRecord, table: type[Table]) -> Change:
         kind = "moved"
     elif record.event == "MODIFY" and rev_new is not None and rev_old == rev_new and _keys_only(table, record):
         kind = "moved"  # no dynorm write keeps the token: a rekey rewrote the index keys in place
-    elif record.event == "REMOVE" and not record.expired and _at_older_version(old_cls, old, record.keys):
-        kind = "moved"
+    elif record.event == "REMOVE" and not record.expired and (
+            _at_older_version(old_cls, old, record.keys)
+            or (old is None and old_err is not None and _at_older_version(old_cls, _key_part(old_cls, record.old),
+                                                                         record.keys))):
+        kind = "moved"  # (an old image that no longer decodes: told by its key fields alone)
     internal = _internal(table, record)
     if internal:
         entity = UnknownItem
@@ -330,14 +348,14 @@ def _pair_moves(found: list[Change]) -> list[Change]:
     # an INSERT read as a move's new half, after a REMOVE of the same key and revision in this batch:
     # the item deleted, then put back as it was (a restore from a backup): a create, not a move
     gone_at: dict[tuple[Any, ...], int] = {}
-    for i, c in enumerate(out):
-        if c is None or len(c.records) != 1:
+    for i, one in enumerate(out):
+        if one is None or len(one.records) != 1:
             continue
-        event = c.record.get("eventName")
-        here = (repr(sorted(c.keys.items())), c.revision)
-        if event == "REMOVE" and c.kind == "deleted":
+        event = one.record.get("eventName")
+        here = (repr(sorted(one.keys.items())), one.revision)
+        if event == "REMOVE" and one.kind == "deleted":
             gone_at[here] = i
-        elif event == "INSERT" and c.kind == "moved" and here in gone_at:
-            out[i] = replace(c, kind="created", changed_fields=_changed(
-                "created", None, c.new, None, c.record["dynamodb"].get("NewImage")))
+        elif event == "INSERT" and one.kind == "moved" and here in gone_at:
+            out[i] = replace(one, kind="created", changed_fields=_changed(
+                "created", None, one.new, None, one.record["dynamodb"].get("NewImage")))
     return [c for c in out if c is not None]
