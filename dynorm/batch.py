@@ -321,6 +321,10 @@ def bulk_delete_steps(model: type[EntityLike], targets: Iterable[EntityLike | Ma
                       policy: RetryPolicy | None = None) -> backend.Steps:
     """Delete many items by instance or key dict with BatchWriteItem (25 per request; no version check).
 
+    During a key-version rollout (``Meta.read_versions`` lists older versions) an item stored under
+    an older key is moved to the current keys first (an instance read there: its move; a key dict:
+    ``get()``'s consistent GetItems, then the move), so the stream reads it as moved, then deleted.
+
     Returns:
         the number of delete requests sent (existing or not).
 
@@ -331,6 +335,18 @@ def bulk_delete_steps(model: type[EntityLike], targets: Iterable[EntityLike | Ma
     targets = list(targets)
     keys = [primary_key_of(model, t) for t in targets]
     _check_duplicates(model, keys)
+    if any(v != model._meta.key_version for v in model._meta.read_versions):
+        # during a rollout an item stored under an older key version is moved to the current keys
+        # first (as an instance's delete() does), then deleted there: the stream then shows a move
+        # and a delete at the current keys, never a lone REMOVE at an older key (read as a move)
+        from .fallback import move_to_current_steps, resolve_older_steps
+
+        for t in targets:
+            if isinstance(t, Mapping):
+                yield from resolve_older_steps(model, t)
+            else:
+                yield from move_to_current_steps(t)
+        keys = [primary_key_of(model, t) for t in targets]
     if model._meta.constraints:  # the sentinels go with each item: no BatchWriteItem
         return (yield from delete_each_steps(model, targets))
     entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]

@@ -179,8 +179,9 @@ class Transaction:
 
         With ``Meta.read_versions``, the item's keys at the older key versions are deleted in the
         same transaction (unconditionally), so ``get()``'s fallback does not find it there again;
-        by key with a ``condition``, an item found only at an older version (as ``get()`` finds it)
-        is first moved to the current keys (:mod:`dynorm.fallback`), where the condition applies.
+        by key, an item found only at an older version (as ``get()`` finds it) is first moved to the
+        current keys (:mod:`dynorm.fallback`), where the delete (and its condition) applies: the
+        stream reads a move, then a delete (a lone REMOVE at an older key would read as a move).
         """
         model, t = _target(target, key)
         if not isinstance(t, Mapping):
@@ -188,8 +189,10 @@ class Transaction:
             backend.drive(know_unique_steps(t))  # a unique value not read: one GetItem
             self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
             return
-        if condition is not None:
-            _resolve_older(model, t)
+        # an item found only at an older version (as get() finds it) is moved to the current keys
+        # first, with or without a condition: the stream then reads a move, then a delete, never a
+        # lone REMOVE at an older key (which reads as a move's old half)
+        _resolve_older(model, t)
         # with unique constraints, the sentinels to delete are those of the values stored: read first
         stored = backend.drive(stored_unique_steps(model, t)) if model._meta.constraints else None
         self._add(prepare_delete(model, t, condition=condition, stored=stored), *prepare_delete_older(model, t))
@@ -540,8 +543,8 @@ class _AsyncTransaction(Transaction):
         model, t = _target(target, key)
         if isinstance(t, Mapping) and model._meta.constraints:
             _refuse_unique_by_key(model, "delete")
-        if isinstance(t, Mapping) and condition is not None and older_keys(model, t):
-            # by key with a condition: get()'s read_versions fallback runs at acommit, not here
+        if isinstance(t, Mapping) and older_keys(model, t):
+            # by key: get()'s read_versions fallback (and the move) runs at acommit, not here
             self._add(prepare_delete(model, t, condition=condition), *prepare_delete_older(model, t))
             self._by_key.append((model, t))
             return None

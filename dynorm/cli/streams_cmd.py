@@ -80,11 +80,25 @@ def tail(state: State, table_names: tuple[str, ...], start: str, hide_moves: boo
         while True:
             found = [c for r in readers for c in r.changes(**options)]
             for change in found:
-                click.echo(json.dumps(change.to_dict(), default=str) if fmt == "json" else _line(change))
+                click.echo(json.dumps(change.to_dict(), default=_json_value) if fmt == "json" else _line(change))
                 shown += 1
                 if limit is not None and shown >= limit:
                     return
             if not found:
                 time.sleep(interval)
     except KeyboardInterrupt:
+        # the CLI's convention for Ctrl-C (dynorm/cli/__init__.py): exit 130
         click.echo(f"\nstopped after {shown} change(s).", err=True)
+        raise click.exceptions.Exit(130) from None
+
+
+def _json_value(value: Any) -> Any:
+    """JSON for what ``Change.to_dict()`` holds beyond JSON: bytes as base64 (as DynamoDB's JSON),
+    sets as sorted lists, anything else as text."""
+    import base64
+
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode()
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=lambda v: (type(v).__name__, v))
+    return str(value)

@@ -22,7 +22,7 @@ from ..exceptions import ConfigurationError, UnreadableItem
 from ..fields import unreadable_item
 from ..iterables import UnknownItem
 from ..table_options import copied_from_attribute
-from .records import INTERNAL_PREFIX, StreamRecord, records_of, table_name_of
+from .records import INTERNAL_PREFIX, StreamRecord, binary_from_json, records_of, table_name_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..tables import Table
@@ -91,10 +91,12 @@ class Change:
         return {"kind": self.kind, "entity": self.entity.__name__,
                 "entity_type": getattr(shown, "entity_type", None) or getattr(getattr(self.entity, "_meta", None),
                                                                                 "entity_type", None),
-                "keys": item_from_av(self.keys), "changed_fields": list(self.changed_fields),
+                "keys": item_from_av(binary_from_json(self.keys)), "changed_fields": list(self.changed_fields),
                 "revision": self.revision, "sequence_number": self.sequence_number, "expired": self.expired,
-                "old": item_from_av(body["OldImage"]) if self.old is not None and "OldImage" in body else None,
-                "new": item_from_av(body["NewImage"]) if self.new is not None and "NewImage" in body else None}
+                "old": item_from_av(binary_from_json(body["OldImage"]))
+                if self.old is not None and "OldImage" in body else None,
+                "new": item_from_av(binary_from_json(body["NewImage"]))
+                if self.new is not None and "NewImage" in body else None}
 
     def __repr__(self) -> str:
         shown = self.new if self.new is not None else self.old
@@ -121,8 +123,13 @@ def changes(event_or_records: Any, *, table: type[Table] | None = None, moves: s
     ``old`` and ``new``); an INSERT whose item lists its own revision among the revisions it was
     copied from (``_dynorm_rev_src``, written by ``dynorm migrate``) is the new half (``old`` is
     ``None``); a REMOVE of an item stored at a key other than the one its model renders at the
-    current key version is the old half (``new`` is ``None``); a MODIFY that keeps the revision token
-    (an in-place rekey of index keys) is a move with both. See ``docs/streams.md`` for the limits.
+    current key version is the old half (``new`` is ``None``; told by its key fields alone when the
+    rest of its image no longer decodes); a MODIFY that keeps the revision token (an in-place rekey
+    of index keys) is a move with both. dynorm's own deletes never leave such a REMOVE for a delete:
+    during a ``read_versions`` rollout they move an item found at an older key first, then delete it
+    at the current one. An INSERT that reads as a move's new half after a REMOVE of the same key and
+    revision in the batch (an item put back as it was) is ``created``. A record that cannot be read
+    at all is an ``UnknownItem`` change with ``unreadable`` set. See ``docs/streams.md`` for the limits.
 
     Raises:
         ConfigurationError: the batch is not a DynamoDB Streams batch, a record names no table and
@@ -134,7 +141,7 @@ def changes(event_or_records: Any, *, table: type[Table] | None = None, moves: s
     raws = records_of(event_or_records)
     records = [StreamRecord.read(raw, i) for i, raw in enumerate(raws)]
     tables = [table if table is not None else _table_of(r) for r in records]
-    found = [_one(r, t) for r, t in zip(records, tables)]
+    found = [_one_or_unreadable(r, t) for r, t in zip(records, tables)]
     for change in _pair_moves(found):
         if change.internal and not include_internal:
             continue
@@ -221,6 +228,16 @@ def _at_older_version(cls: Any, obj: Any, keys: dict[str, Any]) -> bool:
     return bool(current != {a: keys.get(a) for a in current})
 
 
+def _key_part(cls: Any, image: dict[str, Any] | None) -> Any:
+    """An instance of ``cls`` from the key fields of ``image`` alone (``None`` if they do not decode):
+    the key of an item whose other attributes cannot be read."""
+    try:
+        names = {cls._meta.fields[f].attr_name for f in cls._meta.key_fields}
+        return cls.from_raw_data({a: v for a, v in (image or {}).items() if a in names})
+    except Exception:  # noqa: BLE001 - the key fields themselves cannot be read: not a move
+        return None
+
+
 def _one(record: StreamRecord, table: type[Table]) -> Change:
     """The change one record shows on its own (a move's halves are paired afterwards)."""
     old_cls, old, old_err = _decode(table, record.old)
@@ -238,8 +255,11 @@ def _one(record: StreamRecord, table: type[Table]) -> Change:
         kind = "moved"
     elif record.event == "MODIFY" and rev_new is not None and rev_old == rev_new and _keys_only(table, record):
         kind = "moved"  # no dynorm write keeps the token: a rekey rewrote the index keys in place
-    elif record.event == "REMOVE" and not record.expired and _at_older_version(old_cls, old, record.keys):
-        kind = "moved"
+    elif record.event == "REMOVE" and not record.expired and (
+            _at_older_version(old_cls, old, record.keys)
+            or (old is None and old_err is not None and _at_older_version(old_cls, _key_part(old_cls, record.old),
+                                                                         record.keys))):
+        kind = "moved"  # (an old image that no longer decodes: told by its key fields alone)
     internal = _internal(table, record)
     if internal:
         entity = UnknownItem
@@ -250,6 +270,28 @@ def _one(record: StreamRecord, table: type[Table]) -> Change:
                   revision=rev_new if record.new is not None else rev_old, record=record.raw,
                   records=(record.raw,), expired=record.expired, internal=internal,
                   unreadable=tuple(e for e in (old_err, new_err) if e is not None), _positions=(record.position,))
+
+
+def _one_or_unreadable(record: StreamRecord, table: type[Table]) -> Change:
+    """:func:`_one`, or, for a record whose images are malformed (an image that is not a map, an
+    attribute value of no DynamoDB type, a revision that is not ``{"S": ...}``), an ``UnknownItem``
+    change of the record's kind with ``old`` and ``new`` ``None`` and one ``unreadable`` entry: one
+    bad record never loses the batch."""
+    try:
+        return _one(record, table)
+    except Exception as exc:  # noqa: BLE001 - one bad record must not lose the batch
+        try:
+            key = item_from_av(record.keys)
+        except Exception:  # noqa: BLE001
+            key = {}
+        image = record.new if record.new is not None else record.old
+        error = UnreadableItem(f"stream record {record.position} ({record.event}) cannot be read: "
+                               f"{type(exc).__name__}: {exc}", entity="?", key=key, attribute=None,
+                               stored=None, raw=image if isinstance(image, Mapping) else {})
+        kind = {"INSERT": "created", "MODIFY": "updated", "REMOVE": "deleted"}[record.event]
+        return Change(entity=UnknownItem, kind=kind, old=None, new=None, changed_fields=(), revision=None,
+                      record=record.raw, records=(record.raw,), expired=record.expired, internal=False,
+                      unreadable=(error,), _positions=(record.position,))
 
 
 def _changed(kind: str, old: Any, new: Any, old_raw: dict[str, Any] | None,
@@ -303,4 +345,17 @@ def _pair_moves(found: list[Change]) -> list[Change]:
                              unreadable=gone.unreadable + came.unreadable,
                              _positions=(found[first]._positions[0], found[second]._positions[0]))
         out[second] = None
+    # an INSERT read as a move's new half, after a REMOVE of the same key and revision in this batch:
+    # the item deleted, then put back as it was (a restore from a backup): a create, not a move
+    gone_at: dict[tuple[Any, ...], int] = {}
+    for i, one in enumerate(out):
+        if one is None or len(one.records) != 1:
+            continue
+        event = one.record.get("eventName")
+        here = (repr(sorted(one.keys.items())), one.revision)
+        if event == "REMOVE" and one.kind == "deleted":
+            gone_at[here] = i
+        elif event == "INSERT" and one.kind == "moved" and here in gone_at:
+            out[i] = replace(one, kind="created", changed_fields=_changed(
+                "created", None, one.new, None, one.record["dynamodb"].get("NewImage")))
     return [c for c in out if c is not None]

@@ -47,11 +47,16 @@ class StreamHandler:
 
     @property
     def is_async(self) -> bool:
-        """Whether the wrapped function is a coroutine function (``async def``)."""
-        return inspect.iscoroutinefunction(self.fn)
+        """Whether the wrapped function is a coroutine function: ``async def``, or an object whose
+        ``__call__`` is ``async def``."""
+        fn = self.fn
+        return inspect.iscoroutinefunction(fn) or (
+            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__))
 
     def __call__(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
-        """Handle one Lambda batch: call the function per change (an ``async def`` one on a new event loop).
+        """Handle one Lambda batch: call the function per change (an ``async def`` one, or an object
+        with ``async def __call__``, on a new event loop; an awaitable a plain function returns is
+        run on one new event loop for the batch, so a change counts as handled only once it ran).
 
         Returns:
             ``{"batchItemFailures": [{"itemIdentifier": sequence number}, ...]}``: empty when every
@@ -64,12 +69,24 @@ class StreamHandler:
         if self.is_async:
             return asyncio.run(self.ahandle(event, context))
         records = records_of(event)
-        for change in changes(records, **self.options):
-            try:
-                self.fn(change)
-            except Exception:
-                logger.exception("dynorm.streams: handling %r failed; reporting it and the records after it", change)
-                return _failures(records, min(change._positions))
+        loop: asyncio.AbstractEventLoop | None = None
+        try:
+            for change in changes(records, **self.options):
+                try:
+                    result = self.fn(change)
+                    if inspect.isawaitable(result):
+                        # a plain function returning an awaitable: it is the handling, run it (on one
+                        # loop for the batch); never report success for a change not handled
+                        if loop is None:
+                            loop = asyncio.new_event_loop()
+                        loop.run_until_complete(_awaited(result))
+                except Exception:
+                    logger.exception("dynorm.streams: handling %r failed; reporting it and the records after it",
+                                     change)
+                    return _failures(records, min(change._positions))
+        finally:
+            if loop is not None:
+                loop.close()
         return {"batchItemFailures": []}
 
     async def ahandle(self, event: Any, context: Any = None) -> dict[str, list[dict[str, str]]]:
@@ -86,13 +103,18 @@ class StreamHandler:
         return {"batchItemFailures": []}
 
 
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
 def handler(fn: Callable[[Change], Any] | Callable[[Change], Awaitable[Any]] | None = None, *,
             table: type[Table] | None = None, moves: str = "report",
             include_internal: bool = False) -> Any:
     """Make an AWS Lambda handler for a DynamoDB stream from a function of one change.
 
     Use it bare (``@dynorm.streams.handler``) or with the options of :func:`~dynorm.streams.changes`
-    (``@dynorm.streams.handler(table=Shop, moves="hide")``). The function may be ``async def``: the
+    (``@dynorm.streams.handler(table=Shop, moves="hide")``). The function may be ``async def`` (or
+    an object with ``async def __call__``, or a function returning an awaitable, which is awaited): the
     handler then runs it on a new event loop per batch (``asyncio.run``), and ``handler.ahandle(event)``
     awaits it on a running loop. No request is sent by the handler itself.
 

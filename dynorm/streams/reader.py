@@ -48,6 +48,11 @@ class StreamReader:
         desc = backend.call("DescribeTable", {"TableName": table.table_name()})["Table"]
         arn = desc.get("LatestStreamArn")
         if not (desc.get("StreamSpecification") or {}).get("StreamEnabled") or not arn:
+            if table._meta.stream:
+                raise ConfigurationError(
+                    f"table {table.table_name()} has no stream yet: {table.__name__}.Meta.stream = "
+                    f"{table._meta.stream!r} is declared but not applied; run `dynorm makemigrations` and "
+                    f"`dynorm migrate` (or {table.__name__}.sync()).")
             raise ConfigurationError(
                 f"table {table.table_name()} has no stream: set {table.__name__}.Meta.stream = "
                 "'NEW_AND_OLD_IMAGES', then run `dynorm makemigrations` and `dynorm migrate` (or "

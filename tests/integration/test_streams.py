@@ -8,7 +8,10 @@ records DynamoDB Local's stream holds and checks the changes ``dynorm.streams.ch
 from __future__ import annotations
 
 import asyncio
+import base64
 import datetime
+import functools
+import json
 from typing import Any
 
 import pytest
@@ -131,6 +134,45 @@ def lambda_event(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"Records": out}
 
 
+def lambda_json_event(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The event as AWS Lambda really delivers it: JSON, where a binary value is base64 text."""
+    def default(value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray)):
+            return base64.b64encode(value).decode()
+        return value.timestamp() if isinstance(value, datetime.datetime) else str(value)
+    return json.loads(json.dumps({"Records": records}, default=default))  # type: ignore[no-any-return]
+
+
+def test_binary_values_of_a_lambda_json_event_are_bytes_as_from_get_records(reader: streams.StreamReader) -> None:
+    item = {"PK": {"S": "X#1"}, "SK": {"S": "A"}, "entityType": {"S": "AUDIT"}, "blob": {"B": b"\x00\xff"},
+            "blobs": {"BS": [b"\x01", b"\x02"]},
+            "nested": {"M": {"b": {"B": b"\x03"}, "l": {"L": [{"B": b"\x04"}, {"S": "AP8="}]}}}}
+    raw_put(item)
+    records = reader.poll()
+    want = {"blob": b"\x00\xff", "blobs": {b"\x01", b"\x02"}, "nested": {"b": b"\x03", "l": [b"\x04", "AP8="]}}
+    for batch in (records, lambda_json_event(records)):
+        (c,) = streams.changes(batch, table=Feed)
+        assert {k: c.new.attributes[k] for k in want} == want
+        assert c.new.raw["blob"] == {"B": b"\x00\xff"}
+        assert {k: c.to_dict()["new"][k] for k in want} == want
+
+
+def test_a_malformed_record_is_an_unreadable_change_not_a_lost_batch(reader: streams.StreamReader) -> None:
+    for i in range(4):
+        Post.objects.create(post_id=f"p{i}", author="ann", title="t")
+    records = reader.poll()
+    rev = Feed._meta.revision_attribute
+    records[0]["dynamodb"]["NewImage"][rev] = "bare"                      # not {"S": ...}
+    records[1]["dynamodb"]["NewImage"] = [records[1]["dynamodb"]["NewImage"]]  # not a map
+    records[2]["dynamodb"]["NewImage"] = {"PK": {"S": "X#2"}, "SK": {"S": "A"}, "entityType": {"S": "AUDIT"},
+                                          "n": {"N": "abc"}}                 # an unknown type, a bad number
+    found = list(streams.changes(records, table=Feed))
+    assert [c.kind for c in found] == ["created"] * 4
+    assert all(c.entity is UnknownItem and c.new is None and len(c.unreadable) == 1 for c in found[:3])
+    assert found[3].new.post_id == "p3" and not found[3].unreadable
+    assert "cannot be read" in str(found[0].unreadable[0])
+
+
 def test_the_handler_reports_the_first_failing_record_and_every_one_after_it(reader: streams.StreamReader) -> None:
     for i in range(4):
         Post.objects.create(post_id=f"p{i}", author="ann", title="t")
@@ -169,6 +211,37 @@ def test_an_async_handler_runs_each_change_in_order(reader: streams.StreamReader
     assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [
         r["dynamodb"]["SequenceNumber"] for r in event["Records"][1:]]
     assert asyncio.run(on_change.ahandle(event))["batchItemFailures"] == result["batchItemFailures"]
+
+
+def test_an_async_callable_object_or_a_function_returning_an_awaitable_is_awaited(
+        reader: streams.StreamReader) -> None:
+    """Never report success for a change whose handling did not run: an object with ``async def
+    __call__`` and a plain function returning a coroutine are awaited, and their failures reported."""
+    for i in range(3):
+        Post.objects.create(post_id=f"p{i}", author="ann", title="t")
+    event = lambda_event(reader.poll())
+    seqs = [r["dynamodb"]["SequenceNumber"] for r in event["Records"]]
+    seen: list[str] = []
+
+    async def index(change: streams.Change) -> None:
+        await asyncio.sleep(0)
+        if change.new.post_id == "p1":
+            raise RuntimeError("index down")
+        seen.append(change.new.post_id)
+
+    class Sink:
+        async def __call__(self, change: streams.Change) -> None:
+            await index(change)
+
+    sink = streams.handler(Sink())
+    assert sink.is_async
+    assert sink(event) == {"batchItemFailures": [{"itemIdentifier": s} for s in seqs[1:]]} and seen == ["p0"]
+    seen.clear()
+    returning = streams.handler(lambda change: index(change))
+    assert not returning.is_async
+    assert returning(event) == {"batchItemFailures": [{"itemIdentifier": s} for s in seqs[1:]]} and seen == ["p0"]
+    seen.clear()
+    assert streams.handler(functools.partial(index))(event)["batchItemFailures"] and seen == ["p0"]
 
 
 def test_a_rewrite_that_keeps_the_revision_is_a_move_only_when_it_changed_keys_alone(

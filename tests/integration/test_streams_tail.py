@@ -68,3 +68,52 @@ def test_tail_json_has_the_items(dynorm_tables: Any, tmp_path: Path) -> None:
     change = json.loads(line)
     assert (change["kind"], change["entity"], change["entity_type"], change["old"]) == ("created", "Like", "LIKE", None)
     assert change["new"]["user_id"] == "u1" and change["keys"] == {"PK": "v1#POST#p1", "SK": "LIKE#u1"}
+
+
+def test_tail_json_prints_binary_values_as_base64(dynorm_tables: Any, tmp_path: Path) -> None:
+    from dynorm import backend
+    from tests.models import Feed
+
+    proc = start_tail(tmp_path, "--format", "json", "--interval", "0.1", "--limit", "1")
+    try:
+        backend.call("PutItem", {"TableName": Feed.table_name(), "Item": {
+            "PK": {"S": "X#1"}, "SK": {"S": "A"}, "entityType": {"S": "AUDIT"}, "blob": {"B": b"\x00\xff"}}})
+        (line,) = finish(proc)
+    finally:
+        proc.kill()
+    assert json.loads(line)["new"]["blob"] == "AP8="  # as DynamoDB's JSON spells b"\x00\xff"
+
+
+def test_tail_ctrl_c_exits_130_as_every_command(dynorm_tables: Any, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    proc = start_tail(tmp_path, "--interval", "0.1")
+    try:
+        time.sleep(1.0)  # in the polling loop (every table's "tailing" line printed)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "stopped after 0 change(s)" in err
+
+
+def test_a_declared_stream_not_yet_applied_says_to_migrate(dynorm_tables: Any, monkeypatch: Any) -> None:
+    from dynorm import backend, streams
+    from dynorm.exceptions import ConfigurationError
+    from tests.models import Feed
+
+    real = backend.call
+
+    def no_stream(operation: str, params: dict[str, Any], **kw: Any) -> Any:
+        out = real(operation, params, **kw)
+        if operation == "DescribeTable":
+            out["Table"].pop("StreamSpecification", None)
+            out["Table"].pop("LatestStreamArn", None)
+        return out
+
+    monkeypatch.setattr(backend, "call", no_stream)
+    with pytest.raises(ConfigurationError, match=r"declared but not applied; run `dynorm makemigrations` and "
+                                                 r"`dynorm migrate`"):
+        streams.StreamReader(Feed)
