@@ -222,14 +222,6 @@ def answered(operation: str, params: dict[str, Any], response: dict[str, Any], s
             again; a write was applied, ``maybe_applied``: read the item before sending it again).
     """
     bad = response.pop(_BAD_BODY, None)
-    if bad is not None:
-        record(operation, params, None, "UnreadableResponse", stats)
-        write = operation in WRITE_OPERATIONS
-        raise ServiceError(
-            f"{operation}{_on_tables(params)}: DynamoDB at {describe_endpoint()} answered HTTP 200 with {bad}, so "
-            "its result is unknown. " + ("The write was probably applied: read the item before sending it again."
-                                         if write else "Nothing was changed; the read can be sent again."),
-            code="UnreadableResponse", operation=operation, maybe_applied=write)
     meta = response.get("ResponseMetadata") or {}
     if meta.get("HTTPStatusCode") != 200 or not meta.get("RequestId") \
             or "x-amz-json" not in meta.get("HTTPHeaders", {}).get("content-type", ""):
@@ -238,5 +230,13 @@ def answered(operation: str, params: dict[str, Any], response: dict[str, Any], s
         # "written" or "no such item": refuse it
         record(operation, params, None, "NotDynamoDB", stats)
         raise _foreign_success(operation, params, meta)
+    if bad is not None:
+        record(operation, params, None, "UnreadableResponse", stats)
+        write = operation in WRITE_OPERATIONS
+        raise ServiceError(
+            f"{operation}{_on_tables(params)}: DynamoDB at {describe_endpoint()} answered HTTP 200 with {bad}, so "
+            "its result is unknown. " + ("The write was probably applied: read the item before sending it again."
+                                         if write else "Nothing was changed; the read can be sent again."),
+            code="UnreadableResponse", operation=operation, maybe_applied=write)
     record(operation, params, response, None, stats)
     return response
