@@ -9,6 +9,7 @@ deferred field of the instance with one GetItem, as Django's deferred fields do
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable
 
 from . import backend
@@ -28,7 +29,7 @@ class DeferredLoader:
 
     def __call__(self, obj: Any, name: str | None = None) -> None:
         refuse_in_event_loop(obj, name)
-        backend.drive(load_deferred_steps(obj, self.consistent))
+        _load_once(obj, name, self.consistent)
 
     def steps(self, obj: Any) -> backend.Steps:
         return load_deferred_steps(obj, self.consistent)
@@ -37,7 +38,23 @@ class DeferredLoader:
 def load_deferred(obj: Any, consistent: bool) -> None:
     """Load the deferred fields of ``obj`` (see :func:`load_deferred_steps`)."""
     refuse_in_event_loop(obj, None)
-    backend.drive(load_deferred_steps(obj, consistent))
+    _load_once(obj, None, consistent)
+
+
+#: Locks of the blocking loads, one per instance as far as a thread can tell: two threads reading a
+#: deferred field of one instance for the first time send one GetItem, and the second waits for its
+#: values (an instance holds no lock itself, so it stays picklable; two instances sharing a stripe
+#: only wait for each other's GetItem). Reentrant: a load never waits for itself.
+_LOCKS = tuple(threading.RLock() for _ in range(64))
+
+
+def _load_once(obj: Any, name: str | None, consistent: bool) -> None:
+    """Load the deferred fields of ``obj`` unless another thread did while this one waited."""
+    with _LOCKS[id(obj) % len(_LOCKS)]:
+        deferred = obj._state.deferred
+        if deferred is None or (name is not None and (name not in deferred[0] or name in obj.attribute_values)):
+            return  # loaded meanwhile (the marker is cleared only once the values are in place)
+        backend.drive(load_deferred_steps(obj, consistent))
 
 
 def refuse_in_event_loop(obj: Any, name: str | None) -> None:
@@ -92,12 +109,16 @@ def load_needed_steps(obj: Any, names: Iterable[str]) -> backend.Steps:
 def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
     """Load the deferred fields of ``obj`` with one GetItem (Django's deferred fields).
 
+    The fields stay marked deferred until their values are in place: a reader in another thread
+    never sees "not deferred, not held" (``None``) while the GetItem is under way; it waits for
+    the blocking load (:class:`DeferredLoader`) or, through the steps, loads them again. A load
+    that fails leaves them deferred.
+
     Raises:
         Entity.DoesNotExist: the item is gone.
         UnreadableItems: the stored item cannot be decoded (names key and attribute).
     """
     unread, _loader = obj._state.deferred
-    obj._state.deferred = None
     meta = obj._meta
     names = [meta.fields[n].attr_name for n in unread]
     tmeta = meta.table._meta
@@ -108,24 +129,16 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
                               "ReturnConsumedCapacity": "TOTAL"}
     if consistent:
         params["ConsistentRead"] = True
-    try:
-        resp = yield backend.Send("GetItem", params, entities=(type(obj),))
-    except BaseException:
-        # not loaded (no answer, throttled, refused, cancelled): the fields stay deferred, so a later
-        # write never takes their absence for values (a whole save() would remove the attributes)
-        obj._state.deferred = (unread, _loader)
-        raise
+    # not loaded (no answer, throttled, refused, cancelled, gone, unreadable): the fields stay
+    # deferred, so a later write never takes their absence for values (a whole save() would remove
+    # the attributes)
+    resp = yield backend.Send("GetItem", params, entities=(type(obj),))
     if "Item" not in resp:
-        obj._state.deferred = (unread, _loader)
         raise obj.DoesNotExist(f"{meta.entity} with {obj._describe_key()} no longer exists; its deferred "
                                f"fields ({', '.join(sorted(unread))}) cannot be loaded.")
     from .fields import decode_item
 
-    try:
-        loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
-    except Exception:
-        obj._state.deferred = (unread, _loader)
-        raise
+    loaded = decode_item(type(obj), {**obj._primary_key_av(), **resp["Item"]})  # the key names the item
     for name in unread:
         # a deferred field assigned since the read keeps the assigned value
         if name in loaded.attribute_values and name not in obj.attribute_values:
@@ -134,7 +147,12 @@ def load_deferred_steps(obj: Any, consistent: bool) -> backend.Steps:
             obj._state.read_as[name] = loaded._state.read_as[name]
         if name in loaded._state.unique_as:
             obj._state.unique_as[name] = loaded._state.unique_as[name]
-    obj._state.partial = False
+    # the values are in place: only now the marker goes (fields deferred again meanwhile stay so)
+    current = obj._state.deferred
+    rest = frozenset(current[0]) - unread if current is not None else frozenset()
+    obj._state.deferred = (rest, current[1]) if rest and current is not None else None
+    if not rest:
+        obj._state.partial = False
 
 
 def defer(obj: Any, names: frozenset[str] | set[str]) -> None:

@@ -76,8 +76,8 @@ class EntityLike(Protocol):
     def _dynamo_to_python_attr(cls, dynamo_key: str) -> str:
         """The field name stored under the DynamoDB attribute ``dynamo_key`` (PynamoDB)."""
 
-    def full_clean(self) -> None:
-        """Validate every field without I/O."""
+    def full_clean(self, exclude: Iterable[str] | None = None) -> None:
+        """Validate the fields the instance holds, but ``exclude``, without I/O."""
 
     def related(self, name: str) -> Any:
         """Follow the ``Reference`` field ``name`` (GetItem)."""

@@ -228,15 +228,29 @@ class Entity(Model, metaclass=EntityMeta):
         return stored_key(self)
 
     # -- validation ------------------------------------------------------------------
-    def full_clean(self) -> None:
-        """Validate every field (type, required) without I/O.
+    def full_clean(self, exclude: Iterable[str] | None = None) -> None:
+        """Validate the fields the instance holds (type, required) without I/O.
+
+        A deferred field not assigned since (left out by ``only()``, or changed by an ``F()``
+        expression whose result did not come back) holds no value: it is skipped, not taken for
+        ``None`` and not loaded (its stored value was validated when it was written). Django's
+        ``clean_fields()`` would load it with a query; here validation never sends a request.
+
+        Args:
+            exclude: field names not to validate (Django's ``full_clean(exclude=...)``).
 
         Raises:
             ValidationError: naming the entity, field and value.
         """
         meta = self._meta
         values = self.attribute_values
+        skip = set(exclude) if exclude is not None else set()
+        deferred = self._state.deferred
+        if deferred is not None:
+            skip |= {n for n in deferred[0] if n not in values}
         for name, f in meta.fields.items():
+            if name in skip:
+                continue
             value = values.get(name)
             f.check_required(value, meta.entity)
             f.validate(value, meta.entity)

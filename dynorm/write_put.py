@@ -65,6 +65,8 @@ def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterabl
         ValidationError, InvalidKeyValue: bad field values, unknown ``update_fields``.
         KeyChangeError: a primary-key field changed since the item was read.
     """
+    if update_fields is not None and not isinstance(update_fields, str):
+        update_fields = list(update_fields)  # read more than once
     _refuse_deferred(obj, update_fields)
     if obj._state.partial:
         return _partial_save(obj, update_fields)
@@ -157,7 +159,11 @@ def _plan_save(obj: EntityLike, create: bool, update_fields: Iterable[str] | Non
     meta = obj._meta
     tmeta = meta.table._meta
     state = obj._state
-    obj.full_clean()
+    if update_fields is None or isinstance(update_fields, str):
+        obj.full_clean()
+    else:  # validate what the write sends: the fields named, the primary key's sources, the version
+        written = {*update_fields, *meta.key_fields, *([meta.version_field] if meta.version_field else [])}
+        obj.full_clean(exclude=[n for n in meta.fields if n not in written])
     values = obj.attribute_values
     auto = {name: _dt.datetime.now(_dt.timezone.utc) for name, f in meta.fields.items()
             if getattr(f, "auto_now", False)}

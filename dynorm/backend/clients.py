@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import conf
 from ..exceptions import ConfigurationError
-from .errors import CREDENTIAL_CHAIN_ERRORS, credential_chain_error
+from .errors import CREDENTIAL_CHAIN_ERRORS, credential_chain_error, install_body_check
 from .wire import AioDirectParser, DirectParserFactory
 from .wire import install as install_wire
 
@@ -136,6 +136,7 @@ def client() -> Any:
         built = _clients.get(key)
         if built is None:
             built = _botocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=32))
+            install_body_check(built)
             if settings.wire == "direct":
                 install_wire(built)
             for event, handler in _hooks:
@@ -327,6 +328,7 @@ async def loop_client() -> _LoopClient:
 async def _build_aclient(settings: conf.Settings) -> _LoopClient:
     context = _aiobotocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=64))
     new = await context.__aenter__()
+    install_body_check(new)
     if settings.wire == "direct":
         install_wire(new)
     with _client_lock:

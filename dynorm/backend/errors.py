@@ -22,7 +22,7 @@ from ..exceptions import (
 from .records import WRITE_OPERATIONS, Stats, record, table_names, tables_of
 
 __all__ = ["describe_endpoint", "client_error", "botocore_error", "answered", "credential_chain_error",
-           "CREDENTIAL_CHAIN_ERRORS"]
+           "CREDENTIAL_CHAIN_ERRORS", "install_body_check"]
 
 
 def describe_endpoint(settings: conf.Settings | None = None) -> str:
@@ -179,8 +179,49 @@ def botocore_error(operation: str, params: dict[str, Any], exc: Exception, stats
                         maybe_applied=maybe_applied)
 
 
+#: set by :func:`_check_body` in the parsed response of a 200 whose body is not a JSON object
+_BAD_BODY = "dynorm:unreadable-body"
+
+
+def _check_body(operation_model: Any, response_dict: dict[str, Any], customized_response_dict: dict[str, Any],
+                **_: Any) -> None:
+    """``before-parse``: a data-plane 200 whose body is not a JSON object (empty, a page, cut short,
+    an array) is marked for :func:`answered` and parsed as ``{}``: never read as "no such item".
+
+    A look at the first and last bytes, not a parse: a body cut inside a value that happens to end
+    with ``}`` still goes to the parser (which refuses it or reads what is there).
+    """
+    from .wire_json import DIRECT_OPERATIONS
+
+    if response_dict.get("status_code") != 200 or operation_model.name not in DIRECT_OPERATIONS:
+        return
+    body = response_dict.get("body")
+    if not isinstance(body, (bytes, bytearray)):
+        return
+    text = body.strip()
+    if text[:1] == b"{" and text[-1:] == b"}":
+        return
+    what = "an empty body" if not text else "a body that is not a JSON object" + \
+        (" (cut short?)" if text[:1] == b"{" else f": {_one_line(bytes(text[:60]).decode('utf-8', 'replace'), 60)!r}")
+    customized_response_dict[_BAD_BODY] = what
+    response_dict["body"] = b"{}"
+
+
+def install_body_check(client: Any) -> None:
+    """Put :func:`_check_body` on one botocore or aiobotocore DynamoDB client (both wires)."""
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register(f"before-parse.{service}", _check_body, unique_id="dynorm-body-check")
+
+
 def answered(operation: str, params: dict[str, Any], response: dict[str, Any], stats: Stats | None) -> dict[str, Any]:
-    """Check the answer comes from DynamoDB, record it and return it (sync and async alike)."""
+    """Check the answer comes from DynamoDB, record it and return it (sync and async alike).
+
+    Raises:
+        ServiceError: ``NotDynamoDB`` (not DynamoDB's status, content type or request id), or
+            ``UnreadableResponse`` (HTTP 200 whose body is not a JSON object: a read may be sent
+            again; a write was applied, ``maybe_applied``: read the item before sending it again).
+    """
+    bad = response.pop(_BAD_BODY, None)
     meta = response.get("ResponseMetadata") or {}
     if meta.get("HTTPStatusCode") != 200 or not meta.get("RequestId") \
             or "x-amz-json" not in meta.get("HTTPHeaders", {}).get("content-type", ""):
@@ -189,5 +230,13 @@ def answered(operation: str, params: dict[str, Any], response: dict[str, Any], s
         # "written" or "no such item": refuse it
         record(operation, params, None, "NotDynamoDB", stats)
         raise _foreign_success(operation, params, meta)
+    if bad is not None:
+        record(operation, params, None, "UnreadableResponse", stats)
+        write = operation in WRITE_OPERATIONS
+        raise ServiceError(
+            f"{operation}{_on_tables(params)}: DynamoDB at {describe_endpoint()} answered HTTP 200 with {bad}, so "
+            "its result is unknown. " + ("The write was probably applied: read the item before sending it again."
+                                         if write else "Nothing was changed; the read can be sent again."),
+            code="UnreadableResponse", operation=operation, maybe_applied=write)
     record(operation, params, response, None, stats)
     return response

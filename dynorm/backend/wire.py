@@ -12,11 +12,13 @@ retries, error parsing and every event hook. Only the bodies of the data-plane o
   anything that is not a JSON object go to botocore's parser unchanged, so error codes,
   ``ResponseMetadata``, retries and hooks are botocore's. aiobotocore takes the same component
   (:class:`AioDirectParser` awaits its parser).
-- **requests**: botocore has no serializer component, so two documented events carry the body
-  (:func:`install`). At ``before-parameter-build`` (registered last: after the user's handlers
-  and botocore's idempotency-token filler) the full parameters are encoded into the request
-  context and replaced by :func:`~dynorm.backend.wire_json.routing_params` (the scalars and table
-  names the endpoint rules read); at ``before-call`` (registered first: the user's handlers see
+- **requests**: botocore has no serializer component, so two events carry the body
+  (:func:`install`). At ``before-endpoint-resolution`` (emitted once ``before-parameter-build``
+  has run, every handler of it, however registered, and botocore's idempotency-token filler;
+  before the endpoint rules read the parameters and the serializer walks them) the full
+  parameters are encoded into the request context and replaced by
+  :func:`~dynorm.backend.wire_json.routing_params` (the scalars and table names the endpoint
+  rules read); at ``before-call`` (registered first: the user's handlers see
   the real body) the encoded body replaces the one botocore serialized. The request is then
   signed, sent, retried (with the same body) and hooked (``before-send``, ``needs-retry``) by
   botocore as before.
@@ -136,7 +138,7 @@ class DirectParserFactory:
 
 
 def _encode_body(params: dict[str, Any], model: Any, context: dict[str, Any] | None = None, **_: Any) -> None:
-    """``before-parameter-build``: encode the full parameters; leave botocore the routing ones."""
+    """``before-endpoint-resolution``: encode the full parameters; leave botocore the routing ones."""
     if model.name not in DIRECT_OPERATIONS or context is None:
         return
     try:
@@ -167,8 +169,10 @@ def install(client: Any) -> None:
         client: a DynamoDB client (``session.create_client("dynamodb", ...)``).
     """
     events = client.meta.events
-    events.register_last("before-parameter-build", _encode_body, unique_id="dynorm-wire-encode")
     service = client.meta.service_model.service_id.hyphenize()
+    # after every before-parameter-build handler: one the application registers last on the generic
+    # event runs after any handler on it registered earlier, so encoding there could lose its change
+    events.register_last(f"before-endpoint-resolution.{service}", _encode_body, unique_id="dynorm-wire-encode")
     for operation in sorted(DIRECT_OPERATIONS):
         events.register_first(f"before-call.{service}.{operation}", _send_body,
                               unique_id=f"dynorm-wire-body-{operation}")

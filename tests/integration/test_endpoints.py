@@ -301,3 +301,37 @@ def test_create_table_exist_ok_turns_on_the_declared_ttl(dynamodb_local: str) ->
             table.create_table()
     finally:
         table.delete_table(wait=False)
+
+
+class _Body:
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self.body
+
+
+@pytest.mark.parametrize("wire", ["direct", "botocore"])
+@pytest.mark.parametrize("body", [b"", b"<html><title>Gateway</title></html>", b'{"Item": {"n": {"S": "A', b"[1]"],
+                         ids=["empty", "html", "truncated", "array"])
+def test_a_dynamodb_200_whose_body_is_not_a_json_object_is_a_service_error_never_does_not_exist(
+        dynorm_tables: Any, wire: str, body: bytes) -> None:
+    """DynamoDB's status, content type and request id, but a body no item can be read from."""
+    import botocore.awsrequest
+
+    def answer(**_: Any) -> Any:
+        headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "dynorm-fault-injected"}
+        return botocore.awsrequest.AWSResponse("http://127.0.0.1", 200, headers, _Body(body))
+
+    with conf.overridden(wire=wire):
+        Store(store_id="b", name="B").save()
+        with Hook("before-send.dynamodb.GetItem", answer), capture() as c, pytest.raises(ServiceError) as err:
+            Store.objects.get(store_id="b")
+        assert c.operations == ["GetItem"]
+        assert err.value.code == "UnreadableResponse" and err.value.operation == "GetItem"
+        assert not err.value.maybe_applied and "can be sent again" in str(err.value)
+        assert not isinstance(err.value, Store.DoesNotExist)
+        with Hook("before-send.dynamodb.PutItem", answer), pytest.raises(ServiceError) as err:
+            backend.call("PutItem", {"TableName": Store._meta.table.table_name(),
+                                     "Item": Store._meta.primary_key({"store_id": "c"})})
+        assert err.value.code == "UnreadableResponse" and err.value.maybe_applied

@@ -11,6 +11,7 @@ nothing. Real requests to DynamoDB Local; the stored items are read back raw.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import dynorm
@@ -124,3 +125,52 @@ def test_repr_of_an_instance_with_deferred_fields_sends_nothing(dynorm_tables: A
     assert c.operations == [] and text == f"<Product product_id={made.product_id!r}>"
     assert repr(Product.objects.get(product_id=made.product_id)) == \
         f"<Product product_id={made.product_id!r} name='Kayak'>"
+
+
+def test_save_of_other_fields_after_an_increment_writes_them_and_leaves_the_increment_alone(
+        dynorm_tables: Any) -> None:
+    """``save(update_fields=[...])`` validates what it writes: the deferred ``n`` is neither loaded nor None."""
+    t = Tally.objects.create(name="s", n=5)
+    t.update(n=F("n") + 1)
+    by_key = Tally.objects.filter(name="s").update(n=F("n") + 1)
+    for obj, note in ((t, "one"), (by_key, "two")):
+        obj.note = note
+        with dynorm.capture() as c:
+            obj.save(update_fields=["note"])
+        assert c.operations == ["UpdateItem"]
+        raw = stored_item(Tally, name="s")
+        assert (raw["n"], raw["note"]) == ({"N": "7"}, {"S": note})
+    assert by_key.n == 7  # still deferred, loaded on first read
+
+
+def test_asave_of_other_fields_after_an_aupdate_increment(dynorm_tables: Any) -> None:
+    async def run() -> list[str]:
+        t = await Tally.objects.acreate(name="a", n=1)
+        await t.aupdate(n=F("n") + 2)
+        t.note = "async"
+        with dynorm.capture() as c:
+            await t.asave(update_fields=["note"])
+        return c.operations
+
+    assert asyncio.run(run()) == ["UpdateItem"]
+    raw = stored_item(Tally, name="a")
+    assert (raw["n"], raw["note"]) == ({"N": "3"}, {"S": "async"})
+
+
+def test_full_clean_validates_the_fields_the_instance_holds_and_sends_nothing(dynorm_tables: Any) -> None:
+    """A deferred field holds no value to validate (its stored value was validated when written)."""
+    Tally.objects.create(name="c", n=1, note="x")
+    got = Tally.objects.filter(name="c").update(n=F("n") + 1)
+    partial = Tally.objects.only("name", "note").get(name="c")
+    with dynorm.capture() as c:
+        got.full_clean()
+        partial.full_clean()
+    assert c.operations == []
+    partial.note = 3  # a held value is still validated
+    try:
+        partial.full_clean()
+    except dynorm.ValidationError as exc:
+        assert exc.field == "note"
+    else:
+        raise AssertionError("a bad held value must fail full_clean()")
+    partial.full_clean(exclude=["note"])  # Django's exclude

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from dynorm import DynormError, backend, conf
-from tests.faults import fake_aio_response, fake_response
+from tests.faults import fake_aio_response, fake_response, stored_item
 from tests.parity import comparable, typed
 
 TABLE = f"wireparity-{os.getpid()}"  # outside the session's table prefix: no test's reset touches it
@@ -296,3 +296,25 @@ def test_the_direct_wire_sends_compact_bodies() -> None:
     with conf.overridden(wire="direct"):
         [body] = _bodies_of_a_create()
     assert b'": "' not in body and json.loads(body)["Item"]["name"] == {"S": "Wire"}
+
+
+@pytest.mark.parametrize("register", ["register", "register_first", "register_last"])
+@pytest.mark.parametrize("wire", ["direct", "botocore"])
+def test_a_before_parameter_build_hook_changes_the_request_on_both_wires(
+        dynorm_tables: Any, wire: str, register: str) -> None:
+    """However the application registers it on the generic event, its change is what is sent."""
+    from tests.models import Tally
+
+    def stamp(params: dict[str, Any], **_: Any) -> None:
+        if "Item" in params:
+            params["Item"]["stamped"] = {"S": register}
+
+    with conf.overridden(wire=wire):
+        events = backend.client().meta.events
+        getattr(events, register)("before-parameter-build", stamp)
+        try:
+            backend.call("PutItem", {"TableName": Tally._meta.table.table_name(),
+                                     "Item": {**Tally._meta.primary_key({"name": "h"}), "n": {"N": "1"}}})
+        finally:
+            events.unregister("before-parameter-build", stamp)
+    assert stored_item(Tally, name="h")["stamped"] == {"S": register}

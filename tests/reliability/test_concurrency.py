@@ -1,4 +1,4 @@
-"""Concurrency: optimistic locking and conditional writes under 8 threads lose nothing."""
+"""Concurrency: optimistic locking, conditional writes and first reads of deferred fields under threads lose nothing."""
 
 from __future__ import annotations
 
@@ -87,3 +87,41 @@ def test_stock_decrement_with_condition_never_goes_below_zero() -> None:
     assert end >= 0 and end == 100 - sum(sold) and end < 3  # sum of successful decrements = start - end
 
 
+
+
+def _first_reads_in_two_threads(obj: object, field: str) -> tuple[list[object], int]:
+    """Read ``obj.<field>`` (deferred) in two threads, the second while the first one's GetItem is under way."""
+    from dynorm import backend
+
+    in_flight = threading.Event()
+    gets: list[int] = []
+
+    def slow_get(**kwargs: object) -> None:
+        gets.append(1)
+        in_flight.set()
+        threading.Event().wait(0.3)  # the first GetItem is still under way when the second thread reads
+
+    seen: list[object] = []
+    events = backend.client().meta.events
+    events.register("before-send.dynamodb.GetItem", slow_get)
+    try:
+        first = threading.Thread(target=lambda: seen.append(getattr(obj, field)))
+        first.start()
+        assert in_flight.wait(5)
+        second = threading.Thread(target=lambda: seen.append(getattr(obj, field)))
+        second.start()
+        first.join()
+        second.join()
+    finally:
+        events.unregister("before-send.dynamodb.GetItem", slow_get)
+    return seen, len(gets)
+
+
+def test_two_threads_reading_a_deferred_field_first_both_get_the_value_from_one_getitem() -> None:
+    from tests.models import Tally
+
+    Tally.objects.create(name="t", n=1, note="kept")
+    got = Tally.objects.filter(name="t").update(n=F("n") + 1)  # n (and note) deferred
+    assert _first_reads_in_two_threads(got, "n") == ([2, 2], 1)
+    partial = Tally.objects.only("name").get(name="t")
+    assert _first_reads_in_two_threads(partial, "note") == (["kept", "kept"], 1)

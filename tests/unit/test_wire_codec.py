@@ -177,6 +177,17 @@ def _outcome(parse: Any, response: dict[str, Any], shape: Any) -> Any:
         return ("raised", type(exc).__name__)
 
 
+@pytest.mark.parametrize("operation, body", [
+    ("Query", b'{"Items": [{"a": {"S": "v"}}, {"a": {"S": "v", "Q": {"S": "x"}}}], "Count": 2}'),
+    ("BatchGetItem", b'{"Responses": {"t": [{"a": {"X": "y"}}]}}'),
+    ("TransactGetItems", b'{"Responses": [{"Item": {"a": {"N": "1", "Z": true}}}]}'),
+], ids=["query", "batch-get", "transact-get"])
+def test_members_botocore_drops_are_dropped_in_every_item_container(operation: str, body: bytes) -> None:
+    for library in LIBRARIES:
+        mine, theirs = _both(operation, body, library)
+        assert mine == theirs
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 @pytest.mark.parametrize("operation", sorted(RESPONSES))
 def test_responses_decode_as_botocore_parses_them(operation: str, library: str) -> None:
@@ -194,7 +205,12 @@ def test_responses_decode_as_botocore_parses_them(operation: str, library: str) 
     b'{"Item": {"a": {"\\u0042": "AAE="}}}',                       # a key spelt with an escape
     b'{"Item": {"a": {"S": "\\ud800"}}}',                          # a lone surrogate escape
     b'{"Item": {"a": {"M": {"n": null}, "L": [null]}}}',           # nulls inside values
-], ids=["empty", "html", "array", "unknown-members", "escaped-key", "lone-surrogate", "nulls"])
+    b'{"Item": {"a": {"X": "y"}}}',                                # a member no AttributeValue has
+    b'{"Item": {"a": {"S": null, "N": "1"}}}',                     # a null member beside a value
+    b'{"Item": {"a": {"M": {"k": {"S": "v", "Z": 1}}}}}',          # an unknown member, nested in M
+    b'{"Item": {"a": {"L": [{"S": "v"}, {"X": {"S": "w"}}]}}}',    # an unknown member, nested in L
+], ids=["empty", "html", "array", "unknown-members", "escaped-key", "lone-surrogate", "nulls", "unknown-av-member",
+        "null-av-member", "unknown-in-map", "unknown-in-list"])
 def test_odd_bodies_decode_as_botocore_parses_them(body: bytes, library: str) -> None:
     mine, theirs = _both("GetItem", body, library)
     assert mine == theirs
