@@ -126,3 +126,23 @@ def io(request: Any) -> Iterator[IO]:
         yield runner
     finally:
         runner.close()
+
+
+@pytest.fixture
+def private_dynamodb_local() -> Iterator[str]:
+    """A DynamoDB Local of the test's own (in memory, a free loopback port), dynorm pointed at it
+    for the test (the table prefix kept): for tests that add a multi-attribute GSI with UpdateTable,
+    whose backfill has been seen to stay CREATING for good on a worker's server after the rest of
+    the suite ran on it (fresh-clone CI, session 7: `test_table_ddl_operations` and
+    `test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item`, both passing alone). Request it
+    before ``project`` so the project's cleanup runs while dynorm still points here."""
+    from dynorm import conf
+    from dynorm.local import LocalDynamoDB
+
+    previous = conf.get_settings().endpoint
+    with LocalDynamoDB() as server:
+        conf.configure(endpoint=server.endpoint)
+        try:
+            yield server.endpoint
+        finally:
+            conf.configure(endpoint=previous)

@@ -606,7 +606,7 @@ def test_delete_version_after_a_copy(project: Project) -> None:
     )
 
 
-def test_table_ddl_operations(project: Project) -> None:
+def test_table_ddl_operations(private_dynamodb_local: str, project: Project) -> None:
     """CreateTable (the first migration), then SyncIndexes and DropIndexes on it."""
     from tests.migproject import BY_MAKER_GSI, BY_MAKER_MULTI, BY_MAKER_TEMPLATE, stage_indexed
 

@@ -12,7 +12,8 @@ from dynorm.migrations.executor import MigrateOptions
 from tests.migproject import BY_MAKER_GSI, BY_MAKER_MULTI, BY_MAKER_TEMPLATE, Project, stage_indexed, widgets
 
 
-def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(project: Project) -> None:
+def test_moving_a_pattern_to_a_multi_attribute_gsi_rewrites_no_item(private_dynamodb_local: str,
+                                                                   project: Project) -> None:
     models = stage_indexed(project, {"GSI1": ("GSI1PK", "GSI1SK")}, "{'by_maker': " + BY_MAKER_TEMPLATE + "}")
     assert project.makemigrations().name == "0001_initial"
     project.executor().migrate(MigrateOptions())
