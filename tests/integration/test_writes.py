@@ -121,6 +121,9 @@ def test_bad_update_input_sends_nothing() -> None:
 
 
 # -- optimistic locking under concurrency -------------------------------------------------
+@pytest.mark.dynamodb_local_only(
+    "moto checks a ConditionExpression and writes without a lock: two concurrent conditional puts can both succeed"
+)
 def test_get_or_create_race_creates_once() -> None:
     results: list[tuple[Any, bool]] = []
     barrier = threading.Barrier(8)
