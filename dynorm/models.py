@@ -8,6 +8,7 @@ querysets, ``create`` that refuses to overwrite, and optimistic locking.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable, TypeVar
 
 from pynamodb.exceptions import DoesNotExist as _PynamoDoesNotExist
@@ -202,6 +203,29 @@ class Entity(Model, metaclass=EntityMeta):
                     shown[label] = getattr(self, label)
                 break
         return f"<{type(self).__name__} {' '.join(f'{k}={v!r}' for k, v in shown.items())}>"
+
+    def __copy__(self) -> Entity:
+        """``copy.copy(obj)``: an instance of the same item with its own field values and state.
+
+        Like Django's copy of a model instance: changing or saving one leaves the other as it was,
+        so saving a copy of a versioned instance after the original was saved raises
+        :class:`dynorm.StaleWrite` (before, both shared one dict of values and the copy's save
+        passed the version check with stale fields). Values themselves are not copied (a List
+        field's list is shared, as in Django); use ``copy.deepcopy`` for that. No request.
+        """
+        cls = type(self)
+        twin = cls.__new__(cls)
+        twin.__dict__.update(self.__dict__)
+        twin.attribute_values = dict(self.attribute_values)
+        state = self.__dict__.get("_state")
+        if state is not None:
+            state = copy.copy(state)
+            state.read_as = dict(state.read_as)
+            state.unique_as = dict(state.unique_as)
+            if state._related is not None:
+                state._related = dict(state._related)
+            twin.__dict__["_state"] = state
+        return twin
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

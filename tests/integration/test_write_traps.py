@@ -82,6 +82,23 @@ def test_a_version_subclass_keeps_optimistic_locking_on() -> None:
     assert Ticket.objects.get(ticket_id="t1").title == "b"
 
 
+def test_a_copied_instance_is_its_own_stale_read() -> None:
+    """``copy.copy(obj)`` holds its own field values and state (Django's copy of a model instance
+    does): saving the copy after the original was saved is a stale write, never a lost update."""
+    import copy
+
+    t = Ticket.objects.create(ticket_id="t3", title="a", labels={"x"})
+    twin = copy.copy(t)
+    t.title = "b"
+    t.save()
+    assert twin.title == "a" and twin.rev == 1 and t.rev == 2
+    twin.title = "c"
+    with pytest.raises(dynorm.StaleWrite):
+        twin.save()
+    assert Ticket.objects.get(ticket_id="t3").title == "b"
+    assert twin._state is not t._state and twin._state == Ticket.objects.get(ticket_id="t3")._state
+
+
 def test_set_and_list_subclasses_take_add_and_append() -> None:
     t = Ticket.objects.create(ticket_id="t2", title="a", labels={"x"})
     t.update(labels=F("labels").add({"y"}))
