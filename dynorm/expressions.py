@@ -9,19 +9,20 @@ not_exists``.
 from __future__ import annotations
 
 import decimal
+import json
 import re
 import reprlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import _codec
-from .exceptions import InvalidQuery, ValidationError
+from .exceptions import DynormError, InvalidQuery, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .options import Options
 
 __all__ = ["Q", "F", "LOOKUPS", "HABIT_LOOKUPS", "ExpressionBuilder", "split_lookup", "Leaf", "plain_value",
-           "DocPath", "resolve_path"]
+           "DocPath", "resolve_path", "show_key", "MAX_LIST_INDEX", "refuse_paths"]
 
 LOOKUPS = ("exact", "ne", "lt", "lte", "gt", "gte", "between", "begins_with", "contains", "in",
            "exists", "not_exists")
@@ -278,7 +279,12 @@ def _in_values(meta: Options, shown: str, value: Any) -> list[Any]:
 
 # -- document paths -----------------------------------------------------------------------------
 _PATH_DEPTH = 31  # DynamoDB nests documents 32 levels deep: the attribute and 31 path parts
-_DOTTED = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+#: DynamoDB's largest list index in a document path (measured on DynamoDB Local: 2**31 is refused with
+#: "List index is not within the allowable range")
+MAX_LIST_INDEX = 2**31 - 1
+_INDEX = re.compile(r"[0-9]+")  # only ASCII digits: str.isdigit() also takes "²" and "١"
+_DOTTED = re.compile(r"\.([^.\[\]]+)|\[([0-9]+)\]")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -297,8 +303,9 @@ class DocPath:
 
     @property
     def shown(self) -> str:
-        """The path as DynamoDB writes it, for messages: ``stock_by_warehouse.W01``, ``tags[0]``."""
-        return self.field + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in self.parts)
+        """The path as DynamoDB writes it, for messages: ``stock_by_warehouse.W01``, ``tags[0]``; a key
+        that is not a plain identifier is quoted (``stock."W 01"``, ``stock."a.b"``)."""
+        return self.field + "".join(f"[{p}]" if isinstance(p, int) else f".{show_key(p)}" for p in self.parts)
 
     def overlaps(self, other: DocPath) -> bool:
         """True when one path is the other or inside it (``m`` and ``m.k``)."""
@@ -306,20 +313,34 @@ class DocPath:
         return self.field == other.field and self.parts[:n] == other.parts[:n]
 
 
+def show_key(key: str) -> str:
+    """A map key as shown in messages and ``explain()``: bare when a plain identifier, else quoted (JSON)."""
+    return key if _PLAIN_KEY.fullmatch(key) else json.dumps(key, ensure_ascii=False)
+
+
+def _double_underscore_form(meta: Options, name: str) -> bool:
+    """True when ``name`` is written with ``__`` transforms: it starts with a field then ``__``
+    (``stock__a.b`` reaches the key ``a.b``), or holds no ``.`` nor ``[`` (the dotted form's marks)."""
+    head, sep, _ = name.partition("__")
+    return bool(sep) and head in meta.fields or not ("." in name or "[" in name)
+
+
 def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery) -> DocPath:
     """Resolve a field name or a document path (``address__city``, ``tags__0``, ``F("a.b[0]")``).
 
-    Two spellings: Django's ``__`` transforms (``stock_by_warehouse__W01``) and the dotted
-    form (``stock_by_warehouse.W01``, ``m.items[0]``), used as soon as the name holds a ``.``
-    or ``[``. The first segment is a field; below a ``fields.Map``/``fields.List`` field each
-    segment is a map key, except a whole-number segment right below a ``fields.List`` field
-    (``tags__0``) and a ``[n]`` of the dotted form, which are list indexes. The dotted form
-    reaches map keys named like a lookup (``"m.gt"``) or holding ``__``; a key holding ``.``
-    or ``[`` is reachable with the ``__`` form.
+    Two spellings: Django's ``__`` transforms (``stock_by_warehouse__W01``), used whenever the
+    name starts with a field and ``__``, and the dotted form (``stock_by_warehouse.W01``,
+    ``m.items[0]``), used for a name holding ``.`` or ``[`` that does not. The first segment is a
+    field; below a ``fields.Map``/``fields.List`` field each segment is a map key, except a segment
+    of ASCII digits right below a ``fields.List`` field (``tags__0``) and a ``[n]`` of the dotted
+    form, which are list indexes (0 to 2**31 - 1, DynamoDB's range). The dotted form reaches map
+    keys named like a lookup (``"m.gt"``) or holding ``__``; the ``__`` form reaches keys holding
+    ``.`` or ``[`` (``"m__a.b"`` is the key ``a.b``).
 
     Raises:
         ``error`` (InvalidQuery; ValidationError for writes): an unknown field, a path into a
-        field that is not a Map or List, an empty segment, a path deeper than DynamoDB nests.
+        field that is not a Map or List, an empty segment, a list index that is not ASCII digits
+        or out of DynamoDB's range, a path deeper than DynamoDB nests.
     """
     if name in meta.fields:
         return DocPath(name, name)
@@ -328,14 +349,15 @@ def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery
     def fail(message: str) -> Exception:
         return error(message, entity=entity, field=name) if issubclass(error, ValidationError) else error(message)
 
-    dotted = "." in name or "[" in name
+    dotted = not _double_underscore_form(meta, name)
     if dotted:
         head = re.match(r"[^.\[]*", name).group(0)  # type: ignore[union-attr]
         rest = name[len(head):]
         tokens = list(_DOTTED.finditer(rest))
         if "".join(t.group(0) for t in tokens) != rest:
             raise fail(f"{entity}: cannot read the document path {name!r}: write it as field.key.key or "
-                        "field.key[0] (keys not empty); nothing was sent.")
+                        "field.key[0] (keys not empty, list indexes in ASCII digits), or with __ "
+                        "(field__key__0, which also reaches keys holding . or [); nothing was sent.")
         raw: list[str | int] = [t.group(1) if t.group(1) is not None else int(t.group(2)) for t in tokens]
     else:
         head, *segments = name.split("__")
@@ -359,24 +381,52 @@ def resolve_path(meta: Options, name: str, error: type[Exception] = InvalidQuery
     for i, seg in enumerate(raw):
         if seg == "":
             raise fail(f"{entity}: the document path {name!r} has an empty key; nothing was sent.")
-        if not dotted and i == 0 and f.is_list and isinstance(seg, str) and seg.isdigit():
+        if i == 0 and f.is_list and isinstance(seg, str) and (not dotted or _INDEX.fullmatch(seg)):
+            if not _INDEX.fullmatch(seg):
+                raise fail(f"{entity}.{head} is a fields.List: its path starts with an index in ASCII digits "
+                            f"({head}__0 or {head}[0]), not {seg!r}; nothing was sent.")
             seg = int(seg)
         elif dotted and i == 0 and f.is_list and isinstance(seg, str):
-            if not seg.isdigit():
-                raise fail(f"{entity}.{head} is a fields.List: index it with {head}[0], not {seg!r}; nothing "
-                            "was sent.")
-            seg = int(seg)
+            raise fail(f"{entity}.{head} is a fields.List: index it with {head}[0], not {seg!r}; nothing "
+                        "was sent.")
         if i == 0 and not f.is_list and isinstance(seg, int):
             raise fail(f"{entity}.{head} is a fields.Map: reach a key with {head}.key, not [{seg}]; nothing "
                         "was sent.")
-        if i == 0 and f.is_list and not isinstance(seg, int):
-            raise fail(f"{entity}.{head} is a fields.List: its path starts with an index ({head}__0 or "
-                        f"{head}[0]), not {seg!r}; nothing was sent.")
+        if isinstance(seg, int) and seg > MAX_LIST_INDEX:
+            raise fail(f"{entity}: the list index {seg} in {name!r} is out of DynamoDB's range (0 to "
+                        f"{MAX_LIST_INDEX}); nothing was sent.")
         parts.append(seg)
     if len(parts) > _PATH_DEPTH:
         raise fail(f"{entity}: the document path {name!r} is {len(parts) + 1} levels deep; DynamoDB nests "
                     "32 at most; nothing was sent.")
     return DocPath(name, head, tuple(parts))
+
+
+def refuse_paths(meta: Options, names: Iterable[str], where: str, remedy: str,
+                 error: type[Exception] = ValidationError) -> None:
+    """Refuse a document path (``stock__W01``, ``stock.W01``) among ``names`` given to a call that
+    takes whole fields only, with what to do instead; other unknown names are left to the caller.
+
+    Args:
+        meta: the entity's options; names: the names given; where: the call, for the message
+            (``"bulk_update()"``); remedy: what to do instead (``{field}``, ``{name}`` and ``{path}``
+            are filled in); error: the error class (ValidationError, InvalidQuery for reads).
+
+    Raises:
+        ``error``: naming entity, call, path and remedy (before any request).
+    """
+    for name in names:
+        if not isinstance(name, str) or name in meta.fields:
+            continue
+        try:
+            dp = resolve_path(meta, name, error)
+        except DynormError:
+            continue  # not a path: the caller's own unknown-field message
+        if dp.parts:
+            message = (f"{meta.entity}.{where}: {name!r} is a document path ({dp.shown}), and {where} takes whole "
+                       f"fields only; {remedy.format(field=dp.field, name=name, path=dp.shown)} Nothing was sent.")
+            raise (error(message, entity=meta.entity, field=name) if issubclass(error, ValidationError)
+                   else error(message))
 
 
 def field_of(meta: Options, name: str) -> Any:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .expressions import Q
+from .expressions import Q, show_key
 from .options import BoundIndex
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -125,14 +125,15 @@ class Plan:
         return all(attr in item and av_equal(item[attr], av) for attr, av in self.checks)
 
     def readable(self, text: str | None) -> str | None:
-        """Substitute names and values into an expression for display."""
+        """Substitute names and values into an expression for display (a name or map key that is not a
+        plain identifier is quoted: ``stock."W 01" = 1``)."""
         if text is None:
             return None
         for ph in sorted(self.values, key=len, reverse=True):
             (kind, v), = self.values[ph].items()
             text = text.replace(ph, json.dumps(v, ensure_ascii=False) if kind == "S" else str(v))
         for ph in sorted(self.names, key=len, reverse=True):
-            text = text.replace(ph, self.names[ph])
+            text = text.replace(ph, show_key(self.names[ph]))
         return text
 
     def __str__(self) -> str:

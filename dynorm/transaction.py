@@ -23,10 +23,11 @@ from .exceptions import (
     UniqueCanceled,
     ValidationError,
 )
-from .expressions import Q
+from .expressions import Q, refuse_paths
 from .fallback import move_to_current, move_to_current_steps, resolve_older_steps
 from .sender import send_steps
 from .unique_reads import know_unique_steps, stored_unique_steps
+from .write_put import WHOLE_FIELDS_ONLY
 from .write_unique import SentinelOp, merge_sentinels, touches_unique
 from .writes import (
     WriteOp,
@@ -352,7 +353,8 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
         The number of items updated.
 
     Raises:
-        ValidationError: no fields, an unknown or key field, a foreign object, one item twice,
+        ValidationError: no fields, an unknown or key field, a document path (``"stock__W01"``: name
+            the whole field, or use ``obj.update(stock__W01=...)``), a foreign object, one item twice,
             a bad value, an item (or items exchanging values) needing more than ``chunk_size``
             actions (before any request; the table is unchanged).
         TransactionCanceled: the first chunk was cancelled (a stale version, a failed
@@ -371,6 +373,8 @@ def bulk_update_steps(model: type[EntityLike], objs: Iterable[EntityLike], field
     if not names:
         raise ValidationError(f"{entity}.objects.bulk_update() needs the names of the fields to write.",
                               entity=entity)
+    # a path's value is not written from memory, as in save(update_fields=...) (never a REMOVE of it)
+    refuse_paths(model._meta, names, "objects.bulk_update()", WHOLE_FIELDS_ONLY)
     if not 1 <= chunk_size <= MAX_ACTIONS:
         raise ValidationError(f"bulk_update chunk_size must be 1..{MAX_ACTIONS}, got {chunk_size!r}.", entity=entity)
     ops = yield from _plan_bulk_updates_steps(model, objs, names)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import _codec
 from .exceptions import KeyChangeError, ValidationError
-from .expressions import ExpressionBuilder
+from .expressions import ExpressionBuilder, refuse_paths
 from .write_conditions import finish_params, pin_key_sources, stored_knowledge, type_condition
 from .write_keys import check_index_attributes, check_key_sizes, check_lsi_values, stored_key
 from .write_op import WriteOp, new_token
@@ -38,6 +38,14 @@ def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str])
         else:
             item[f.attr_name] = {f.attr_type: raw}
     return item, absent
+
+
+#: What to do instead of naming a document path in ``save(update_fields=...)`` or ``bulk_update()``,
+#: which write fields as the instance holds them (:func:`dynorm.expressions.refuse_paths`).
+WHOLE_FIELDS_ONLY = ("write the whole field ({field!r}: its value as this instance holds it), or the one path "
+                     "with obj.update({name}=value): a path's value in memory is ambiguous (a key missing from "
+                     "the instance's map may have been removed or never read; a list index moves as the list "
+                     "changes).")
 
 
 def prepare_put(obj: EntityLike, *, create: bool = False, update_fields: Iterable[str] | None = None,
@@ -107,6 +115,7 @@ def _partial_save(obj: EntityLike, update_fields: Iterable[str] | None) -> Write
             "read; read it fully (get()) before save(), or use save(update_fields=[...]) or update().",
             entity=entity)
     names = list(dict.fromkeys(update_fields))
+    refuse_paths(meta, names, "save(update_fields=...)", WHOLE_FIELDS_ONLY)
     unknown = [n for n in names if n not in meta.fields]
     if unknown or not names:
         raise ValidationError(f"{entity}.save(update_fields=...) needs field names of {entity}; got "
@@ -264,6 +273,7 @@ def _named_fields_written(save: _Save, update_fields: Iterable[str]) -> _Written
     meta, model, values = save.meta, save.model, save.values
     entity = meta.entity
     names = list(dict.fromkeys(update_fields))
+    refuse_paths(meta, names, "save(update_fields=...)", WHOLE_FIELDS_ONLY)
     unknown = [n for n in names if n not in meta.fields]
     if unknown or not names:
         raise ValidationError(

@@ -4,6 +4,7 @@ and the lookups typed by habit."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynorm import BatchIncomplete, InvalidQuery, KeyChangeError, Q, TransactionCanceled, ValidationError, capture
-from tests.models import Counter, Employment, Order, Person, Reading, StoreEmployee
+from tests.models import Counter, Depot, Employment, Order, Person, Reading, StoreEmployee
 
 
 def _readings(sensor: str, n: int) -> list[Reading]:
@@ -114,6 +115,28 @@ def test_bulk_update_bad_input_fails_before_any_request() -> None:
             Counter.objects.bulk_update(counters[:1], [])
     assert c.count == 0
     assert [Counter.objects.get(name=f"c{i}").value for i in range(2)] == [0, 0]
+
+
+def test_bulk_update_and_save_update_fields_refuse_a_document_path_and_write_whole_fields() -> None:
+    # a path named in a field list used to be written as getattr(obj, "m__k", None): a REMOVE of the
+    # key, reported as done; both calls take whole fields only (a path's value in memory is ambiguous)
+    depot = Depot.objects.create(depot_id="d1", stock_by_warehouse={"W01": 2, "W02": 7})
+    vorder = Order.objects.create(customer_id="c1", extra={"A": 1, "B": 2})
+    before = (_stored(Depot, depot_id="d1"), _stored(Order, customer_id="c1", order_id=vorder.order_id))
+    depot.stock_by_warehouse["W01"] = 5
+    with capture() as c:
+        for name in ("stock_by_warehouse__W01", "stock_by_warehouse.W01"):
+            with pytest.raises(ValidationError, match=r"Depot.objects.bulk_update\(\): .* is a document path "
+                                                      r"\(stock_by_warehouse.W01\).*whole field.*update\("):
+                Depot.objects.bulk_update([depot], [name])
+            with pytest.raises(ValidationError, match=r"Depot.save\(update_fields=...\): .* is a document path"):
+                depot.save(update_fields=[name])
+        with pytest.raises(ValidationError, match=r"Order.objects.bulk_update\(\): 'extra.A' is a document path"):
+            asyncio.run(Order.objects.abulk_update([vorder], ["extra.A"]))
+    assert c.count == 0
+    assert (_stored(Depot, depot_id="d1"), _stored(Order, customer_id="c1", order_id=vorder.order_id)) == before
+    assert Depot.objects.bulk_update([depot], ["stock_by_warehouse"]) == 1  # the whole map, as held
+    assert Depot.objects.get(depot_id="d1").stock_by_warehouse == {"W01": 5, "W02": 7}
 
 
 def test_latest_and_earliest_follow_the_sort_key() -> None:
