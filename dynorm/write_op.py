@@ -15,18 +15,55 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ._deferred import defer
-from .exceptions import AlreadyExists, ConditionFailed, DynormError, StaleWrite
+from .exceptions import AlreadyExists, ConditionFailed, DynormError, StaleWrite, ValidationError
 from .fields import unreadable_item
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
-__all__ = ["WriteOp", "new_token", "other_entity_type", "decode_written"]
+__all__ = ["WriteOp", "TypedSource", "new_token", "other_entity_type", "decode_written"]
 
 
 def new_token() -> str:
     """Return a fresh revision token: 16 URL-safe characters (96 random bits)."""
     return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
+
+
+@dataclass(frozen=True)
+class TypedSource:
+    """A value an update copies from a document path into a whole typed field (``n=F("stock__num")``),
+    conditional on ``attribute_type(<source>, :T)`` (:func:`dynorm.write_update.prepare_update`).
+
+    Attributes:
+        target: the field written; source: the path copied (a :class:`dynorm.expressions.DocPath`);
+        attr: the source field's attribute name; want: the DynamoDB type the target stores
+        (``"S"``, ``"N"``, ``"SS"``, ...); missing_ok: ``if_not_exists`` (a missing source is fine).
+    """
+
+    target: str
+    source: Any
+    attr: str
+    want: str
+    missing_ok: bool = False
+
+    def mismatch(self, raw: Mapping[str, Any]) -> str | None:
+        """What the stored item ``raw`` holds at the source when it fails the type check, else ``None``."""
+        av: Any = raw.get(self.attr)
+        for part in self.source.parts:
+            if not isinstance(av, Mapping):
+                av = None
+            elif isinstance(part, int):
+                items = av.get("L")
+                av = items[part] if isinstance(items, list) and part < len(items) else None
+            else:
+                inner = av.get("M")
+                av = inner.get(part) if isinstance(inner, Mapping) else None
+            if av is None:
+                break
+        if av is None:
+            return None if self.missing_ok else "is missing on the stored item"
+        kind = next(iter(av), "?") if isinstance(av, Mapping) else "?"
+        return None if kind == self.want else f"holds a value of type {kind}"
 
 
 @dataclass
@@ -62,6 +99,8 @@ class WriteOp:
         may_create: an upsert (``save()`` of a new unversioned instance): it creates the item when
             none is stored, so an item of another entity type there is reported as
             :class:`AlreadyExists` rather than :class:`DoesNotExist`.
+        typed_sources: values an update copies from document paths into whole typed fields, each
+            conditional on its type (:class:`TypedSource`).
     """
 
     kind: str
@@ -86,6 +125,7 @@ class WriteOp:
     entity_key: dict[str, Any] = field(default_factory=dict)
     changes: dict[str, Any] = field(default_factory=dict)
     may_create: bool = False
+    typed_sources: tuple[TypedSource, ...] = ()
     # unique constraints (dynorm.write_unique): the sentinel actions sent with this write in one
     # TransactWriteItems, and the unique fields' values once written (the instance's _state.unique_as)
     sentinels: list[WriteOp] = field(default_factory=list)
@@ -197,6 +237,19 @@ class WriteOp:
                     f"{name} with {_describe(self)} changed since it was read (expected version "
                     f"{self.expected_version}, it {what}); nothing was written. Re-read it "
                     "(refresh_from_db()) and apply the change again, or use update_with_retry().")
+        wrong = [(t, what) for t in self.typed_sources for what in [t.mismatch(raw)] if what] if raw else []
+        if wrong:
+            t, what = wrong[0]
+            meta = self.model._meta
+            tf = meta.fields[t.target]
+            fix = (f"give a default with F({t.source.name!r}).if_not_exists(value), or set {t.source.shown} first"
+                   if "missing" in what else f"store a value of type {t.want} at {t.source.shown}, or convert it "
+                   f"in Python (read the item, then update({t.target}=...))")
+            return ValidationError(
+                f"{self.description}: {name}.{t.target} = F({t.source.name!r}): {t.source.shown} {what}, and "
+                f"{t.target} is a {type(tf).__name__} field (stored as {t.want}), so DynamoDB refused the copy "
+                f"(condition attribute_type({t.source.shown}, {t.want})); nothing was written. To copy it, {fix}.",
+                entity=name, field=t.target)
         broken = _pins_broken(self, raw) if raw is not None else []
         if broken:
             what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"

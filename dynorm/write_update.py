@@ -10,7 +10,7 @@ from .exceptions import KeyChangeError, ValidationError
 from .expressions import DocPath, ExpressionBuilder, F, Q, plain_value, resolve_path, serialize_value
 from .write_conditions import finish_params, pin_key_sources, stored_knowledge, type_condition
 from .write_keys import check_index_attributes, check_key_sizes, check_lsi_values, primary_key_of
-from .write_op import WriteOp, new_token
+from .write_op import TypedSource, WriteOp, new_token
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
@@ -28,16 +28,18 @@ def _idempotent(expr: F) -> bool:
     return not any(op in ("+", "-", "append") for op, _ in expr.ops)
 
 
-def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str, str | None]:
+def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F, out: _Clauses) -> tuple[str, str | None]:
     """Render an F expression; return (SET operand, or None) and an ADD/DELETE clause.
 
     ``F()`` names a field or a document path (``F("m__k")``, ``F("m.k")``); an operand at a
-    path (``if_not_exists`` value, ``append`` values) is encoded with the plain codec.
+    path (``if_not_exists`` value, ``append`` values) is encoded with the plain codec. A value
+    copied into a whole typed field must be of the field's stored type (:func:`_copy_type`).
     """
     source = resolve_path(meta, expr.name, ValidationError)
     to = resolve_path(meta, target, ValidationError)
     path = b.path(meta.fields[source.field].attr_name, source.parts)
     ops = list(expr.ops)
+    _copy_type(b, meta, to, source, expr, path, out)
     if ops and ops[0][0] in ("add", "discard"):
         if to.parts or source.parts:
             raise ValidationError(f"{meta.entity}.{to.shown}: add()/discard() work on a whole fields.Set field, "
@@ -57,8 +59,12 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
             if i != 0:
                 raise ValidationError(f"{meta.entity}.{to.shown}: if_not_exists() must come first in the expression.",
                                       entity=meta.entity, field=target)
-            av = (plain_value(meta, source.shown, value, "if_not_exists()") if source.parts
-                  else _value_av(meta, expr.name, value))
+            if not to.parts:  # the default lands in the whole field: of its type
+                av = _value_av(meta, to.field, value)
+            elif source.parts:
+                av = plain_value(meta, source.shown, value, "if_not_exists()")
+            else:
+                av = _value_av(meta, expr.name, value)
             text = f"if_not_exists({path}, {b.value(av)})"
         elif op in ("+", "-"):
             arithmetic += 1
@@ -75,6 +81,53 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F) -> tuple[str
                                       entity=meta.entity, field=target)
             text = f"list_append({text}, {b.value(plain_value(meta, to.shown, list(value), 'append()'))})"
     return text, None
+
+
+def _copy_type(b: ExpressionBuilder, meta: Any, to: DocPath, source: DocPath, expr: F, path: str,
+               out: _Clauses) -> None:
+    """Make sure ``F()`` stores in a whole typed field only a value of the field's stored type.
+
+    A value of another type (``name=F("stock__num")``: N into a String) would be written and make
+    the item unreadable. A source that is a declared field has a known type: another type is
+    refused here. A source at a document path (inside a Map or List, whose values have no declared
+    type) gets the condition ``attribute_type(<source>, :T)`` (``attribute_not_exists(<source>) OR``
+    it, with ``if_not_exists``), so DynamoDB refuses a copy of another type (or of nothing) and
+    writes nothing; :meth:`WriteOp.error` names the field and the source then. A target inside a
+    Map or List takes any type.
+
+    Raises:
+        ValidationError: the source field's stored type differs from the target's, or ``+``/``-``
+            into a field that does not store numbers (before any request).
+    """
+    if to.parts:
+        return
+    entity = meta.entity
+    tf = meta.fields[to.field]
+    want = tf.attr_type
+    ops = [op for op, _ in expr.ops]
+    if ops and ops[0] in ("add", "discard"):
+        return  # F(field).add(...) on the field itself: checked by _operand
+    kind = f"a {type(tf).__name__} field (stored as {want})"
+    arithmetic = next((op for op in ops if op in ("+", "-")), None)
+    if arithmetic and want != "N":
+        raise ValidationError(
+            f"{entity}.{to.field} is {kind}: F({expr.name!r}) {arithmetic} n gives a number, which "
+            f"{entity}.{to.field} cannot read (the item would become unreadable); nothing was sent.",
+            entity=entity, field=to.field, value=expr)
+    if not source.parts:
+        sf = meta.fields[source.field]
+        if sf.attr_type != want:
+            raise ValidationError(
+                f"{entity}.{to.field} = F({expr.name!r}): {source.field} is a {type(sf).__name__} field (stored as "
+                f"{sf.attr_type}) and {to.field} is {kind}; the copy would store a value {entity}.{to.field} cannot "
+                f"read (the item would become unreadable), so it is refused; nothing was sent. Copy between fields "
+                f"stored alike, or convert in Python (read the item, then update({to.field}=...)).",
+                entity=entity, field=to.field, value=expr)
+        return
+    missing_ok = bool(ops) and ops[0] == "if_not_exists"
+    cond = f"attribute_type({path}, {b.value({'S': want})})"
+    out.conditions.append(f"(attribute_not_exists({path}) OR {cond})" if missing_ok else cond)
+    out.typed_sources.append(TypedSource(to.field, source, meta.fields[source.field].attr_name, want, missing_ok))
 
 
 def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = None,
@@ -110,6 +163,7 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
     conditions = [type_condition(b, meta)]  # the item exists, and is this entity's
     expected, new_version = _version_clauses(b, meta, instance, clauses, conditions)
     conditions += keyed.pin_conditions
+    conditions += clauses.conditions  # a value copied from a path has the target field's type
     token = new_token()
     rev = b.name(meta.table._meta.revision_attribute)
     tok = b.value({"S": token})
@@ -132,7 +186,7 @@ def prepare_update(model: type[EntityLike], *, instance: EntityLike | None = Non
                    once=once, pins=keyed.pins, pinned_as=keyed.pinned_as,
                    expression_fields=_computed_in_table(meta, changes, new_version),
                    unread_after=unread_after_write(instance, clauses.written), entity_key=dict(shown),
-                   changes=dict(changes))
+                   changes=dict(changes), typed_sources=tuple(clauses.typed_sources))
 
 
 def _computed_in_table(meta: Any, changes: Mapping[str, Any], new_version: int | None) -> frozenset[str]:
@@ -218,7 +272,9 @@ class _Clauses:
 
     Attributes:
         plain: field -> validated value of each plain change (``None`` for a REMOVE) and ``auto_now``
-            field; written: every field the update sets or removes (expressions included).
+            field; written: every field the update sets or removes (expressions included);
+            conditions: the ``attribute_type`` checks of values copied from document paths
+            (:func:`_copy_type`), with typed_sources describing each.
     """
 
     sets: list[str] = field(default_factory=list)
@@ -226,6 +282,8 @@ class _Clauses:
     adds: list[str] = field(default_factory=list)
     plain: dict[str, Any] = field(default_factory=dict)
     written: set[str] = field(default_factory=set)
+    conditions: list[str] = field(default_factory=list)
+    typed_sources: list[TypedSource] = field(default_factory=list)
 
     def expression(self) -> str:
         """The UpdateExpression: ``SET ... REMOVE ... ADD ...``."""
@@ -253,7 +311,7 @@ def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any])
                 out.sets.append(f"{path} = {b.value(plain_value(meta, dp.shown, value))}")
             continue
         if isinstance(value, F):
-            text, clause = _operand(b, meta, name, value)
+            text, clause = _operand(b, meta, name, value, out)
             if clause:
                 out.adds.append(clause)
             else:
