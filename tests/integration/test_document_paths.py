@@ -70,6 +70,46 @@ def test_a_key_named_like_a_lookup_is_reached_with_the_dotted_form(dynorm_tables
     assert Depot.objects.filter(**{"stock_by_warehouse.a__b__gte": 2}).scan().count() == 1
 
 
+def test_a_key_holding_a_dot_or_bracket_is_reached_with_the_double_underscore_form(dynorm_tables: Any) -> None:
+    # the __ form is taken whenever the name starts with field__ (the dotted parser read "a.b" as a lookup)
+    Depot.objects.create(depot_id="s1", stock_by_warehouse={"a.b": 1, "a[0]": 2, "a": {"b": 9}})
+    Depot.objects.create(depot_id="s2", stock_by_warehouse={"a": {"b": 1}})
+    with dynorm.capture() as c:
+        assert [d.depot_id for d in Depot.objects.filter(**{"stock_by_warehouse__a.b": 1}).scan()] == ["s1"]
+    _, names = _sent(c, "FilterExpression")
+    assert "a.b" in names.values()  # one key, one placeholder
+    assert [d.depot_id for d in Depot.objects.filter(**{"stock_by_warehouse__a[0]__gte": 2}).scan()] == ["s1"]
+    assert [d.depot_id for d in Depot.objects.filter(**{"stock_by_warehouse.a.b": 1}).scan()] == ["s2"]  # dotted
+    d = Depot.objects.get(depot_id="s1")
+    d.update(**{"stock_by_warehouse__a.b": F("stock_by_warehouse__a.b") + 4, "stock_by_warehouse__a[0]": None})
+    assert stored_item(Depot, depot_id="s1")["stock_by_warehouse"] == {
+        "M": {"a.b": {"N": "5"}, "a": {"M": {"b": {"N": "9"}}}}}
+    assert Depot.objects.filter(**{"stock_by_warehouse__a.b__exists": True}).scan().count() == 1
+
+
+def test_only_ascii_digits_are_list_indexes_and_an_index_stays_in_dynamodb_range(dynorm_tables: Any) -> None:
+    s = _depot()
+    before = stored_item(Depot, depot_id="s1")
+    with dynorm.capture() as c:
+        for name in ("lines__\u00b2", "lines__\u0661", "lines__\u0661__sku"):  # superscript two, Arabic-Indic one
+            with pytest.raises(InvalidQuery, match=r"Depot.lines is a fields.List: its path starts with an index "
+                                                   r"in ASCII digits"):
+                Depot.objects.filter(**{name: 1}).scan().first()
+            with pytest.raises(ValidationError, match=r"Depot.lines is a fields.List: .*ASCII digits"):
+                s.update(**{name: 1})
+        with pytest.raises(InvalidQuery, match=r"cannot read the document path 'lines\[\u00b2\]'"):
+            Depot.objects.filter(**{"lines[\u00b2]": 1}).scan().first()
+        for name in ("lines__2147483648", f"lines[{10**30}]"):
+            with pytest.raises(ValidationError, match=r"the list index \d+ in .* is out of DynamoDB's range \(0 to "
+                                                      r"2147483647\)"):
+                s.update(**{name: 1})
+            with pytest.raises(InvalidQuery, match=r"out of DynamoDB's range"):
+                Depot.objects.filter(**{name: 1}).scan().first()
+    assert c.requests == [] and stored_item(Depot, depot_id="s1") == before
+    s.update(**{"stock_by_warehouse__\u0661": 3})  # inside a map, any digit is a key
+    assert stored_item(Depot, depot_id="s1")["stock_by_warehouse"]["M"]["\u0661"] == {"N": "3"}
+
+
 def test_bad_paths_are_refused_before_any_request(dynorm_tables: Any) -> None:
     with dynorm.capture() as c:
         with pytest.raises(InvalidQuery, match=r"'icontains' is not a dynorm lookup.*dotted form"):
