@@ -62,6 +62,10 @@ def send_steps(op: WriteOp) -> backend.Steps:
             hold; nothing was written (when botocore had retried the request, the message says
             that its lost first attempt may have been applied and since been changed, and the
             error's ``maybe_applied`` attribute is True).
+        ValidationError: DynamoDB refused the update for the item as stored (a document path through a
+            missing map or list, an ``F()`` source missing), naming entity, field and path; its
+            ``maybe_applied`` is True (and the message says so) when botocore had retried an UpdateItem
+            whose first attempt may have been applied, else False (nothing was written).
         ServiceError: DynamoDB refused the request or could not be reached.
     """
     if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
@@ -79,10 +83,13 @@ def send_steps(op: WriteOp) -> backend.Steps:
         if op.once:
             return (yield from _send_once_steps(op))
         return (yield from _send_alone_steps(op))
-    except ServiceError as exc:  # DynamoDB refused a document path of the update (a parent missing)
-        from .write_update import path_refused  # the write path is imported on first write
+    except ServiceError as exc:  # DynamoDB refused the update for the item as stored (a parent, a source missing)
+        from .write_update import update_refused  # the write path is imported on first write
 
-        refused = path_refused(op, exc.code, str(exc))
+        # a retried UpdateItem may have been applied first; a TransactWriteItems' token makes a retry of
+        # an applied attempt succeed, so its refusal means nothing was written
+        retried = exc.operation == "UpdateItem" and getattr(exc, "retry_attempts", 0) > 0
+        refused = update_refused([op], exc.code, str(exc), retried=retried)
         if refused is None:
             raise
         raise refused from exc

@@ -19,6 +19,7 @@ from .exceptions import (
     BatchIncomplete,
     CreateCanceled,
     DynormError,
+    ServiceError,
     TransactionCanceled,
     UniqueCanceled,
     ValidationError,
@@ -28,6 +29,7 @@ from .fallback import move_to_current, move_to_current_steps, resolve_older_step
 from .sender import send_steps
 from .unique_reads import know_unique_steps, stored_unique_steps
 from .write_put import WHOLE_FIELDS_ONLY
+from .write_update import update_refused
 from .write_unique import SentinelOp, merge_sentinels, touches_unique
 from .writes import (
     WriteOp,
@@ -210,6 +212,9 @@ class Transaction:
         Raises:
             TransactionCanceled: nothing was written; ``.reasons`` has one entry per action
                 (``action``, ``description``, ``code``, ``message``, ``error``).
+            ValidationError: DynamoDB refused an update for the item as stored (a document path
+                through a missing map, an ``F()`` source missing), naming the updates that can cause
+                it; nothing was written and the instances are unchanged.
         """
         backend.drive(self._commit_steps())
 
@@ -257,6 +262,11 @@ class Transaction:
                 raise CreateCanceled(f"{older[0]['error']} (action {older[0]['action']} of the transaction, the "
                                      "check of that key: the whole transaction was cancelled.)", reasons) from exc
             raise TransactionCanceled(message, reasons) from exc
+        except ServiceError as exc:  # refused for the items as stored (a path's parent, an F() source missing)
+            refused = update_refused(self.actions, exc.code, str(exc))
+            if refused is None:
+                raise
+            raise refused from exc
         self.committed = True
         for op in self.actions:
             op.applied()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .exceptions import KeyChangeError, ValidationError
 from .expressions import DocPath, ExpressionBuilder, F, Q, plain_value, resolve_path, serialize_value
@@ -15,7 +15,7 @@ from .write_op import TypedSource, WriteOp, new_token
 if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import EntityLike
 
-__all__ = ["prepare_update", "unread_after_write", "update_paths", "path_refused"]
+__all__ = ["prepare_update", "unread_after_write", "update_paths", "update_refused"]
 
 
 # -- Update ------------------------------------------------------------------------------
@@ -246,24 +246,79 @@ def update_paths(meta: Any, changes: Mapping[str, Any]) -> dict[str, DocPath]:
     return paths
 
 
-def path_refused(op: Any, code: str, message: str) -> ValidationError | None:
-    """The dynorm error for DynamoDB refusing an update's document path (a parent map or list missing).
+#: DynamoDB's words (ValidationException) for an update it cannot apply to the item as stored
+_PATH_INVALID = "document path provided in the update expression is invalid"
+_NO_ATTRIBUTE = "refers to an attribute that does not exist"
 
-    Returns ``None`` when ``op`` writes no path or the refusal is another one.
+
+def update_refused(ops: Sequence[Any], code: str, message: str, *, retried: bool = False) -> ValidationError | None:
+    """The dynorm error for DynamoDB refusing an update (ValidationException) because of the item as
+    stored: a document path through a missing map or list, or an ``F()`` source that is missing.
+
+    Args:
+        ops: the planned writes of the request (one; or a transaction's actions: DynamoDB does not
+            say which action it refused, so every update that could be the cause is named).
+        code, message: DynamoDB's error code and message.
+        retried: botocore sent the (non-transactional) request more than once: its first attempt may
+            have been applied before another write changed the item (the error then says so and its
+            ``maybe_applied`` is True; otherwise ``maybe_applied`` is False and nothing was written).
+
+    Returns:
+        a :class:`ValidationError` naming entity, field and path, or ``None`` for another refusal.
     """
-    if code != "ValidationException" or "document path" not in message or op.kind != "Update":
+    if code != "ValidationException":
         return None
-    meta = op.model._meta
-    paths = [dp for n, dp in ((n, resolve_path(meta, n, ValidationError)) for n in op.changes) if dp.parts]
-    if not paths:
+    paths = _PATH_INVALID in message
+    if not paths and _NO_ATTRIBUTE not in message:
         return None
-    shown = ", ".join(dp.shown for dp in paths)
-    parents = ", ".join(sorted({dp.field for dp in paths}))
-    return ValidationError(
-        f"{op.description}: DynamoDB refused the document path ({shown}): a map or list it goes through is "
-        f"missing on the stored item (or is not a map/list). Nothing was written. Set the parent first (e.g. "
-        f"update({parents}={{...}}), or a whole sub-map at its parent path), then update inside it.",
-        entity=meta.entity, field=paths[0].name)
+    found: list[tuple[Any, str, list[DocPath], bool]] = []  # (op, what, the paths or sources, only REMOVEs)
+    for op in ops:
+        if getattr(op, "kind", None) != "Update" or not op.changes:
+            continue
+        meta = op.model._meta
+        if paths:
+            named = {n: resolve_path(meta, n, ValidationError) for n in op.changes}
+            chosen = [dp for dp in named.values() if dp.parts]
+            removes = all(op.changes[dp.name] is None for dp in chosen)
+        else:  # an F() source read without if_not_exists
+            chosen = [resolve_path(meta, v.name, ValidationError) for v in op.changes.values()
+                      if isinstance(v, F) and not any(o == "if_not_exists" for o, _ in v.ops)]
+            removes = False
+        if chosen:
+            found.append((op, ", ".join(dp.shown for dp in chosen), chosen, removes))
+    if not found:
+        return None
+    causes, remedies = [], []
+    for op, shown, chosen, removes in found:
+        if not paths:
+            causes.append(f"{op.description}: an F() source ({shown}) is missing on the stored item, so there is "
+                          "no value to read.")
+            remedies.append("Give a default with F(...).if_not_exists(value), or set the source first.")
+        elif removes:
+            causes.append(f"{op.description}: DynamoDB refused to remove {shown}: a map or list it goes through is "
+                          "missing on the stored item (or is not a map/list), so there is nothing to remove there.")
+            remedies.append("Leave the removal out, or make it conditional on the parent "
+                            f"(condition=Q({chosen[0].field}__exists=True)).")
+        else:
+            parent = sorted({dp.field for dp in chosen})
+            causes.append(f"{op.description}: DynamoDB refused the document path ({shown}): a map or list it goes "
+                          "through is missing on the stored item (or is not a map/list).")
+            remedies.append(f"Set the parent first (e.g. update({parent[0]}={{...}}), or a whole sub-map at its "
+                            "parent path), then update inside it.")
+    text = " ".join(causes)
+    if len(ops) > 1:
+        text = (f"transaction refused by DynamoDB ({message.strip()}); it does not say which action, so each that "
+                f"can cause it is named: {text}")
+    if retried:
+        text += (" botocore retried this request after a lost response: its first attempt may have been applied "
+                 "before another write changed the item (making the retry fail); re-read the item.")
+    else:
+        text += " Nothing was written."
+    text += " " + " ".join(dict.fromkeys(remedies))
+    first = found[0][0]
+    error = ValidationError(text, entity=first.model._meta.entity, field=found[0][2][0].name)
+    error.maybe_applied = retried  # type: ignore[attr-defined]
+    return error
 
 
 @dataclass

@@ -110,10 +110,7 @@ def _wrap(operation: str, params: dict[str, Any], code: str, message: str,
             code=code, operation=operation)
     message = _one_line(message, 300)
     if code == "ConditionalCheckFailedException":
-        exc = ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
-        # > 0: botocore retried, so an earlier attempt may have been applied (its response lost)
-        exc.retry_attempts = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))  # type: ignore[attr-defined]
-        return exc
+        return ConditionFailed(f"{operation} on {table}: the condition did not hold.", item=response.get("Item"))
     if code == "TransactionCanceledException":
         reasons = [{"action": i, "code": r.get("Code", "None"), "message": r.get("Message", ""),
                     "item": r.get("Item")} for i, r in enumerate(response.get("CancellationReasons", []))]
@@ -140,7 +137,10 @@ def client_error(operation: str, params: dict[str, Any], exc: Any, stats: Stats 
     err = exc.response.get("Error", {})
     code = err.get("Code", "")
     record(operation, params, None, code, stats)
-    return _wrap(operation, params, code, err.get("Message", ""), exc.response)
+    error = _wrap(operation, params, code, err.get("Message", ""), exc.response)
+    # > 0: botocore retried, so an earlier attempt of a write may have been applied (its response lost)
+    error.retry_attempts = int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0))  # type: ignore[attr-defined]
+    return error
 
 
 def botocore_error(operation: str, params: dict[str, Any], exc: Exception, stats: Stats | None, *,

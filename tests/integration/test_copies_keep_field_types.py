@@ -98,3 +98,13 @@ def test_copies_of_the_right_type_and_defaults_are_written() -> None:
         m.update(qty=F("doc__nope").if_not_exists("seven"))  # the default is of the field's type
     m.update(amount=F("qty"))  # two declared fields stored alike (N)
     assert stored_item(Measure, sensor="s1")["amount"] == {"N": "7"}
+
+
+def test_a_missing_source_field_is_a_clear_error_naming_it() -> None:
+    m = Measure.objects.create(sensor="s1", doc={})
+    before = stored_item(Measure, sensor="s1")
+    for change in ({"amount": F("qty") + 1}, {"doc__x": F("qty")}):
+        with pytest.raises(ValidationError, match=r"update Measure sensor='s1': an F\(\) source \(qty\) is missing "
+                                                  r"on the stored item.*Nothing was written"):
+            m.update(**change)
+    assert stored_item(Measure, sensor="s1") == before

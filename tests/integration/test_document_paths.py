@@ -198,6 +198,45 @@ def test_a_path_through_a_missing_map_is_a_clear_error_and_nothing_is_written(dy
     assert stored_item(Depot, depot_id="s1")["stock_by_warehouse"] == {"M": {"W01": {"N": "3"}}}
 
 
+def test_a_path_refused_in_a_transaction_is_the_same_clear_error_and_nothing_is_written(dynorm_tables: Any) -> None:
+    s = Depot.objects.create(depot_id="s1", lines=[1])
+    before, values = stored_item(Depot, depot_id="s1"), dict(s.attribute_values)
+    with pytest.raises(ValidationError, match=r"transaction refused by DynamoDB .*update Depot depot_id='s1': "
+                                              r"DynamoDB refused the document path \(stock_by_warehouse.W01\).*Nothing "
+                                              r"was written. Set the parent first") as err:
+        with dynorm.transaction() as tx:
+            tx.update(s, stock_by_warehouse__W01=3)
+            tx.create(Depot(depot_id="s2"))
+    assert (err.value.entity, err.value.field, err.value.maybe_applied) == ("Depot", "stock_by_warehouse__W01", False)
+    assert stored_item(Depot, depot_id="s1") == before and not Depot.objects.filter(depot_id="s2").exists()
+    assert s.attribute_values == values and s.lines == [1]  # the instance is left as it was
+
+
+def test_removing_a_key_of_a_missing_map_says_there_is_nothing_to_remove(dynorm_tables: Any) -> None:
+    s = Depot.objects.create(depot_id="s1")
+    before = stored_item(Depot, depot_id="s1")
+    with pytest.raises(ValidationError) as err:
+        s.update(stock_by_warehouse__W01=None)
+    text = str(err.value)
+    assert "refused to remove stock_by_warehouse.W01" in text and "nothing to remove there" in text
+    assert "Set the parent first" not in text and "Nothing was written" in text
+    assert stored_item(Depot, depot_id="s1") == before
+    with pytest.raises(ConditionFailed):  # the conditional form the message offers
+        s.update(stock_by_warehouse__W01=None, condition=Q(stock_by_warehouse__exists=True))
+
+
+def test_a_missing_source_path_is_a_clear_error_naming_it(dynorm_tables: Any) -> None:
+    s = _depot()
+    before = stored_item(Depot, depot_id="s1")
+    for change in ({"stock_by_warehouse__W03": F("stock_by_warehouse__nope")},          # one UpdateItem
+                   {"stock_by_warehouse__W03": F("stock_by_warehouse__nope") + 1}):     # the one-request increment
+        with pytest.raises(ValidationError, match=r"update Depot depot_id='s1': an F\(\) source "
+                                                  r"\(stock_by_warehouse.nope\) is missing on the stored item.*"
+                                                  r"Nothing was written.*if_not_exists"):
+            s.update(**change)
+    assert stored_item(Depot, depot_id="s1") == before
+
+
 def test_overlapping_paths_index_sources_and_bad_values_are_refused_before_any_request(dynorm_tables: Any) -> None:
     s = _depot()
     with dynorm.capture() as c:

@@ -16,7 +16,7 @@ import pytest
 import dynorm
 from dynorm import F
 from tests.faults import Hook, deliver, stored_item
-from tests.models import Counter, Stock, Tally
+from tests.models import Counter, Depot, Stock, Tally
 
 
 class _LoseFirstResponse:
@@ -211,6 +211,19 @@ def test_a_retry_that_finds_someone_elses_change_says_so() -> None:
             pytest.raises(dynorm.StaleWrite, match="first attempt may have been applied"):
         obj.save()
     assert Counter.objects.get(name="w1").value == 100
+
+
+def test_a_refused_retry_of_a_path_update_that_may_have_been_applied_says_so(lose: Any) -> None:
+    # the first attempt set stock.D; another writer then removed the map, so DynamoDB refused botocore's
+    # retry (no map for the path): the error must not say nothing was written
+    d = Depot.objects.create(depot_id="d1", stock_by_warehouse={"A": 1})
+    fault = lose("UpdateItem", between=lambda: Depot.objects.filter(depot_id="d1").update(stock_by_warehouse=None))
+    with pytest.raises(dynorm.ValidationError) as err:
+        d.update(stock_by_warehouse__D=4)
+    assert fault.delivered == 1 and err.value.maybe_applied is True
+    assert "first attempt may have been applied" in str(err.value) and "Nothing was written" not in str(err.value)
+    assert "stock_by_warehouse.D" in str(err.value)
+    assert "stock_by_warehouse" not in stored_item(Depot, depot_id="d1")
 
 
 # -- another write lands between a lost attempt and botocore's retry -------------------------------
