@@ -158,15 +158,20 @@ def key_size_problem(text: str | bytes, partition: bool) -> str | None:
 
 
 
-def to_av(value: Any) -> dict[str, Any]:
+def to_av(value: Any, depth: int = 1) -> dict[str, Any]:
     """Serialize a Python value to a DynamoDB attribute value, exactly or not at all.
+
+    Args:
+        value: the value; depth: the nesting level it is stored at (1: an attribute's value;
+            ``1 + n`` at a document path of ``n`` parts), so maps and lists inside it stay within
+            DynamoDB's 32 levels.
 
     Raises:
         TypeError: ``value`` itself is of a type DynamoDB cannot store.
         BadValue: a value DynamoDB would refuse or change, or one of a type it cannot store
             inside a map or list (see the module docs); ``.path`` says where inside the value.
     """
-    return _to_av(value, 1)
+    return _to_av(value, depth)
 
 
 #: DynamoDB refuses an empty SS/NS/BS anywhere in a request (measured on DynamoDB Local: "An string set

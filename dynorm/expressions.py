@@ -471,13 +471,14 @@ def serialize_value(meta: Options, field: str, value: Any, purpose: str = "compa
     return {f.attr_type: raw}
 
 
-def plain_value(meta: Options, field: str, value: Any, what: str = "") -> dict[str, Any]:
+def plain_value(meta: Options, field: str, value: Any, what: str = "", depth: int = 1) -> dict[str, Any]:
     """Serialize an operand that is not a whole field value (``F() + 1``, ``append([...])``,
     ``__contains``) with the plain codec, refusing what DynamoDB would refuse or change.
 
     Args:
         meta: the entity's options; field: the field named in the error; value: the operand;
-        what: how the operand is used (``"+"``, ``"append()"``), for the message.
+        what: how the operand is used (``"+"``, ``"append()"``), for the message; depth: the nesting
+        level the value is stored at (``1 + n`` at a document path of ``n`` parts).
 
     Returns:
         the DynamoDB attribute value.
@@ -488,7 +489,7 @@ def plain_value(meta: Options, field: str, value: Any, what: str = "") -> dict[s
             types).
     """
     try:
-        return _codec.to_av(value)
+        return _codec.to_av(value, depth)
     except (TypeError, _codec.BadValue) as exc:
         used = f" in {what}" if what else ""
         raise ValidationError(f"{meta.entity}.{field}{used}: {_short(value)}: {exc}; nothing was sent.",

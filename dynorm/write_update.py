@@ -62,7 +62,7 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F, out: _Clause
             if not to.parts:  # the default lands in the whole field: of its type
                 av = _value_av(meta, to.field, value)
             elif source.parts:
-                av = plain_value(meta, source.shown, value, "if_not_exists()")
+                av = plain_value(meta, source.shown, value, "if_not_exists()", depth=1 + len(to.parts))
             else:
                 av = _value_av(meta, expr.name, value)
             text = f"if_not_exists({path}, {b.value(av)})"
@@ -79,7 +79,8 @@ def _operand(b: ExpressionBuilder, meta: Any, target: str, expr: F, out: _Clause
             if not to.parts and not meta.fields[target].is_list:
                 raise ValidationError(f"{meta.entity}.{target} is not a fields.List; append() works on lists.",
                                       entity=meta.entity, field=target)
-            text = f"list_append({text}, {b.value(plain_value(meta, to.shown, list(value), 'append()'))})"
+            appended = plain_value(meta, to.shown, list(value), "append()", depth=1 + len(to.parts))
+            text = f"list_append({text}, {b.value(appended)})"
     return text, None
 
 
@@ -363,7 +364,9 @@ def _change_clauses(b: ExpressionBuilder, meta: Any, changes: Mapping[str, Any])
             if value is None:
                 out.removes.append(path)
             else:
-                out.sets.append(f"{path} = {b.value(plain_value(meta, dp.shown, value))}")
+                # stored 1 + len(parts) levels down: its own maps and lists count from there
+                av = plain_value(meta, dp.shown, value, depth=1 + len(dp.parts))
+                out.sets.append(f"{path} = {b.value(av)}")
             continue
         if isinstance(value, F):
             text, clause = _operand(b, meta, name, value, out)

@@ -219,3 +219,25 @@ def test_a_value_of_an_unstorable_type_inside_a_map_or_list_is_reported_with_its
     assert message.startswith(f"Measure.{field}=") and problem in message, message
     assert message.endswith(f" (at {path}); nothing was sent."), message
     assert "expected a" not in message
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"d": value}
+    return value
+
+
+def test_a_value_written_at_a_document_path_counts_the_levels_above_it() -> None:
+    # doc.a.b is stored 3 levels down: a value there may hold 29 maps (31 in all, the most DynamoDB takes);
+    # one more was sent and refused by DynamoDB (ValidationException "Nesting Levels have exceeded")
+    m = Measure.objects.create(sensor="s1", doc={"a": {}})
+    before = _table_items()
+    with dynorm.capture() as c:
+        for change in ({"doc__a__b": _nested(30)}, {"doc__a__b": F("doc__a__b").if_not_exists(_nested(30))},
+                       {"entries": F("entries").if_not_exists([]).append([_nested(31)])}):
+            with pytest.raises(dynorm.ValidationError, match=r"nested more than 31 deep"):
+                m.update(**change)
+    assert c.count == 0 and _table_items() == before
+    m.update(doc__a__b=_nested(29))  # the deepest value there: accepted by DynamoDB
+    assert Measure.objects.get(sensor="s1").doc["a"]["b"] == _nested(29)
