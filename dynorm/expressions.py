@@ -423,8 +423,9 @@ def refuse_paths(meta: Options, names: Iterable[str], where: str, remedy: str,
         except DynormError:
             continue  # not a path: the caller's own unknown-field message
         if dp.parts:
-            message = (f"{meta.entity}.{where}: {name!r} is a document path ({dp.shown}), and {where} takes whole "
-                       f"fields only; {remedy.format(field=dp.field, name=name, path=dp.shown)} Nothing was sent.")
+            message = (f"{meta.entity}.{where}: {name!r} is a document path ({dp.shown}), not a field, and "
+                       f"{where} takes whole fields only; {remedy.format(field=dp.field, name=name, path=dp.shown)} "
+                       "Nothing was sent.")
             raise (error(message, entity=meta.entity, field=name) if issubclass(error, ValidationError)
                    else error(message))
 

@@ -32,7 +32,7 @@ from typing import (
 
 from . import backend
 from .exceptions import InvalidQuery, ScanRequired, UnreadableItem
-from .expressions import Q
+from .expressions import Q, refuse_paths
 from .iterables import (
     Count,
     Get,
@@ -64,6 +64,13 @@ def _named_patterns(model: type[EntityLike]) -> list[str]:
         return []
     return sorted(n for n in dir(qs_class)
                   if not n.startswith("_") and not hasattr(QuerySet, n) and callable(getattr(qs_class, n)))
+
+
+#: What to do instead of a document path where a queryset takes whole fields only (refuse_paths)
+_READ_PATH = ("read the whole field ({field!r}) and take {path} from it in Python (only({field!r}) reads just "
+              "that field); filter(...) and update(...) take paths.")
+_ORDER_PATH = ("DynamoDB orders a Query by its sort key only, never by a value inside a map or list; sort in "
+               "Python after reading, or keep that value in a field a sort-key template uses.")
 
 
 class QuerySet(QuerySetWrites[T]):
@@ -194,6 +201,7 @@ class QuerySet(QuerySetWrites[T]):
             name = key.lstrip("-")
             if name == "pk":  # Django's alias: the primary key orders by its last field within a partition
                 name = self.model._meta.key_fields[-1]
+            refuse_paths(self.model._meta, [name], f"order_by({key!r})", _ORDER_PATH, InvalidQuery)
             if name != "sk" and name not in self.model._meta.fields:
                 raise InvalidQuery(f"order_by({key!r}): {self.model.__name__} has no field {name!r}; use 'sk' or "
                                    "'-sk'.")
@@ -218,6 +226,7 @@ class QuerySet(QuerySetWrites[T]):
         """
         meta = self.model._meta
         fields = tuple(dict.fromkeys(k for f in fields for k in (meta.key_fields if f == "pk" else (f,))))
+        refuse_paths(meta, fields, "only() (and values(), values_list())", _READ_PATH, InvalidQuery)
         for f in fields:
             if f not in meta.fields:
                 raise InvalidQuery(f"only({f!r}): {self.model.__name__} has no field {f!r}.")

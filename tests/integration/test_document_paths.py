@@ -129,6 +129,29 @@ def test_bad_paths_are_refused_before_any_request(dynorm_tables: Any) -> None:
     assert c.requests == []
 
 
+def test_reads_that_take_whole_fields_say_paths_are_not_supported_there(dynorm_tables: Any) -> None:
+    _depot()
+    qs = Depot.objects.filter(depot_id="s1")
+    with dynorm.capture() as c:
+        for read in (lambda: qs.values("stock_by_warehouse__W01"), lambda: qs.values_list("stock_by_warehouse.W01"),
+                     lambda: qs.only("lines__0")):
+            with pytest.raises(InvalidQuery, match=r"is a document path \((stock_by_warehouse.W01|lines\[0\])\), not "
+                                                   r"a field.*read the whole field"):
+                read()
+        with pytest.raises(InvalidQuery, match=r"Depot.order_by\('-stock_by_warehouse__W01'\): .* is a document path"
+                                               r".*sort key only"):
+            qs.order_by("-stock_by_warehouse__W01")
+    assert c.requests == []
+    assert qs.values("stock_by_warehouse") == [{"stock_by_warehouse": {"W01": 2, "W02": 7}}]  # the remedy
+
+
+def test_explain_quotes_a_key_that_is_not_a_plain_name(dynorm_tables: Any) -> None:
+    plan = Depot.objects.filter(**{"stock_by_warehouse__W 01": 1, "stock_by_warehouse__a.b__exists": True}).scan()
+    shown = plan.explain().readable(plan.explain().filter)
+    assert 'stock_by_warehouse."W 01" = 1' in shown and 'attribute_exists(stock_by_warehouse."a.b")' in shown
+    assert "stock_by_warehouse.W01" in str(Depot.objects.filter(stock_by_warehouse__W01=1).scan().explain())
+
+
 # -- update() ------------------------------------------------------------------------------------
 def test_an_increment_at_a_path_is_one_set_and_the_map_is_read_fresh(dynorm_tables: Any) -> None:
     s = _depot()
