@@ -29,8 +29,8 @@ from .fallback import move_to_current, move_to_current_steps, resolve_older_step
 from .sender import send_steps
 from .unique_reads import know_unique_steps, stored_unique_steps
 from .write_put import WHOLE_FIELDS_ONLY
-from .write_update import update_refused
 from .write_unique import SentinelOp, merge_sentinels, touches_unique
+from .write_update import update_refused
 from .writes import (
     WriteOp,
     is_instance,

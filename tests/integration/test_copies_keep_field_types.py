@@ -10,6 +10,7 @@ written. Real requests to DynamoDB Local; the items are read back raw.
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 
 import dynorm
