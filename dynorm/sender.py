@@ -68,18 +68,9 @@ def send_steps(op: WriteOp) -> backend.Steps:
             whose first attempt may have been applied, else False (nothing was written).
         ServiceError: DynamoDB refused the request or could not be reached.
     """
-    if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
-        refused = yield from send_checked_steps(op, [])
-        released = [a for a in refused.failed if a.kind == "Delete" and a is not op] if refused else []
-        if refused is not None and released and len(released) == len(refused.failed):
-            # the old value's sentinel is another item's (a duplicate stored before the constraint was
-            # added): this item, pinned at that value, never held it, so there is nothing to release
-            op.sentinels = [a for a in op.sentinels if a not in released]
-            refused = yield from send_checked_steps(op, [], attempt_token=f"{op.token}-r")
-        if refused is not None:
-            raise refused.error() from refused.cause
-        return op.instance
     try:
+        if op.sentinels:  # unique constraints: the write and its sentinels in one TransactWriteItems
+            return (yield from _send_with_sentinels_steps(op))
         if op.once:
             return (yield from _send_once_steps(op))
         return (yield from _send_alone_steps(op))
@@ -93,6 +84,20 @@ def send_steps(op: WriteOp) -> backend.Steps:
         if refused is None:
             raise
         raise refused from exc
+
+
+def _send_with_sentinels_steps(op: WriteOp) -> backend.Steps:
+    """Send ``op`` with its unique-constraint sentinels in one TransactWriteItems (see :func:`send_steps`)."""
+    refused = yield from send_checked_steps(op, [])
+    released = [a for a in refused.failed if a.kind == "Delete" and a is not op] if refused else []
+    if refused is not None and released and len(released) == len(refused.failed):
+        # the old value's sentinel is another item's (a duplicate stored before the constraint was
+        # added): this item, pinned at that value, never held it, so there is nothing to release
+        op.sentinels = [a for a in op.sentinels if a not in released]
+        refused = yield from send_checked_steps(op, [], attempt_token=f"{op.token}-r")
+    if refused is not None:
+        raise refused.error() from refused.cause
+    return op.instance
 
 
 def _send_alone_steps(op: WriteOp) -> backend.Steps:
