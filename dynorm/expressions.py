@@ -312,6 +312,17 @@ class DocPath:
         n = min(len(self.parts), len(other.parts))
         return self.field == other.field and self.parts[:n] == other.parts[:n]
 
+    def conflicts(self, other: DocPath) -> bool:
+        """True when the two paths go through one place as a list and as a map (``m.bins[0]`` and
+        ``m.bins.0``): DynamoDB refuses such an update ("Two document paths conflict")."""
+        if self.field != other.field:
+            return False
+        for a, b in zip(self.parts, other.parts):
+            if a == b and type(a) is type(b):
+                continue
+            return isinstance(a, int) != isinstance(b, int)
+        return False
+
 
 def show_key(key: str) -> str:
     """A map key as shown in messages and ``explain()``: bare when a plain identifier, else quoted (JSON)."""

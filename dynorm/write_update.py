@@ -239,6 +239,12 @@ def update_paths(meta: Any, changes: Mapping[str, Any]) -> dict[str, DocPath]:
     names = list(resolved)
     for i, a in enumerate(names):
         for other in names[i + 1:]:
+            if resolved[a].conflicts(resolved[other]):
+                raise ValidationError(
+                    f"{entity}.update(): {resolved[a].shown} and {resolved[other].shown} conflict (one goes through a "
+                    "place as a list index, the other as a map key): DynamoDB refuses such an update; a number in "
+                    "the __ form inside a map is a key (write a list index as [0] in the dotted form); nothing was "
+                    "sent.", entity=entity, field=other)
             if resolved[a].overlaps(resolved[other]) and (resolved[a].parts or resolved[other].parts):
                 raise ValidationError(
                     f"{entity}.update(): {resolved[a].shown} and {resolved[other].shown} overlap (one is inside the "

@@ -267,6 +267,9 @@ def test_overlapping_paths_index_sources_and_bad_values_are_refused_before_any_r
             s.update(stock_by_warehouse={}, stock_by_warehouse__W01=1)
         with pytest.raises(ValidationError, match=r"lines\[0\].sku and lines\[0\] overlap"):
             s.update(lines__0__sku="Z", **{"lines[0]": {}})
+        with pytest.raises(ValidationError, match=r"stock_by_warehouse.bins\[0\] and stock_by_warehouse.bins.\"0\" "
+                                                  r"conflict .*as a list index, the other as a map key"):
+            s.update(**{"stock_by_warehouse.bins[0]": 5, "stock_by_warehouse__bins__0": 6})  # sent, DynamoDB refused
         with pytest.raises(ValidationError, match=r"Depot.label.color: label is part of index by_label .*whole"):
             s.update(label__color="red")
         with pytest.raises(ValidationError, match=r"Depot.stock_by_warehouse.W01: .*NaN"):
