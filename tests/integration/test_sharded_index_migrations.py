@@ -16,33 +16,10 @@ from click.testing import CliRunner
 
 import dynorm
 from dynorm.cli import cli
-from tests.migproject import Project, widgets
+from tests.migproject import Project, stage_indexed, widgets
 
-TABLES = '''
-from dynorm import Table
-
-class MigShop(Table):
-    class Meta:
-        table_name = "migshop"
-        {gsis}
-'''
-
-MODELS = '''
-from dynorm import Entity, Index, fields
-from {pkg}.tables import MigShop
-
-class Widget(Entity):
-    widget_id = fields.String()
-    maker = fields.String()
-    size = fields.Integer(default=0)
-
-    class Meta:
-        table = MigShop
-        entity_type = "WIDGET"
-        pk = "W#{{widget_id}}"
-        sk = "METADATA"
-        indexes = {indexes}
-'''
+GSI1 = {"GSI1": ("GSI1PK", "GSI1SK")}
+GSI2 = {"GSI2": ("GSI2PK", "GSI2SK")}
 
 N = 30
 
@@ -53,9 +30,10 @@ def _run(project: Project, *args: str) -> str:
     return str(result.output)
 
 
-def _step(project: Project, gsis: str, indexes: str, *expected_ops: str) -> Any:
-    """Stage the models, then ``dynorm makemigrations`` and ``dynorm migrate`` as the docs say."""
-    models = project.stage(TABLES.format(gsis=gsis), MODELS.format(pkg=project.pkg, indexes=indexes))
+def _step(project: Project, gsis: dict[str, Any], indexes: str, *expected_ops: str) -> Any:
+    """Stage the table's GSIs and the Widget's indexes, then ``dynorm makemigrations`` and ``dynorm migrate``
+    as the docs say."""
+    models = stage_indexed(project, gsis, indexes)
     made = _run(project, "makemigrations")
     for op in expected_ops:
         assert op in made, made
@@ -75,14 +53,14 @@ def _keys(project: Project, attr: str) -> dict[str, str | None]:
 
 def test_the_documented_way_to_change_a_shard_count(dynamodb_local: str, project: Project) -> None:
     # an entity with an unsharded index, and items
-    models = _step(project, "gsi_count = 1", '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}")}',
+    models = _step(project, GSI1, '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}")}',
                    "create table migshop")
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:02d}", maker=f"m{i % 3}", size=i)
                                        for i in range(N)])
     makers = {f"w{i:02d}": f"m{i % 3}" for i in range(N)}
 
     # 1. shard the existing index: a rekey appends every item's bucket
-    models = _step(project, "gsi_count = 1",
+    models = _step(project, GSI1,
                    '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=4)}', "rekey WIDGET")
     assert _keys(project, "GSI1PK") == {w: f"M#{m}#{_bucket(w, 4)}" for w, m in makers.items()}
     with dynorm.capture() as c:
@@ -91,7 +69,7 @@ def test_the_documented_way_to_change_a_shard_count(dynamodb_local: str, project
     assert c.operations == ["Query"] * 4
 
     # 2. the new count on a new GSI, filled by the migration (the old index keeps serving meanwhile)
-    models = _step(project, "gsi_count = 2",
+    models = _step(project, {**GSI1, **GSI2},
                    '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=4), '
                    '"by_maker8": Index("GSI2", pk="M#{maker}", sk="{size}", shards=8)}',
                    "GSI2", "rekey WIDGET")
@@ -104,7 +82,7 @@ def test_the_documented_way_to_change_a_shard_count(dynamodb_local: str, project
     assert got == sorted(i for i in range(N) if i % 3 == 2) and c.operations == ["Query"] * 8
 
     # 4. drop the old index: the entity stops writing GSI1's keys and the table drops GSI1
-    models = _step(project, 'gsis = {"GSI2": ("GSI2PK", "GSI2SK")}',
+    models = _step(project, GSI2,
                    '{"by_maker8": Index("GSI2", pk="M#{maker}", sk="{size}", shards=8)}', "drop GSI(s) GSI1")
     assert "GSI1" not in [g["IndexName"] for g in project.table.describe().get("GlobalSecondaryIndexes", [])]
     models.Widget.objects.create(widget_id="w99", maker="m2", size=99)
@@ -119,12 +97,12 @@ def test_the_documented_way_to_change_a_shard_count(dynamodb_local: str, project
 ])
 def test_a_change_of_a_sharded_entitys_indexes_rekeys_every_item_in_place(
         dynamodb_local: str, project: Project, change: str, indexes: str, attr: str, n: int) -> None:
-    models = _step(project, "gsi_count = 2",
+    models = _step(project, {**GSI1, **GSI2},
                    '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=4)}', "create table migshop")
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:02d}", maker=f"m{i % 3}", size=i)
                                        for i in range(N)])
     makers = {f"w{i:02d}": f"m{i % 3}" for i in range(N)}
-    models = _step(project, "gsi_count = 2", indexes, "rekey WIDGET")
+    models = _step(project, {**GSI1, **GSI2}, indexes, "rekey WIDGET")
     assert _keys(project, "GSI1PK") == {w: f"M#{m}#{_bucket(w, n)}" for w, m in makers.items()}
     if change == "another index":
         by_size = models.Widget._meta.indexes["by_size"].pk
