@@ -401,7 +401,7 @@ def _partition_shared(meta: Any, bound: BoundIndex) -> bool:
             continue
         for ob in om.all_indexes:
             if ob.index_name == bound.index_name and ob.kind != "lsi" and could_collide(
-                    bound.pk, meta.key_version, ob.pk, om.key_version):
+                    bound.pk, meta.key_version, ob.pk, om.key_version, bound.shards, ob.shards):
                 return True
     return False
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .keys import VERSION, KeyTemplate
 
@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._protocols import TableLike
 
 __all__ = ["check_table", "could_collide", "template_problems", "check_collections", "collection_splits",
-           "collection_members", "CollectionMember"]
+           "collection_members", "CollectionMember", "shard_count_conflicts"]
 
 Segment = list[tuple[str, bool]]
 
@@ -47,16 +47,32 @@ def _segment_compatible(a: Segment, b: Segment) -> bool:
     return len(lit) > len(h) + len(t) - 1 and lit.startswith(h) and lit.endswith(t)
 
 
-def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, b_version: str) -> bool:
+def could_collide(a: KeyTemplate | None, a_version: str, b: KeyTemplate | None, b_version: str,
+                  a_shards: int = 0, b_shards: int = 0) -> bool:
     """Return True when the two templates could render the same key text.
 
     Values never contain the delimiter (it is escaped), so templates are compared segment
     by segment; a template whose own segments are ambiguous is reported by
     :func:`template_problems`.
+
+    Args:
+        a, b: the templates (``None``: no such key); a_version, b_version: their key versions.
+        a_shards, b_shards: the write-sharding bucket count of a partition-key template
+            (``Index(shards=N)``; 0: not sharded). A sharded key renders as the template's text,
+            the delimiter and the bucket number (``X#{day}`` -> ``X#2024#3``), so it meets an
+            unsharded ``X#{day}#{n}`` whose ``{n}`` is ``3``, and never an unsharded ``X#{day}``.
     """
     if a is None or b is None:
         return a is None and b is None
     sa, sb = a.segments(a_version), b.segments(b_version)
+    if a_shards and b_shards:  # both end in a bucket number, both counted from 0: the buckets can meet
+        a_shards = b_shards = 0
+    if b_shards and not a_shards:
+        sa, sb, a_shards, b_shards = sb, sa, b_shards, a_shards
+    if a_shards:  # a's last segment is its bucket, one of the literals "0" .. "N-1"
+        if len(sb) != len(sa) + 1 or not any(_segment_compatible([(str(i), False)], sb[-1]) for i in range(a_shards)):
+            return False
+        sb = sb[:-1]
     return len(sa) == len(sb) and all(_segment_compatible(x, y) for x, y in zip(sa, sb))
 
 
@@ -121,29 +137,74 @@ def check_table(table: type[TableLike]) -> list[str]:
     pairs of entity types whose templates on one index could render the same key.
     """
     problems: list[str] = template_problems(table) + multi_key_problems(table)
-    by_index: dict[str | None, list[tuple[str, KeyTemplate, KeyTemplate | None, str]]] = {}
+    by_index: dict[str | None, list[tuple[str, KeyTemplate, KeyTemplate | None, str, int]]] = {}
     for entity_type, entity in table._entities.items():
         m = entity._meta
         for bound in m.all_indexes:
             if bound.kind in ("lsi", "multi"):
                 continue
             by_index.setdefault(bound.index_name, []).append(
-                (f"{m.entity}({entity_type})", bound.pk, bound.sk, m.key_version))
+                (f"{m.entity}({entity_type})", bound.pk, bound.sk, m.key_version, bound.shards))
         # during a rollout get(), deletes and creates also use the keys at each older read version
         for version in m.read_versions:
             if version != m.key_version:
                 by_index.setdefault(None, []).append(
-                    (f"{m.entity}({entity_type}) at read version {version!r}", m.primary.pk, m.primary.sk, version))
+                    (f"{m.entity}({entity_type}) at read version {version!r}", m.primary.pk, m.primary.sk, version,
+                     0))
     for index_name, entries in by_index.items():
         where = f"index {index_name}" if index_name else "the table's primary key"
-        for (ea, pka, ska, va), (eb, pkb, skb, vb) in combinations(entries, 2):
+        for (ea, pka, ska, va, na), (eb, pkb, skb, vb, nb) in combinations(entries, 2):
             if ea.split(" ")[0] == eb.split(" ")[0]:
                 continue  # one entity's own versions (they differ by {version}, or are one item)
-            if could_collide(pka, va, pkb, vb) and could_collide(ska, va, skb, vb):
+            if could_collide(pka, va, pkb, vb, na, nb) and could_collide(ska, va, skb, vb):
                 problems.append(
-                    f"{ea} and {eb} on {where}: templates {pka.template!r}/{ska.template if ska else None!r} "
-                    f"and {pkb.template!r}/{skb.template if skb else None!r} could produce the same key; "
+                    f"{ea} and {eb} on {where}: templates {_pk_text(pka, na)}/{ska.template if ska else None!r} "
+                    f"and {_pk_text(pkb, nb)}/{skb.template if skb else None!r} could produce the same key; "
                     "give one of them a distinct literal prefix.")
+    return problems
+
+
+def _pk_text(template: KeyTemplate, shards: int) -> str:
+    """A partition-key template as a check names it: a sharded one with its bucket (``'X#{day}' + '#0..3'``)."""
+    if not shards:
+        return repr(template.template)
+    return f"{template.template!r} + {template.delimiter + '0..' + str(shards - 1)!r} (write-sharded)"
+
+
+def shard_count_conflicts(entity: str, indexes: Iterable[Any], key_version: str,
+                          others: Iterable[tuple[str, str, Iterable[Any]]]) -> list[str]:
+    """Report GSI partitions an entity would share with another entity type that shards them differently.
+
+    Entities whose partition-key templates on one GSI can render the same text (before the
+    bucket) form one item collection there; ``collection()`` asked through one of them reads the
+    buckets *it* declares. With another bucket count (or one sharded and one not) some members'
+    items are in partitions the others never read, so the collection depends on who asks.
+    ``shard_by`` is not compared: each entity computes its own bucket from its own primary-key
+    fields, and a fan-out reads every bucket whatever put an item there.
+
+    Args:
+        entity: the new entity's class name; indexes: its bound indexes; key_version: its key version.
+        others: ``(class name, key version, bound indexes)`` of every other entity type of the table.
+
+    Returns:
+        one message per conflict (empty when none), naming both entities, the index and what to do.
+    """
+    problems: list[str] = []
+    for bound in indexes:
+        if bound.kind != "gsi" or not isinstance(bound.pk, KeyTemplate):
+            continue
+        for other, other_version, other_indexes in others:
+            for ob in other_indexes:
+                if (ob.kind != "gsi" or ob.index_name != bound.index_name or ob.shards == bound.shards
+                        or not could_collide(bound.pk, key_version, ob.pk, other_version)):
+                    continue
+                def says(n: int) -> str:
+                    return f"shards={n}" if n else "no shards"
+                problems.append(
+                    f"{entity} and {other} share partitions of GSI {bound.index_name} (partition-key templates "
+                    f"{bound.pk.template!r} and {ob.pk.template!r}) but {entity} declares {says(bound.shards)} and "
+                    f"{other} {says(ob.shards)}: collection() through one would miss the other's items. Declare the "
+                    f"same shards= on both, or give one partition-key template a distinct literal prefix.")
     return problems
 
 

@@ -90,11 +90,12 @@ def encode_shard_cursor(positions: list[Any], context: dict[str, Any], secret: s
     """Wrap the position of every bucket of a write-sharded index's fan-out into a signed cursor.
 
     Args:
-        positions: per bucket, in bucket order: ``None`` (not read yet), the key of the last item
-            the merge used from it (its ExclusiveStartKey), or ``"done"`` (nothing left in it).
+        positions: per bucket, in bucket order: ``None`` (nothing used from it yet) or the key of
+            the last item the merge used from it (its ExclusiveStartKey). The last of them in merge
+            order is the position the next page resumes from (:class:`dynorm.shard_merge.ShardMerge`).
         context, secret: as for :func:`encode_cursor`.
     """
-    return _sign({"s": [p if p is None or p == "done" else _encode_key(p) for p in positions]}, context, secret)
+    return _sign({"s": [p if p is None else _encode_key(p) for p in positions]}, context, secret)
 
 
 def _open(cursor: str, context: dict[str, Any], secret: str) -> dict[str, Any]:
@@ -146,13 +147,17 @@ def decode_shard_cursor(cursor: str, context: dict[str, Any], secret: str, key_a
                         shards: int) -> list[Any]:
     """Check a cursor of a write-sharded fan-out and return each bucket's position (see :func:`encode_shard_cursor`).
 
+    A cursor of an earlier dynorm marked an exhausted bucket ``"done"``; it is read as ``None``
+    (that bucket is read again from its beginning, what sorts at or before the cursor's position
+    skipped), so those cursors still resume exactly.
+
     Raises:
         InvalidCursor: as :func:`decode_cursor`, or the cursor does not hold ``shards`` positions.
     """
     positions = _open(cursor, context, secret).get("s")
     if not isinstance(positions, list) or len(positions) != shards:
         raise InvalidCursor("cursor holds an invalid key.")
-    return [p if p is None or p == "done" else _decode_key(p, key_attributes) for p in positions]
+    return [None if p is None or p == "done" else _decode_key(p, key_attributes) for p in positions]
 
 
 def _decode_key(key: Any, key_attributes: set[str]) -> dict[str, Any]:

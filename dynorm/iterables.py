@@ -37,7 +37,7 @@ from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem
 from .fields import unreadable_item
 from .keys import VERSION
 from .plan import Plan, QueryState
-from .shard_merge import DONE, ShardMerge
+from .shard_merge import ShardMerge
 from .write_keys import primary_key_of, stored_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -293,27 +293,25 @@ class ShardPositions:
     """Where each bucket of a fan-out stands (a page's cursor), in bucket order.
 
     Attributes:
-        starts: where each bucket starts: ``None`` (the beginning), an ExclusiveStartKey or
-            :data:`~dynorm.shard_merge.DONE` (from the cursor given).
+        starts: where each bucket resumes: ``None`` (its beginning) or the key of the last item
+            the merge used from it (from the cursor given).
         last: after the read, per bucket, the raw last item the merge used up to the last result
-            (``None``: none), and ``done``: the buckets with nothing left to read.
+            (``None``: none since ``starts``).
     """
 
-    starts: list[Any]
+    starts: list[dict[str, Any] | None]
     last: list[dict[str, Any] | None] = field(default_factory=list)
-    done: set[int] = field(default_factory=set)
 
-    def cursor_positions(self, key_attrs: set[str]) -> list[Any]:
-        """Each bucket's position for the next page's cursor (:func:`dynorm.cursor.encode_shard_cursor`)."""
-        out: list[Any] = []
+    def cursor_positions(self, key_attrs: set[str]) -> list[dict[str, Any] | None]:
+        """Each bucket's position for the next page's cursor (:func:`dynorm.cursor.encode_shard_cursor`).
+
+        An exhausted bucket keeps its position, not a "done" mark: the next page reads it again
+        from there, as one Query resumed from its last key would find items written since.
+        """
+        out: list[dict[str, Any] | None] = []
         for b, start in enumerate(self.starts):
             raw = self.last[b] if b < len(self.last) else None
-            if b in self.done:
-                out.append(DONE)
-            elif raw is not None:
-                out.append({a: raw[a] for a in key_attrs if a in raw})
-            else:
-                out.append(start)
+            out.append({a: raw[a] for a in key_attrs if a in raw} if raw is not None else start)
         return out
 
 
@@ -355,7 +353,7 @@ def sharded_rows(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *
                 decoded = yield from current_copies(qs, decoded)
             kept = {id(raw): obj for raw, obj in decoded}
             batch: list[Any] = []
-            for i, (b, raw) in enumerate(pairs):
+            for b, raw in pairs:
                 passed.append((b, raw))
                 got = take.take([(raw, kept.get(id(raw)))])
                 if got:
@@ -364,7 +362,6 @@ def sharded_rows(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *
                         last[pb] = praw
                     passed = []
                 if take.done():
-                    passed += pairs[i + 1:]  # merged but not used: their buckets are not done
                     break
             if prefetch_refs:
                 yield from prefetch(qs, batch)
@@ -374,8 +371,6 @@ def sharded_rows(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *
         run.close()
     if where is not None:
         where.last = last
-        unused = {b for b, _ in passed}
-        where.done = {b for b in range(len(p.fanout)) if merge.finished(b) and b not in unused}
 
 
 def get_item(qs: Source, p: Plan, decode: Callable[[dict[str, Any]], Any], *, start: int = 0,

@@ -99,6 +99,14 @@ class EntityMeta(MetaModel):
             disc: Any = table._model_base.get_attributes()["_dynorm_type"]
             disc._discriminator_map.pop(opts.entity_type, None)  # re-definition (module reload)
             disc._class_map.pop(old, None)
+        others = [(o._meta.entity, o._meta.key_version, o._meta.all_indexes)
+                  for t, o in table._entities.items() if t != opts.entity_type]
+        if others and any(b.kind == "gsi" for b in opts.all_indexes):
+            from .checks import shard_count_conflicts  # on first use: `import dynorm` stays lean
+
+            conflicts = shard_count_conflicts(name, opts.all_indexes, opts.key_version, others)
+            if conflicts:
+                raise ModelError(conflicts[0])
         cls._meta = opts
         registry.register_entity(cls)  # refuses a name that makes a string Reference ambiguous
         super().__init__(name, bases, namespace, discriminator=opts.entity_type)

@@ -9,6 +9,13 @@ partition: by the index's sort key (byte order for S and B, numeric for N), ties
 each bucket's items in the order DynamoDB returned them; ``ScanIndexForward=false`` reverses all
 of it. A bucket's next page is read only once the merge has used every item of its last one, so
 a ``Limit`` stops early instead of reading every bucket to the end.
+
+Resuming (a ``page()`` cursor) behaves like one Query resumed from its LastEvaluatedKey: every
+bucket is read again from the last item the merge used from it (an exhausted bucket too: items
+may have been written there since), and whatever sorts at or before the merge's position — the
+last of those items in merge order, i.e. the last item the previous page returned — is skipped.
+An item written between pages is thus returned when it sorts after the previous page's last item,
+whichever bucket it lands in, and never when it sorts before (pages stay in order).
 """
 
 from __future__ import annotations
@@ -20,10 +27,7 @@ from typing import Any, Callable
 from . import backend
 from .shards import sort_value
 
-__all__ = ["ShardMerge", "DONE"]
-
-#: A bucket's position in a cursor when it has nothing more to read.
-DONE = "done"
+__all__ = ["ShardMerge"]
 
 
 class _Desc:
@@ -47,40 +51,49 @@ class ShardMerge:
     Args:
         requests: each bucket's first request (``Plan.fanout``), in bucket order.
         sort_attr: the index's sort-key attribute (``None``: the index has none; buckets in order).
-        starts: per bucket, where to start: ``None`` (the beginning), an ExclusiveStartKey, or
-            :data:`DONE` (nothing to read). ``None``: every bucket from the beginning.
+        starts: per bucket, where to resume: ``None`` (its beginning) or the key (index and table
+            key attributes) of the last item the merge used from it, its ExclusiveStartKey.
+            ``None``: every bucket from the beginning. When any is a key, items that sort at or
+            before the last of them in merge order are skipped (see the module's docstring).
         stats, entities: as for :class:`~dynorm.backend.Send`.
         next_limit: the ``Limit`` of a bucket's later requests, given how many it has sent
             (as for :class:`~dynorm.backend.Pager`).
 
     Attributes:
         counts: the ``Count`` of every response (``count()`` sums them).
+        after, after_bucket: the merge position resumed from and its bucket (``None``: the beginning).
     """
 
     def __init__(self, requests: list[dict[str, Any]] | tuple[dict[str, Any], ...], sort_attr: str | None, *,
-                 starts: list[Any] | None = None, stats: backend.Stats | None = None,
+                 starts: list[dict[str, Any] | None] | None = None, stats: backend.Stats | None = None,
                  entities: tuple[Any, ...] = (), next_limit: Callable[[int], int | None] | None = None) -> None:
         starts = starts or [None] * len(requests)
-        self.pagers = []
-        for params, start in zip(requests, starts):
-            pager = backend.Pager(params, start if isinstance(start, dict) else None, next_limit)
-            if start == DONE:
-                pager.request = None
-            self.pagers.append(pager)
+        self.pagers = [backend.Pager(params, start, next_limit) for params, start in zip(requests, starts)]
         self.buffers: list[deque[dict[str, Any]]] = [deque() for _ in requests]
         self.sort_attr = sort_attr
         self.descending = bool(requests) and requests[0].get("ScanIndexForward") is False
         self.stats, self.entities = stats, entities
         self.counts: list[int] = []
+        self.after: Any = None
+        self.after_bucket: int | None = None  # resumed exactly by its ExclusiveStartKey: ties after it kept
+        for b, start in enumerate(starts):
+            if start is not None and (self.after is None or self.after < self.key(start, b)):
+                self.after, self.after_bucket = self.key(start, b), b
 
     def finished(self, bucket: int) -> bool:
         """True when every item of ``bucket`` has been handed out and it has no page left to read."""
         return not self.buffers[bucket] and self.pagers[bucket].request is None
 
-    def _key(self, bucket: int) -> Any:
-        head = self.buffers[bucket][0]
-        key = (sort_value(head.get(self.sort_attr)) if self.sort_attr else (0, b""), bucket)
+    def key(self, item: dict[str, Any], bucket: int) -> Any:
+        """The merge-order key of ``item`` of ``bucket``: ``(sort value, bucket)``, reversed when descending.
+
+        Items of one bucket with equal keys keep DynamoDB's order (the heap takes each bucket's head).
+        """
+        key = (sort_value(item.get(self.sort_attr)) if self.sort_attr else (0, b""), bucket)
         return _Desc(key) if self.descending else key
+
+    def _key(self, bucket: int) -> Any:
+        return self.key(self.buffers[bucket][0], bucket)
 
     def steps(self) -> backend.Steps:
         """Send the pages, merge: one :class:`~dynorm.backend.SendAll` per round of pages, then an
@@ -97,7 +110,12 @@ class ShardMerge:
                 responses = yield backend.SendAll(sends)
                 for b, resp in zip(need, responses):
                     self.pagers[b].got(resp)
-                    self.buffers[b].extend(resp.get("Items", ()))
+                    items = resp.get("Items", ())
+                    if self.after is not None and b != self.after_bucket:
+                        # written here since the last page, before its last item: skipped; another
+                        # bucket's key never equals the position's, as it holds the bucket number
+                        items = [it for it in items if self.after < self.key(it, b)]
+                    self.buffers[b].extend(items)
                     self.counts.append(int(resp.get("Count", 0)))
                 continue  # a page a filter emptied: that bucket is read again before any merge
             heap = [(self._key(b), b) for b in range(n) if self.buffers[b]]

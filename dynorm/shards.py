@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import decimal
 import zlib
+from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from .exceptions import InvalidKeyValue
 from .keys import KeyTemplate, encode_value
 
-__all__ = ["ShardedIndex", "bucket_of", "shard_key", "sort_value", "given_bucket"]
+__all__ = ["ShardedIndex", "FrozenSharding", "bucket_of", "shard_key", "sort_value", "given_bucket"]
 
 
 class ShardedIndex(Protocol):
@@ -33,6 +34,21 @@ class ShardedIndex(Protocol):
 
     @property
     def shard_by(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True)
+class FrozenSharding:
+    """A sharded index as a migration's frozen state records it (a :class:`ShardedIndex`).
+
+    Attributes:
+        index_name: the GSI; pk: its partition-key template (its delimiter and key encoding);
+        shards: the bucket count; shard_by: the fields the bucket is computed from.
+    """
+
+    index_name: str | None
+    pk: KeyTemplate
+    shards: int
+    shard_by: tuple[str, ...]
 
 
 def bucket_of(bound: ShardedIndex, values: Mapping[str, Any], entity: str = "?") -> int:

@@ -83,58 +83,19 @@ def detect_changes(old: ProjectState, new: ProjectState) -> list[Operation]:
         before_e = old.entities.get(key)
         if before_e is not None:
             _check_stored_types(before_e, entity)
-            _check_shards(before_e, entity)
         if before_e is None:
             ops.append(CreateEntity(**entity.definition()))
             continue
         ops += _constraint_changes(before_e, entity)
         if before_e.layout() != entity.layout():
             _check_version_used(before_e, entity)
-
-            def part(e):  # type: ignore[no-untyped-def]
-                out = {"keys": e.keys, "fields": e.fields}
-                if e.version_attribute:
-                    out["version_attribute"] = e.version_attribute
-                return out
-
+            # a new template, key version, shard count or shard_by: every stored key of it is rewritten
             ops.append(RekeyEntity(entity.table, entity.entity_type, before_e.key_version, entity.key_version,
-                                   old=part(before_e), new=part(entity)))
+                                   old=before_e.part(), new=entity.part()))
     for key in old.entities:
         if key not in new.entities and key[0] in new.tables:
             ops.append(DeleteEntity(*key))
     return ops
-
-
-def _check_shards(before: EntityState, after: EntityState) -> None:
-    """Refuse a change of write sharding, or a rekey of a sharded entity: no migration rewrites buckets.
-
-    ``Index(shards=N)`` appends each item's bucket to the index's partition key: a new count (or
-    sharding an index that has items) changes every stored key of that index, and RekeyEntity
-    renders keys from templates alone, without the bucket.
-    """
-    if before.shards != after.shards:
-        gsis = sorted(set(before.shards) | set(after.shards))
-        changes = ", ".join(f"{g}: {before.shards.get(g, 'none')} -> {after.shards.get(g, 'none')}" for g in gsis
-                            if before.shards.get(g) != after.shards.get(g))
-        raise MigrationError(
-            f"entity {after.entity_type}: the write-sharding bucket count of its index changes ({changes}), which "
-            "changes every stored key of that index, and no migration operation rewrites buckets yet. Keep the "
-            "old count, or declare the new count on a new GSI, fill it (RunPython re-saving the items) and drop "
-            "the old one.")
-    moved = sorted(g for g in after.shards if g in before.shard_by and before.shard_by[g] != after.shard_by.get(g))
-    if moved:
-        changes = ", ".join(f"{g}: ({', '.join(before.shard_by[g])}) -> ({', '.join(after.shard_by.get(g, []))})"
-                            for g in moved)
-        raise MigrationError(
-            f"entity {after.entity_type}: the fields the write-sharding bucket of its index is computed from "
-            f"change ({changes}), which moves most items to another bucket, and no migration operation rewrites "
-            "buckets yet. Keep the old shard_by, or declare the new one on a new GSI, fill it (RunPython "
-            "re-saving the items) and drop the old one.")
-    if after.shards and before.layout() != after.layout():
-        raise MigrationError(
-            f"entity {after.entity_type}: its key templates or key version change while index(es) "
-            f"{', '.join(sorted(after.shards))} are write-sharded; RekeyEntity cannot render the buckets yet. "
-            "Re-save the items with a RunPython migration instead.")
 
 
 def _constraint_changes(before: EntityState, after: EntityState) -> list[Operation]:

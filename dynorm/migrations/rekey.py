@@ -42,6 +42,7 @@ from ..exceptions import (
     TransactionCanceled,
 )
 from ..keys import KeyTemplate, parse_datetime
+from ..shards import FrozenSharding, bucket_of, shard_key
 from ..tables import copied_from_attribute, copied_from_value
 from ..writes import new_token, unchanged_condition
 from .cost import Pacer, copy_units, item_size, move_units, write_units
@@ -305,6 +306,13 @@ class Rekeyer(_Base):
         self.mode = mode
         self.old_attrs = {a for attrs in op.old.keys.values() for a in attrs}
         self.new_templates = op.new.templates(table.delimiter, table.key_encoding)
+        # GSI -> (its partition-key attribute, its sharding): the bucket is appended as the entity's writes do
+        self.new_shards: dict[str, tuple[str, FrozenSharding]] = {}
+        for g, n in op.new.shards.items():
+            pk_attr = table.gsis[g][0] if g in table.gsis else None
+            if pk_attr is not None and pk_attr in self.new_templates.get(g, {}):
+                self.new_shards[g] = (pk_attr, FrozenSharding(g, self.new_templates[g][pk_attr], n,
+                                                              tuple(op.new.shard_by.get(g, ()))))
 
     def read_params(self, segment: int, total: int, page_size: int | None = PAGE_SIZE) -> tuple[str, dict[str, Any]]:
         """The Scan (or Query) finding old-version items of this entity type.
@@ -344,6 +352,10 @@ class Rekeyer(_Base):
                         f"{', '.join(fields) or '?'} for its new key attribute(s) {', '.join(missing)} "
                         f"({', '.join(attrs[a].template for a in missing)}); set them, or add a transform.")
                 continue  # sparse index: not written
+            if path in self.new_shards:
+                pk_attr, sharding = self.new_shards[path]
+                bucket = bucket_of(sharding, values, self.op.entity_type)
+                rendered[pk_attr] = shard_key(str(rendered[pk_attr]), bucket, self.table.delimiter)
             for a, v in rendered.items():
                 new[a] = {"S": v}
         if new == raw:

@@ -113,8 +113,27 @@ class EntityState:
     shard_by: dict[str, list[str]] = field(default_factory=dict)
 
     def layout(self) -> tuple[Any, ...]:
-        """What makes stored keys stale when it changes (version and templates)."""
-        return (self.key_version, sorted((k, sorted(v.items())) for k, v in self.keys.items()))
+        """What makes stored keys stale when it changes (version, templates, write-sharding buckets)."""
+        return (self.key_version, sorted((k, sorted(v.items())) for k, v in self.keys.items()),
+                sorted(self.shards.items()), sorted((k, list(v)) for k, v in self.shard_by.items()))
+
+    def part(self) -> dict[str, Any]:
+        """The layout as a RekeyEntity's ``old``/``new`` spells it (keys, fields, version attribute,
+        write sharding; the last two only when there are any, so older migration files read the same)."""
+        out: dict[str, Any] = {"keys": self.keys, "fields": self.fields}
+        if self.version_attribute:
+            out["version_attribute"] = self.version_attribute
+        if self.shards:
+            out["shards"] = dict(self.shards)
+            out["shard_by"] = {k: list(v) for k, v in self.shard_by.items()}
+        return out
+
+    @classmethod
+    def from_part(cls, table: str, entity_type: str, key_version: str, part: dict[str, Any]) -> EntityState:
+        """The state a RekeyEntity's ``old``/``new`` (:meth:`part`) describes."""
+        return cls(table, entity_type, key_version, part["keys"], part["fields"], part.get("version_attribute"),
+                   shards=dict(part.get("shards") or {}),
+                   shard_by={k: list(v) for k, v in (part.get("shard_by") or {}).items()})
 
     def templates(self, delimiter: str = "#", encoding: str = "ordered") -> dict[str, dict[str, KeyTemplate]]:
         """The key templates, parsed (values encoded with the table's ``key_encoding``)."""

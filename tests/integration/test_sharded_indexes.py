@@ -6,12 +6,16 @@ Every test runs on DynamoDB Local and pins the requests sent (``dynorm.capture()
 from __future__ import annotations
 
 import asyncio
+import base64
+import itertools
+import json
 import zlib
 
 import pytest
 
 import dynorm
 from dynorm import InvalidCursor, InvalidQuery, backend
+from dynorm.iterables import cursor_context
 from tests.models import SensorAlarm, SensorReading
 
 SHARDS = 4
@@ -123,6 +127,77 @@ def test_a_cursor_only_resumes_its_own_fan_out(dynorm_tables):
     assert c.requests == []
     with pytest.raises(InvalidCursor):
         qs.page(size=5, cursor=cursor[:-2] + ("A" if cursor[-1] != "A" else "B") + cursor[-1])
+
+
+def _in_bucket(b: int, prefix: str) -> str:
+    """A reading id of sensor ``s1`` whose item lands in bucket ``b``."""
+    return next(f"{prefix}{k}" for k in itertools.count() if bucket("s1", f"{prefix}{k}") == b)
+
+
+def _rest(qs, cursor: str | None, size: int) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    while cursor is not None:
+        page = qs.page(size=size, cursor=cursor)
+        out += shape(list(page))
+        cursor = page.cursor
+    return out
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_items_written_between_pages_are_returned_when_they_sort_after_the_last_item_returned(dynorm_tables,
+                                                                                             reverse):
+    """Paging a fan-out behaves like paging one Query by LastEvaluatedKey: an item written between pages
+    comes on a later page when it sorts after the last item returned, in whichever bucket it lands (one
+    already read to its end, one not read yet), and never when it sorts before (pages stay in order)."""
+    sign = -1 if reverse else 1  # order_by("-sk") of -at is the ascending order of at; ties by bucket reversed
+
+    def put(b: int, at: int, prefix: str = "r") -> SensorReading:
+        return SensorReading.objects.create(sensor_id="s1", reading_id=_in_bucket(b, prefix), day="d1", at=sign * at)
+
+    # bucket 0: 1 (read to its end by page 1); 1: 2, 60; 2: 3, 70; 3: 80 (not read by page 1)
+    put(0, 1)
+    put(1, 2), put(1, 60, "q")
+    last = put(2, 3)
+    put(2, 70, "q")
+    put(3, 80)
+    qs = SensorReading.objects.filter(day="d1").order_by("-sk" if reverse else "sk")
+    first = qs.page(size=3)
+    assert shape(list(first)) == [(sign * 1, 0), (sign * 2, 1), (sign * 3, 2)] and first.cursor
+
+    tie_after, tie_before = (1, 3) if reverse else (3, 1)  # the merge's ties follow the bucket number
+    put(0, 40, "n")   # after, in the bucket page 1 read to its end
+    put(3, 45, "n")   # after, in the bucket page 1 did not read
+    put(2, 50, "n")   # after, in the bucket of the last item returned
+    put(tie_after, 3, "t")   # same sort key as the last item, a bucket that comes after it
+    put(tie_before, 3, "t")  # same sort key, a bucket that comes before it: before the cursor
+    put(3, 0, "b")    # before the cursor, in the bucket page 1 did not read
+    put(0, 2, "b")    # before the cursor, in a bucket read to its end
+    last.delete()     # the last item returned is gone: its position still resumes bucket 2 exactly
+
+    want = [(sign * 3, tie_after), (sign * 40, 0), (sign * 45, 3), (sign * 50, 2), (sign * 60, 1),
+            (sign * 70, 2), (sign * 80, 3)]
+    with dynorm.capture() as c:
+        assert _rest(qs, first.cursor, 2) == want
+    assert set(c.operations) == {"Query"}
+
+
+def test_a_cursor_of_an_earlier_version_that_marked_a_bucket_done_still_resumes_exactly(dynorm_tables):
+    """Cursors issued before (``"done"`` for a bucket read to its end) read that bucket again from its
+    start, skipping what sorts at or before the cursor: nothing lost, nothing repeated, in order."""
+    from dynorm import cursor as cursors
+
+    for b, at, prefix in [(0, 1, "r"), (1, 2, "r"), (1, 5, "q"), (2, 6, "r"), (3, 7, "r"), (2, 8, "q")]:
+        SensorReading.objects.create(sensor_id="s1", reading_id=_in_bucket(b, prefix), day="d1", at=at)
+    qs = SensorReading.objects.filter(day="d1")
+    first = qs.page(size=2)
+    assert shape(list(first)) == [(1, 0), (2, 1)]  # bucket 0 read to its end
+    payload = json.loads(base64.urlsafe_b64decode(first.cursor.split(".")[0] + "=="))
+    assert payload["s"][0] is not None and payload["s"][3] is None
+    payload["s"][0] = "done"  # as the earlier dynorm wrote it
+    context, secret, _ = cursor_context(qs, qs._plan(limit=3))
+    old = cursors._sign({"s": payload["s"]}, context, secret)
+    SensorReading.objects.create(sensor_id="s1", reading_id=_in_bucket(0, "n"), day="d1", at=9)
+    assert _rest(qs, old, 2) == [(5, 1), (6, 2), (7, 3), (8, 2), (9, 0)]
 
 
 def test_naming_the_bucket_source_reads_one_bucket(dynorm_tables):

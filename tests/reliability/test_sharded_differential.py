@@ -10,7 +10,10 @@ primary-key fields' text mod 4, computed here independently. DynamoDB itself ord
 one bucket that share a sort key, so the results must equal the oracle's ``(at, bucket)``
 sequence exactly and hold the oracle's items in each such group; the pages concatenated must
 equal the unpaged result exactly (no item lost or repeated), a slice must be the result's
-prefix, and ``count()`` the oracle's length.
+prefix, and ``count()`` the oracle's length. Then the query is paged again with random readings
+written between pages, and must behave like one Query paged by LastEvaluatedKey: every reading
+present throughout returned once, the pages in merge order, a reading written after a page
+returned when it sorts after that page's last item and never when it sorts before.
 """
 
 from __future__ import annotations
@@ -104,6 +107,41 @@ def _check(data: Any) -> None:
         if cursor is None:
             break
     assert cursor is None and paged == ids
+
+    # pages again, readings written between them: as one Query paged by LastEvaluatedKey, each page
+    # resumes from the merge position of the last item returned (its (at, bucket), reversed by "-sk")
+    rows: list[tuple[str, int, int]] = []
+    late: list[tuple[dict[str, Any], tuple[int, int]]] = []  # a reading written, the position then
+    cursor = None
+    for _ in range(200):
+        page = qs._clone().page(size=size, cursor=cursor)
+        got_rows = [(r.reading_id, r.at, _bucket(r.sensor_id, r.reading_id)) for r in page]
+        rows += got_rows
+        cursor = page.cursor
+        if cursor is None:
+            break
+        position = got_rows[-1][1:]
+        for s, at, note_ in data.draw(st.lists(reading, max_size=3), label="written between pages"):
+            it = {"sensor_id": s, "reading_id": f"w{len(late)}", "day": day, "at": at, "note": note_}
+            # ids (so buckets) the same when hypothesis replays; a put overwrites an earlier example's
+            SensorReading.objects.bulk_create([SensorReading(**it)])
+            late.append((it, position))
+    assert cursor is None
+    seen = [rid for rid, _, _ in rows]
+    assert len(seen) == len(set(seen))  # nothing twice
+    merge_order = [(at, b) for _, at, b in rows]
+    assert merge_order == sorted(merge_order, reverse=reverse)  # one order across the pages
+    assert {it["reading_id"] for it in want} <= set(seen)  # every item present throughout
+    for it, position in late:
+        at_b = (it["at"], _bucket(it["sensor_id"], it["reading_id"]))
+        if not (_holds(it, cond) and (note is None or it["note"] == note)):
+            assert it["reading_id"] not in seen
+        elif (at_b > position) != reverse and at_b != position:
+            assert it["reading_id"] in seen, (it, position)  # after the last item returned then
+        elif at_b != position:
+            assert it["reading_id"] not in seen, (it, position)  # before it: never out of order
+        # the same (at, bucket) as that item: DynamoDB orders the bucket's ties; either is right
+    assert set(seen) <= {it["reading_id"] for it in want} | {it["reading_id"] for it, _ in late}
 
 
 @pytest.mark.usefixtures("dynorm_tables")

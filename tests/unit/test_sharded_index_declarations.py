@@ -12,7 +12,6 @@ import dynorm
 from dynorm import Entity, Index, fields
 from dynorm.cursor import decode_shard_cursor, encode_shard_cursor
 from dynorm.migrations.autodetector import detect_changes
-from dynorm.migrations.operations import MigrationError
 from dynorm.migrations.state import ProjectState, entity_state, table_state
 from dynorm.shard_merge import ShardMerge
 from dynorm.shards import bucket_of, sort_value
@@ -126,36 +125,58 @@ def test_a_shard_cursor_round_trips_and_refuses_another_count():
         decode_shard_cursor(c, ctx, "secret", {"SK"}, 2)
 
 
-def test_makemigrations_refuses_a_change_of_the_bucket_count():
-    old, new = ProjectState(), ProjectState()
-    for s in (old, new):
-        s.tables["telemetry"] = table_state(Telemetry)
-    now = entity_state(SensorReading)
-    assert now.shards == {"GSI1": 4} and now.definition()["shards"] == {"GSI1": 4}
-    new.entities[("telemetry", "SENSOR_READING")] = now
-    old.entities[("telemetry", "SENSOR_READING")] = entity_state(SensorReading)
-    assert detect_changes(old, new) == []
-    old.entities[("telemetry", "SENSOR_READING")].shards = {"GSI1": 8}
-    with pytest.raises(MigrationError, match="GSI1: 8 -> 4"):
-        detect_changes(old, new)
-    old.entities[("telemetry", "SENSOR_READING")].shards = {}
-    with pytest.raises(MigrationError, match="GSI1: none -> 4"):
-        detect_changes(old, new)
-
-
-def test_makemigrations_refuses_a_change_of_the_fields_the_bucket_is_computed_from():
-    """A new ``shard_by`` moves most items to another bucket as surely as a new count: a read that
-    names the new fields would look in the wrong bucket for every item written before."""
+def _states():
     old, new = ProjectState(), ProjectState()
     for s in (old, new):
         s.tables["telemetry"] = table_state(Telemetry)
         s.entities[("telemetry", "SENSOR_READING")] = entity_state(SensorReading)
-    state = new.entities[("telemetry", "SENSOR_READING")]
-    assert state.definition()["shard_by"] == {"GSI1": ["sensor_id", "reading_id"]}
+    return old, new
+
+
+@pytest.mark.parametrize("before, what", [({"shards": {"GSI1": 8}}, "count"), ({"shards": {}, "shard_by": {}}, "none"),
+                                          ({"shard_by": {"GSI1": ["sensor_id"]}}, "shard_by")])
+def test_makemigrations_rekeys_a_change_of_the_bucket_count_or_its_fields(before, what):
+    """A new count, sharding an index that had none, or a new ``shard_by`` moves most items to another
+    bucket: makemigrations writes a RekeyEntity (as for a new template) whose new layout carries the
+    sharding, and the migration file round-trips it."""
+    from dynorm.migrations.operations import RekeyEntity
+
+    old, new = _states()
+    now = new.entities[("telemetry", "SENSOR_READING")]
+    assert now.shards == {"GSI1": 4} and now.definition()["shards"] == {"GSI1": 4}
+    assert now.definition()["shard_by"] == {"GSI1": ["sensor_id", "reading_id"]}
     assert detect_changes(old, new) == []
-    old.entities[("telemetry", "SENSOR_READING")].shard_by = {"GSI1": ["sensor_id"]}
-    with pytest.raises(MigrationError, match=r"GSI1: \(sensor_id\) -> \(sensor_id, reading_id\)"):
-        detect_changes(old, new)
+    for k, v in before.items():
+        setattr(old.entities[("telemetry", "SENSOR_READING")], k, v)
+    (op,) = detect_changes(old, new)
+    assert isinstance(op, RekeyEntity) and (op.from_version, op.to_version) == ("v1", "v1")
+    made = op.deconstruct()
+    assert made["new"]["shards"] == {"GSI1": 4} and made["new"]["shard_by"] == {"GSI1": ["sensor_id", "reading_id"]}
+    again = RekeyEntity(**made)
+    assert (again.new.shards, again.new.shard_by, again.old.shards) == (now.shards, now.shard_by, op.old.shards)
+    state = old.clone()
+    again.state_forwards(state)
+    assert detect_changes(state, new) == []  # makemigrations --check is clean once it is written
+
+
+def test_the_rekey_renders_each_items_bucket_as_the_entitys_writes_do():
+    from dynorm.migrations.operations import RekeyEntity
+    from dynorm.migrations.rekey import Counts, Rekeyer
+
+    old, new = _states()
+    old.entities[("telemetry", "SENSOR_READING")].shards = {"GSI1": 8}
+    (op,) = detect_changes(old, new)
+    assert isinstance(op, RekeyEntity)
+    rekeyer = Rekeyer(op, new.tables["telemetry"], "t", "move", Counts())
+    values = {"sensor_id": "s1", "reading_id": "r7", "day": "d1", "at": 5}
+    stored = SensorReading._meta.key_attributes(values)  # the one key renderer of the entity's writes
+    raw = {**{a: {"S": v} for a, v in stored.items() if v is not None},
+           "sensor_id": {"S": "s1"}, "reading_id": {"S": "r7"}, "day": {"S": "d1"}, "at": {"N": "5"},
+           "entityType": {"S": "SENSOR_READING"}}
+    assert raw["GSI1PK"] == {"S": f"v1#DAY#d1#{bucket_of(SensorReading._meta.indexes['by_day'], values)}"}
+    wrong = dict(raw, GSI1PK={"S": "v1#DAY#d1#7"})
+    assert rekeyer.new_item(wrong)["GSI1PK"] == raw["GSI1PK"]
+    assert rekeyer.new_item(raw) is None  # already in its bucket: not rewritten
 
 
 def test_the_access_pattern_document_shows_the_buckets():

@@ -138,6 +138,8 @@ class DropIndexes(Operation):
             if tname == self.table:
                 for g in self.gsis:
                     e.keys.pop(g, None)
+                    e.shards.pop(g, None)
+                    e.shard_by.pop(g, None)
 
     def describe(self) -> str:
         return f"drop GSI(s) {', '.join(self.gsis)} of {self.table} (items are not rewritten)"

@@ -39,8 +39,11 @@ class RekeyEntity(Operation):
     Args:
         table: logical table name; entity_type: the type attribute value.
         from_version, to_version: key versions.
-        old, new: ``{"keys": ..., "fields": ..., "version_attribute": ...}`` (the frozen
-            :class:`EntityState` parts) before and after.
+        old, new: ``{"keys": ..., "fields": ..., "version_attribute": ..., "shards": ...,
+            "shard_by": ...}`` (the frozen :class:`EntityState` parts, :meth:`EntityState.part`)
+            before and after. A GSI in ``shards`` gets each item's bucket appended to its partition
+            key, as the entity's writes do (:func:`dynorm.shards.bucket_of`): a new shard count or
+            ``shard_by`` rewrites the index keys like a new template.
         transform: optional ``fn(item: dict) -> dict`` reshaping each item's plain attributes
             on the way (keys are recomputed afterwards).
     """
@@ -56,10 +59,8 @@ class RekeyEntity(Operation):
         self.entity_type = entity_type
         self.from_version = from_version
         self.to_version = to_version
-        self.old = EntityState(table, entity_type, from_version, old["keys"], old["fields"],
-                               old.get("version_attribute"))
-        self.new = EntityState(table, entity_type, to_version, new["keys"], new["fields"],
-                               new.get("version_attribute"))
+        self.old = EntityState.from_part(table, entity_type, from_version, old)
+        self.new = EntityState.from_part(table, entity_type, to_version, new)
         self.transform = transform
 
     # -- state -------------------------------------------------------------------------
@@ -86,14 +87,8 @@ class RekeyEntity(Operation):
         return f"rekey {self.entity_type} in {self.table} from {self.from_version} to {self.to_version}"
 
     def deconstruct(self) -> dict[str, Any]:
-        def part(e: EntityState) -> dict[str, Any]:
-            out: dict[str, Any] = {"keys": e.keys, "fields": e.fields}
-            if e.version_attribute:
-                out["version_attribute"] = e.version_attribute
-            return out
-
         return {"table": self.table, "entity_type": self.entity_type, "from_version": self.from_version,
-                "to_version": self.to_version, "old": part(self.old), "new": part(self.new)}
+                "to_version": self.to_version, "old": self.old.part(), "new": self.new.part()}
 
     def inverse(self) -> Operation | None:
         """A RekeyEntity from the new layout back to the old one.
@@ -104,12 +99,8 @@ class RekeyEntity(Operation):
         if self.transform is not None:
             raise MigrationError(f"{self.describe()} cannot be reversed: its transform has no inverse; "
                                  "write a new migration that rekeys forward to the layout you want.")
-
-        def part(e: EntityState) -> dict[str, Any]:
-            return {"keys": e.keys, "fields": e.fields, "version_attribute": e.version_attribute}
-
         return RekeyEntity(self.table, self.entity_type, self.to_version, self.from_version,
-                           old=part(self.new), new=part(self.old))
+                           old=self.new.part(), new=self.old.part())
 
     def tables(self) -> list[str]:
         return [self.table]
