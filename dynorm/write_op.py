@@ -185,17 +185,46 @@ class WriteOp:
         return self.kind == "Delete" and raw is None and getattr(exc, "retry_attempts", 0) > 0
 
     def error(self, exc: ConditionFailed | None, raw_item: Mapping[str, Any] | None = None) -> DynormError:
-        """Map a failed condition into the error users see (the table is unchanged)."""
+        """Map a failed condition into the error users see (the table is unchanged).
+
+        Each condition this write carries is asked in turn which of them failed, given the item
+        as stored (``ReturnValuesOnConditionCheckFailure=ALL_OLD``, or ``raw_item``); the first
+        that explains the failure gives the error, else a plain :class:`ConditionFailed`.
+        """
         raw = raw_item if raw_item is not None else (exc.item if exc is not None else None)
+        for explain in (self._older_version_error, self._taken_error, self._missing_or_stale_error,
+                        self._copy_type_error, self._pinned_error, self._unique_moved_error):
+            found = explain(raw)
+            if found is not None:
+                return found
+        if self.verb == "save" and raw is None:
+            return self.model.DoesNotExist(
+                f"{self.model.__name__} with {_describe(self)} does not exist (deleted, or moved to another key "
+                "version by a migration, since it was read); nothing was written: save() of an instance read "
+                "from the table and save(update_fields=...) change existing items only. Read it again (with the "
+                "current models), or create() it.")
+        item, unreadable = decode_written(self.model, raw) if raw else (None, None)
+        error = ConditionFailed(f"{self.description}: the condition did not hold; nothing was written."
+                                + (f" The stored item cannot be read whole ({unreadable}); it is in .raw."
+                                   if unreadable is not None else ""), item=item)
+        error.raw = dict(raw) if raw else None  # type: ignore[attr-defined]
+        error.unreadable = unreadable  # type: ignore[attr-defined]
+        return error
+
+    def _older_version_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        if self.older_version is None:  # else a check of prepare_create_checks: an item under an older key version
+            return None
+        older = AlreadyExists(
+            f"{self.description}: an item with this primary key exists under the older key version "
+            f"{self.older_version!r} (Meta.read_versions), so get() "
+            "reads it; nothing was written. Read it with get() and save() it (which moves it to the current "
+            "key version).")
+        older.older_version = self.older_version  # type: ignore[attr-defined]
+        return older
+
+    def _taken_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        """A create that found an item there, or any write that found another entity type's item."""
         name = self.model.__name__
-        if self.older_version is not None:  # a check of prepare_create_checks: an item under an older key version
-            older = AlreadyExists(
-                f"{self.description}: an item with this primary key exists under the older key version "
-                f"{self.older_version!r} (Meta.read_versions), so get() "
-                "reads it; nothing was written. Read it with get() and save() it (which moves it to the current "
-                "key version).")
-            older.older_version = self.older_version  # type: ignore[attr-defined]
-            return older
         other = other_entity_type(self.model, raw)
         if self.create or (self.kind == "Put" and self.expected_version is None and self.new_version == 1):
             if other is not None:
@@ -206,82 +235,88 @@ class WriteOp:
                 return taken
             return AlreadyExists(f"{name} with {_describe(self)} already exists; nothing was overwritten. "
                                  "Read it with get() or change it with save() on the instance read.")
-        if other is not None:
-            # every write by key is conditional on the stored entity type: the item there is not
-            # this entity's (get() does not return it either), so it was left exactly as it was
-            if self.may_create:
-                taken = AlreadyExists(
-                    f"{name} with {_describe(self)} cannot be saved: {other} is stored under this key, and "
-                    f"saving this new {name} would overwrite it; nothing was written. Give the two entity types "
-                    "distinct key templates (dynorm check reports the overlap), or use another key.")
-                taken.other_entity = other  # type: ignore[attr-defined]
-                return taken
-            return self.model.DoesNotExist(
-                f"{name} with {_describe(self)} does not exist: {other} is stored under this key, and a {name} "
-                f"write never changes an item of another entity type ({name}.objects.get() does not return it "
-                "either); nothing was written. Change it through its own entity class, or give the two entity "
-                "types distinct key templates (dynorm check reports the overlap).")
+        if other is None:
+            return None
+        # every write by key is conditional on the stored entity type: the item there is not
+        # this entity's (get() does not return it either), so it was left exactly as it was
+        if self.may_create:
+            taken = AlreadyExists(
+                f"{name} with {_describe(self)} cannot be saved: {other} is stored under this key, and "
+                f"saving this new {name} would overwrite it; nothing was written. Give the two entity types "
+                "distinct key templates (dynorm check reports the overlap), or use another key.")
+            taken.other_entity = other  # type: ignore[attr-defined]
+            return taken
+        return self.model.DoesNotExist(
+            f"{name} with {_describe(self)} does not exist: {other} is stored under this key, and a {name} "
+            f"write never changes an item of another entity type ({name}.objects.get() does not return it "
+            "either); nothing was written. Change it through its own entity class, or give the two entity "
+            "types distinct key templates (dynorm check reports the overlap).")
+
+    def _missing_or_stale_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        """An update of a missing item, or a versioned write whose version moved on."""
+        name = self.model.__name__
         if self.verb == "update" and raw is None:
             return self.model.DoesNotExist(
                 f"{name} with {_describe(self)} does not exist; update() changes existing items only "
                 "(use create() or get_or_create()).")
         vf = self.model._meta.version_field
-        if vf and self.expected_version is not None:
-            stored = None
-            if raw is not None:
-                av = raw.get(self.model._meta.fields[vf].attr_name)
-                stored = int(av["N"]) if av else None
-            if raw is None or stored != self.expected_version:
-                what = "was deleted" if raw is None else f"is now at version {stored}"
-                return StaleWrite(
-                    f"{name} with {_describe(self)} changed since it was read (expected version "
-                    f"{self.expected_version}, it {what}); nothing was written. Re-read it "
-                    "(refresh_from_db()) and apply the change again, or use update_with_retry().")
+        if not vf or self.expected_version is None:
+            return None
+        stored = None
+        if raw is not None:
+            av = raw.get(self.model._meta.fields[vf].attr_name)
+            stored = int(av["N"]) if av else None
+        if raw is not None and stored == self.expected_version:
+            return None
+        what = "was deleted" if raw is None else f"is now at version {stored}"
+        return StaleWrite(
+            f"{name} with {_describe(self)} changed since it was read (expected version "
+            f"{self.expected_version}, it {what}); nothing was written. Re-read it "
+            "(refresh_from_db()) and apply the change again, or use update_with_retry().")
+
+    def _copy_type_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        """An ``F()`` copy whose source holds another type than the target field stores."""
         wrong = [(t, what) for t in self.typed_sources for what in [t.mismatch(raw)] if what] if raw else []
-        if wrong:
-            t, what = wrong[0]
-            meta = self.model._meta
-            tf = meta.fields[t.target]
-            fix = (f"give a default with F({t.source.name!r}).if_not_exists(value), or set {t.source.shown} first"
-                   if "missing" in what else f"store a value of type {t.want} at {t.source.shown}, or convert it "
-                   f"in Python (read the item, then update({t.target}=...))")
-            return ValidationError(
-                f"{self.description}: {name}.{t.target} = F({t.source.name!r}): {t.source.shown} {what}, and "
-                f"{t.target} is a {type(tf).__name__} field (stored as {t.want}), so DynamoDB refused the copy "
-                f"(condition attribute_type({t.source.shown}, {t.want})); nothing was written. To copy it, {fix}.",
-                entity=name, field=t.target)
+        if not wrong:
+            return None
+        t, what = wrong[0]
+        name = self.model.__name__
+        tf = self.model._meta.fields[t.target]
+        fix = (f"give a default with F({t.source.name!r}).if_not_exists(value), or set {t.source.shown} first"
+               if "missing" in what else f"store a value of type {t.want} at {t.source.shown}, or convert it "
+               f"in Python (read the item, then update({t.target}=...))")
+        return ValidationError(
+            f"{self.description}: {name}.{t.target} = F({t.source.name!r}): {t.source.shown} {what}, and "
+            f"{t.target} is a {type(tf).__name__} field (stored as {t.want}), so DynamoDB refused the copy "
+            f"(condition attribute_type({t.source.shown}, {t.want})); nothing was written. To copy it, {fix}.",
+            entity=name, field=t.target)
+
+    def _pinned_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        """A field an index key this write rewrites depends on is not what the write assumed."""
         broken = _pins_broken(self, raw) if raw is not None else []
-        if broken:
-            what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"
-                             for n, held, stored in broken)
-            it = "it" if len(broken) == 1 else "them"
-            return StaleWrite(
-                f"{name} with {_describe(self)}: {what}. An index key this write rewrites depends on {it} (is built "
-                f"from {it}, or shares an attribute with an index built from {it}), so nothing was written (the key "
-                "would have disagreed with the stored fields). Either the item changed since it was read (safe to "
-                "retry: re-read it with refresh_from_db() and apply the change again, or use update_with_retry()), "
-                "or the field was assigned and not written (write it too: update_fields=[...]).")
+        if not broken:
+            return None
+        what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as this write assumed"
+                         for n, held, stored in broken)
+        it = "it" if len(broken) == 1 else "them"
+        return StaleWrite(
+            f"{self.model.__name__} with {_describe(self)}: {what}. An index key this write rewrites depends on "
+            f"{it} (is built from {it}, or shares an attribute with an index built from {it}), so nothing was "
+            "written (the key would have disagreed with the stored fields). Either the item changed since it was "
+            "read (safe to retry: re-read it with refresh_from_db() and apply the change again, or use "
+            "update_with_retry()), or the field was assigned and not written (write it too: update_fields=[...]).")
+
+    def _unique_moved_error(self, raw: Mapping[str, Any] | None) -> DynormError | None:
+        """A stored unique value changed since the instance read it (its sentinel swap would be wrong)."""
         moved = _unique_moved(self, raw) if raw is not None else []
-        if moved and raw is not None:
-            item, _ = decode_written(self.model, raw)
-            what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as read" for n, held, stored in moved)
-            return ConditionFailed(
-                f"{self.description}: the stored unique value changed since this instance read it ({what}), so "
-                "nothing was written (its sentinel swap would have released a value this item no longer holds). "
-                "Re-read it (refresh_from_db()) and apply the change again.", item=item)
-        if self.verb == "save" and raw is None:
-            return self.model.DoesNotExist(
-                f"{name} with {_describe(self)} does not exist (deleted, or moved to another key version by a "
-                "migration, since it was read); nothing was written: save() of an instance read from the table "
-                "and save(update_fields=...) change existing items only. Read it again (with the current "
-                "models), or create() it.")
-        item, unreadable = decode_written(self.model, raw) if raw else (None, None)
-        error = ConditionFailed(f"{self.description}: the condition did not hold; nothing was written."
-                                + (f" The stored item cannot be read whole ({unreadable}); it is in .raw."
-                                   if unreadable is not None else ""), item=item)
-        error.raw = dict(raw) if raw else None  # type: ignore[attr-defined]
-        error.unreadable = unreadable  # type: ignore[attr-defined]
-        return error
+        if not moved or raw is None:
+            return None
+        item, _ = decode_written(self.model, raw)
+        what = "; ".join(f"{n} is {stored!r} in the table, not {held!r} as read" for n, held, stored in moved)
+        return ConditionFailed(
+            f"{self.description}: the stored unique value changed since this instance read it ({what}), so "
+            "nothing was written (its sentinel swap would have released a value this item no longer holds). "
+            "Re-read it (refresh_from_db()) and apply the change again.", item=item)
 
     def applied(self, attributes: Mapping[str, Any] | None = None) -> EntityLike | None:
         """Apply a successful write to the instance and return it (the only place an instance changes).
