@@ -120,8 +120,14 @@ def _open(cursor: str, context: dict[str, Any], secret: str) -> dict[str, Any]:
         raise InvalidCursor(
             f"stale cursor: it was made for key version {made_for.get('kv')!r}, the entity now uses "
             f"{context.get('kv')!r} (a migration ran); start again without a cursor.")
-    for k, v in context.items():
-        if made_for.get(k) != v:
+    same_fan_out = "n" in made_for and "n" in context and all(made_for.get(k) == context.get(k) for k in "iq")
+    for k, what in (("n", "shard count (shards)"), ("sb", "shard_by")):
+        if same_fan_out and made_for.get(k) != context.get(k):
+            raise InvalidCursor(
+                f"stale cursor: the index's {what} changed since it was made (a migration ran), so every "
+                "bucket's position is another's; start again without a cursor.")
+    for k in sorted({*context, *made_for}):
+        if made_for.get(k) != context.get(k):
             raise InvalidCursor(f"cursor belongs to another query ({k} differs); use it only with the "
                                 "queryset that produced it.")
     return data  # type: ignore[no-any-return]
@@ -147,17 +153,36 @@ def decode_shard_cursor(cursor: str, context: dict[str, Any], secret: str, key_a
                         shards: int) -> list[Any]:
     """Check a cursor of a write-sharded fan-out and return each bucket's position (see :func:`encode_shard_cursor`).
 
-    A cursor of an earlier dynorm marked an exhausted bucket ``"done"``; it is read as ``None``
-    (that bucket is read again from its beginning, what sorts at or before the cursor's position
-    skipped), so those cursors still resume exactly.
+    A sharded index is a GSI with a partition-key template, so every key attribute of its fan-out
+    (the table's and the index's) is a non-empty string: each position must hold every one of
+    ``key_attributes`` as one, or DynamoDB would refuse it as an ExclusiveStartKey.
+
+    A cursor of an earlier dynorm marked a bucket read to its end ``"done"`` and dropped its
+    position; when the last item of its page came from that bucket, the merge position it resumes
+    from is lost, so no such cursor can be resumed exactly: it is refused.
 
     Raises:
-        InvalidCursor: as :func:`decode_cursor`, or the cursor does not hold ``shards`` positions.
+        InvalidCursor: as :func:`decode_cursor`; the cursor does not hold ``shards`` positions, or a
+            position lacks a key attribute or holds one that is not a non-empty string; or it was
+            issued by an earlier dynorm version (a bucket marked ``"done"``).
     """
     positions = _open(cursor, context, secret).get("s")
     if not isinstance(positions, list) or len(positions) != shards:
         raise InvalidCursor("cursor holds an invalid key.")
-    return [None if p is None or p == "done" else _decode_key(p, key_attributes) for p in positions]
+    if "done" in positions:
+        raise InvalidCursor(
+            "this cursor was issued by an earlier dynorm version, whose cursors of a write-sharded index "
+            "cannot be resumed exactly (an item could come twice); restart the query from the first page "
+            "(page() without a cursor).")
+    out: list[Any] = []
+    for p in positions:
+        if p is not None and not (isinstance(p, dict) and set(p) == key_attributes and all(
+                isinstance(v, dict) and set(v) == {"S"} and v["S"] for v in p.values())):
+            raise InvalidCursor(f"cursor holds an invalid key: each position must hold "
+                                f"{', '.join(sorted(key_attributes))} as non-empty strings; pass the exact "
+                                "string from Page.cursor.")
+        out.append(None if p is None else _decode_key(p, key_attributes))
+    return out
 
 
 def _decode_key(key: Any, key_attributes: set[str]) -> dict[str, Any]:

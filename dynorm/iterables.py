@@ -929,6 +929,10 @@ def cursor_context(qs: Source, p: Plan) -> tuple[dict[str, Any], str, set[str]]:
                                "q": p.fingerprint()}
     if p.fanout:
         context["n"] = len(p.fanout)  # another shard count makes every bucket's key another
+        if p.bound is not None and p.bound.shard_by != meta.primary.fields:
+            # so does another shard_by; the default (every primary-key field) is left out, so the
+            # cursors of the versions that bound only the count keep resuming
+            context["sb"] = list(p.bound.shard_by)
     settings = conf.get_settings()
     secret = signing_secret(settings.cursor_secret, settings.endpoint, settings.is_local)
     key_attrs = {tmeta.pk_attribute}

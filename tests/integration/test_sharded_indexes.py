@@ -181,23 +181,76 @@ def test_items_written_between_pages_are_returned_when_they_sort_after_the_last_
     assert set(c.operations) == {"Query"}
 
 
-def test_a_cursor_of_an_earlier_version_that_marked_a_bucket_done_still_resumes_exactly(dynorm_tables):
-    """Cursors issued before (``"done"`` for a bucket read to its end) read that bucket again from its
-    start, skipping what sorts at or before the cursor: nothing lost, nothing repeated, in order."""
+def _payload(cursor: str) -> dict:
+    return json.loads(base64.urlsafe_b64decode(cursor.split(".")[0] + "=="))
+
+
+def _resigned(qs, positions: list) -> str:
+    """A cursor of ``qs`` holding ``positions``, signed as dynorm signs (what an earlier version issued)."""
     from dynorm import cursor as cursors
 
-    for b, at, prefix in [(0, 1, "r"), (1, 2, "r"), (1, 5, "q"), (2, 6, "r"), (3, 7, "r"), (2, 8, "q")]:
+    context, secret, _ = cursor_context(qs, qs._plan(limit=3))
+    return cursors._sign({"s": positions}, context, secret)
+
+
+def test_a_cursor_of_an_earlier_version_that_marked_a_bucket_done_is_refused(dynorm_tables):
+    """Cursors issued before the merge-position cursors marked a bucket read to its end ``"done"`` and lost
+    its position: when the last item returned came from it, no cursor of today resumes it exactly (that
+    item came again). Every such cursor is refused, before any request, naming what to do."""
+    for b, at, prefix in [(0, 1, "r"), (1, 2, "r"), (0, 3, "q"), (1, 5, "q"), (2, 6, "r"), (3, 7, "r")]:
         SensorReading.objects.create(sensor_id="s1", reading_id=_in_bucket(b, prefix), day="d1", at=at)
     qs = SensorReading.objects.filter(day="d1")
-    first = qs.page(size=2)
-    assert shape(list(first)) == [(1, 0), (2, 1)]  # bucket 0 read to its end
-    payload = json.loads(base64.urlsafe_b64decode(first.cursor.split(".")[0] + "=="))
-    assert payload["s"][0] is not None and payload["s"][3] is None
-    payload["s"][0] = "done"  # as the earlier dynorm wrote it
-    context, secret, _ = cursor_context(qs, qs._plan(limit=3))
-    old = cursors._sign({"s": payload["s"]}, context, secret)
-    SensorReading.objects.create(sensor_id="s1", reading_id=_in_bucket(0, "n"), day="d1", at=9)
-    assert _rest(qs, old, 2) == [(5, 1), (6, 2), (7, 3), (8, 2), (9, 0)]
+    first = qs.page(size=3)
+    assert shape(list(first)) == [(1, 0), (2, 1), (3, 0)]  # bucket 0 read to its end, its item last
+    positions = _payload(first.cursor)["s"]
+    assert positions[0] is not None and positions[1] is not None and positions[3] is None
+    positions[0] = "done"  # as the earlier dynorm wrote it
+    with dynorm.capture() as c, pytest.raises(InvalidCursor, match="earlier dynorm version.*first page"):
+        qs.page(size=2, cursor=_resigned(qs, positions))
+    assert c.requests == []
+    assert _rest(qs, first.cursor, 2) == [(5, 1), (6, 2), (7, 3)]  # today's cursor resumes exactly
+
+
+@pytest.mark.parametrize("change", ["no sort key", "a number sort key", "an empty key", "another attribute"])
+def test_a_signed_cursor_whose_positions_do_not_hold_the_index_keys_is_refused_before_any_request(
+        dynorm_tables, change):
+    seed()
+    qs = SensorReading.objects.filter(day="d1")
+    positions = _payload(qs.page(size=5).cursor)["s"]
+    pos = next(p for p in positions if p is not None)
+    assert set(pos) == {"PK", "SK", "GSI1PK", "GSI1SK"}
+    if change == "no sort key":
+        del pos["GSI1SK"]
+    elif change == "a number sort key":
+        pos["GSI1SK"] = {"N": "3"}
+    elif change == "an empty key":
+        pos["SK"] = {"S": ""}
+    else:
+        pos["GSI2PK"] = {"S": "x"}
+    with dynorm.capture() as c, pytest.raises(InvalidCursor, match="invalid key"):
+        qs.page(size=5, cursor=_resigned(qs, positions))
+    assert c.requests == []
+
+
+def test_a_cursor_made_before_shard_by_changed_is_refused(dynorm_tables, monkeypatch):
+    """The bucket of an item follows ``shard_by``: after a change (same count) every bucket's position
+    is another's, so a cursor from before resumes nothing exactly and is refused, as after a count change."""
+    from dataclasses import replace
+
+    seed()
+    qs = SensorReading.objects.filter(day="d1")
+    cursor = qs.page(size=5).cursor
+    by_day = SensorReading._meta.indexes["by_day"]
+    assert by_day.shard_by == ("sensor_id", "reading_id")
+    monkeypatch.setitem(SensorReading._meta.indexes, "by_day", replace(by_day, shard_by=("sensor_id",)))
+    changed = SensorReading.objects.filter(day="d1")
+    with dynorm.capture() as c, pytest.raises(InvalidCursor, match="shard_by"):
+        changed.page(size=5, cursor=cursor)
+    assert c.requests == []
+    assert len(changed.page(size=5, cursor=changed.page(size=5).cursor)) == 5
+    monkeypatch.setitem(SensorReading._meta.indexes, "by_day", replace(by_day, shards=SHARDS + 1))
+    with pytest.raises(InvalidCursor, match="shards"):
+        SensorReading.objects.filter(day="d1").page(size=5, cursor=cursor)
 
 
 def test_naming_the_bucket_source_reads_one_bucket(dynorm_tables):
