@@ -308,11 +308,16 @@ def from_av(av: Mapping[str, Any]) -> Any:
 MAX_ITEM_BYTES = 400 * 1024
 
 
+def _utf8_len(text: str) -> int:
+    """Length of ``text`` in UTF-8 bytes (no copy for ASCII text: ``isascii`` reads a flag)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 def av_size(av: Mapping[str, Any]) -> int:
     """Size of one attribute value as DynamoDB counts it (bytes; numbers approximated from above)."""
     (kind, value), = av.items()
     if kind == "S":
-        return len(value.encode("utf-8"))
+        return _utf8_len(value)
     if kind == "N":
         return (len(value.lstrip("-").replace(".", "")) + 1) // 2 + 1
     if kind == "B":
@@ -333,8 +338,17 @@ def av_size(av: Mapping[str, Any]) -> int:
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Size of a whole item in bytes: attribute names plus values, as DynamoDB counts it."""
-    return sum(len(name.encode("utf-8")) + av_size(av) for name, av in item.items())
+    """Size of a whole item in bytes: attribute names plus values, as DynamoDB counts it.
+
+    Checked on every written item (the 400 KB limit), so text values are counted inline (a fifth of
+    the CPU of planning a 13-attribute PutItem went to the generic per-value walk).
+    """
+    total = 0
+    for name, av in item.items():
+        total += _utf8_len(name)
+        value = av.get("S")
+        total += _utf8_len(value) if type(value) is str and len(av) == 1 else av_size(av)
+    return total
 
 
 def item_from_av(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

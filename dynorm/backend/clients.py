@@ -99,7 +99,7 @@ def _connection(settings: conf.Settings) -> tuple[Any, ...]:
             settings.connect_timeout, settings.read_timeout, settings.wire)
 
 
-def _client_arguments(settings: conf.Settings, pool: int) -> dict[str, Any]:
+def _client_arguments(settings: conf.Settings, pool: int, session: Any) -> dict[str, Any]:
     """``create_client`` keyword arguments for ``settings`` (botocore and aiobotocore alike)."""
     from botocore.config import Config
 
@@ -109,10 +109,41 @@ def _client_arguments(settings: conf.Settings, pool: int) -> dict[str, Any]:
         kwargs["aws_access_key_id"], kwargs["aws_secret_access_key"] = explicit
     # parameter_validation off, as PynamoDB does: every request is built by dynorm's
     # planners and DynamoDB validates it anyway; walking the shapes costs ~10% per call
-    kwargs["config"] = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
-                              connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
-                              max_pool_connections=pool, parameter_validation=False)
+    config = Config(retries={"mode": "standard", "total_max_attempts": settings.max_attempts},
+                    connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
+                    max_pool_connections=pool, parameter_validation=False)
+    kwargs["config"] = config.merge(Config(user_agent=user_agent(session, config)))
     return kwargs
+
+
+def user_agent(session: Any, config: Any) -> str:
+    """The User-Agent string of a client built from ``session`` with ``config``, computed once.
+
+    botocore builds its User-Agent twice per request (in ``_convert_to_request_dict`` and in a
+    ``request-created`` handler), about 14% of the client CPU of a GetItem (measured: 880 -> 731 µs
+    per raw botocore GetItem on DynamoDB Local). A client given ``Config(user_agent=...)``
+    sends that string as it is, so dynorm computes botocore's string once per client, as
+    botocore itself does for ``client.meta.config.user_agent``: SDK, OS, language, retry mode and
+    app id (``AWS_SDK_UA_APP_ID``) included; left out are the per-request feature ids (``m/...``)
+    botocore adds for AWS's SDK metrics.
+
+    Args:
+        session: the botocore (or aiobotocore) session the client comes from.
+        config: the client's ``botocore.config.Config``, without ``user_agent``.
+
+    Returns:
+        The User-Agent header value.
+    """
+    from botocore.config import Config
+    from botocore.useragent import UserAgentString
+
+    creator = UserAgentString.from_environment()
+    # the session's extra is appended by botocore to a configured user_agent: left out here
+    creator.set_session_config(session_user_agent_name=session.user_agent_name,
+                               session_user_agent_version=session.user_agent_version,
+                               session_user_agent_extra="")
+    appid = session.get_config_variable("user_agent_appid")
+    return str(creator.with_client_config(config.merge(Config(user_agent_appid=appid))).to_string())
 
 
 def client() -> Any:
@@ -135,7 +166,8 @@ def client() -> Any:
     with _client_lock:
         built = _clients.get(key)
         if built is None:
-            built = _botocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=32))
+            session = _botocore_session(settings.wire)
+            built = session.create_client("dynamodb", **_client_arguments(settings, pool=32, session=session))
             install_body_check(built)
             if settings.wire == "direct":
                 install_wire(built)
@@ -326,7 +358,8 @@ async def loop_client() -> _LoopClient:
 
 
 async def _build_aclient(settings: conf.Settings) -> _LoopClient:
-    context = _aiobotocore_session(settings.wire).create_client("dynamodb", **_client_arguments(settings, pool=64))
+    session = _aiobotocore_session(settings.wire)
+    context = session.create_client("dynamodb", **_client_arguments(settings, pool=64, session=session))
     new = await context.__aenter__()
     install_body_check(new)
     if settings.wire == "direct":

@@ -35,7 +35,8 @@ def streams_client() -> Any:
     with _lock:
         entry = _built.get(key)
         if entry is None or entry[0] is not session:
-            entry = (session, session.create_client("dynamodbstreams", **_client_arguments(settings, pool=4)))
+            arguments = _client_arguments(settings, pool=4, session=session)
+            entry = (session, session.create_client("dynamodbstreams", **arguments))
             _built[key] = entry
         return entry[1]
 

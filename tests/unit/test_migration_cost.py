@@ -66,6 +66,9 @@ def test_item_size_and_units_follow_dynamodb_rules() -> None:
     assert item_size({"PK": {"S": "abc"}}) == 5
     assert item_size({"n": {"N": "12345"}}) == 1 + 1 + 3
     assert item_size({"m": {"M": {"a": {"BOOL": True}}}}) == 1 + 3 + 1 + 1 + 1
+    # text is counted in UTF-8 bytes, names and values alike, ASCII or not (the inline text path)
+    assert item_size({"é": {"S": "日本"}, "s": {"S": ""}, "b": {"B": b"xy"}}) == 2 + 6 + 1 + 0 + 1 + 2
+    assert item_size({"ss": {"SS": ["é", "a"]}, "e": {"S": "🍦"}}) == 2 + 3 + 1 + 4
     assert write_units(1) == 1 and write_units(1024) == 1 and write_units(1025) == 2
     # move of a <= 1 KB item with one GSI: Put 2 + Delete 2 + GSI delete 1 + GSI put 1
     assert move_units(300, 300, 1, 1, same_primary=False) == 6
