@@ -258,7 +258,9 @@ def _print_plan(executor: Any, backwards: list[Any], pending: list[Any], options
               help="--executor dask without --scheduler: worker processes of the local cluster.")
 @click.option("--verify", "verify_name", default=None, metavar="NAME",
               help="Write nothing: count the rekeyed entities' items at the old and new key version "
-                   "(exit 1 on a mismatch: move: any left at the old; copy: fewer at the new).")
+                   "(exit 1 on a mismatch: move: any left at the old; copy: fewer at the new); for a rekey that "
+                   "keeps its key version, check every item's index keys against the new layout (exit 1 if any "
+                   "differ).")
 @click.option("--resolve", type=click.Choice(["keep-new", "keep-old"]), default=None,
               help="Finish a partial rekey whose failed items conflict with a different item at their new key: "
                    "keep-new keeps that item (the old one is deleted in move mode); keep-old replaces it.")
@@ -491,13 +493,33 @@ def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -
                     click.echo(f"    {line}")
                 continue
             note = f" ({r.note})" if r.note else ""
+            counts_ok = r.old == 0 if mode == "move" else r.new >= r.old
             click.echo(f"  {r.migration} {r.entity_type} in {r.table}: {r.old} item(s) at {r.from_version}, "
-                       f"{r.new} at {r.to_version}: {'ok' if r.ok else 'MISMATCH'}{note}")
+                       f"{r.new} at {r.to_version}: {'ok' if counts_ok else 'MISMATCH'}{note}")
+            if r.index_keys_checked is not None:
+                click.echo(f"    index keys (same key version): {r.stale_index_keys} of {r.index_keys_checked} "
+                           f"item(s) differ from the keys the new layout renders from their fields: "
+                           f"{'ok' if not r.stale_index_keys else 'MISMATCH'}")
+                for key in r.stale_examples:
+                    click.echo(f"      {json.dumps(key, sort_keys=True, default=str)}")
         if not rows:
             click.echo("  (no RekeyEntity or AddConstraint in this migration: nothing to count)")
     if not applied:
         raise click.ClickException(f"migration {name} is not applied.")
     if not ok:
+        stale = [r for r in rows if r.stale_index_keys]
+        if stale:
+            migration = next(m for m in executor.migrations if m.name == executor._resolve(name))
+            before = migration.dependencies[-1] if migration.dependencies else "the migration before it"
+            counts = ", ".join(f"{r.stale_index_keys} {r.entity_type} item(s)" for r in stale)
+            raise click.ClickException(
+                f"--verify {name}: {counts} have index keys that differ from the ones the new layout renders from "
+                "their fields (listed above; queries of the new code miss them): a process with the old declaration "
+                "wrote them after the migration (same key version, so nothing refused it). Deploy the new "
+                "declaration to every process first, then run the migration's rewrite again: "
+                f"`dynorm migrate {before} --fake` and `dynorm migrate {migration.name}` (no item is written by "
+                "the first; the rekey skips items whose keys are right and rewrites the others in place); "
+                "docs/migrations.md, \"Changing shards or shard_by\".")
         bad = ", ".join(r.entity_type for r in rows if not r.ok and not r.constraint)
         if bad:
             rule = "no item may be left at the old version" if mode == "move" else \
@@ -511,7 +533,8 @@ def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -
             "then migrate back to the migration before it and forward again (its RemoveConstraint deletes the "
             "sentinels, its AddConstraint writes and checks them again); see docs/constraints.md.")
     if not as_json:
-        click.echo(f"Verified {name}: the counts match ({mode} mode).")
+        checked = " and the index keys" if any(r.index_keys_checked is not None for r in rows) else ""
+        click.echo(f"Verified {name}: the counts{checked} match ({mode} mode).")
 
 
 def _print_report(report: Any, as_json: bool, dry_run: bool) -> None:

@@ -340,6 +340,23 @@ class Rekeyer(_Base):
         values = _plain_for_keys(self.op.new, plain if plain is not None else _codec.item_from_av(
             {a: raw[a] for a, _ in self.op.new.fields.values() if a in raw}))
         new = {k: v for k, v in source.items() if k not in self.old_attrs}
+        new.update(self.new_keys(values, raw))
+        if new == raw:
+            return None
+        return new
+
+    def new_keys(self, values: dict[str, Any], raw: dict[str, Any]) -> dict[str, dict[str, str]]:
+        """The key attributes of the new layout rendered from field ``values`` (by field name, as
+        :func:`_plain_for_keys` gives them), every path's: a sharded GSI's partition key with its bucket
+        appended (:func:`dynorm.shards.bucket_of`), a sparse index (a value missing) left out.
+
+        Args:
+            values: the item's field values; raw: the item (its primary key names it in the error).
+
+        Raises:
+            InvalidKeyValue: a value the new primary key needs is missing or unusable.
+        """
+        out: dict[str, dict[str, str]] = {}
         for path, attrs in self.new_templates.items():
             rendered = {a: t.try_fill(values, self.op.to_version, entity=self.op.entity_type)
                         for a, t in attrs.items()}
@@ -357,10 +374,30 @@ class Rekeyer(_Base):
                 bucket = bucket_of(sharding, values, self.op.entity_type)
                 rendered[pk_attr] = shard_key(str(rendered[pk_attr]), bucket, self.table.delimiter)
             for a, v in rendered.items():
-                new[a] = {"S": v}
-        if new == raw:
-            return None
-        return new
+                out[a] = {"S": str(v)}
+        return out
+
+    def index_attributes(self) -> list[str]:
+        """The attributes of every index key (not the primary key's) of the old and the new layout."""
+        return sorted({a for state in (self.op.old, self.op.new) for path, attrs in state.keys.items()
+                       if path != "primary" for a in attrs} - {self.table.pk_attribute, self.table.sk_attribute})
+
+    def stale_index_keys(self, raw: dict[str, Any]) -> list[str]:
+        """The index key attributes of stored item ``raw`` that differ from the ones :meth:`new_keys`
+        renders from its stored fields (no transform: the fields are stored as the rekey left them):
+        a wrong value, a missing one, or one the new layout does not write (an old index's, a sparse
+        index's). An item whose new primary key cannot be rendered differs in all of them.
+
+        Args:
+            raw: the item in DynamoDB JSON: its key attributes and the fields the new templates use.
+        """
+        values = _plain_for_keys(self.op.new, _codec.item_from_av(
+            {a: raw[a] for a, _ in self.op.new.fields.values() if a in raw}))
+        try:
+            expected = self.new_keys(values, raw)
+        except (InvalidKeyValue, TypeError, ValueError):
+            return self.index_attributes()
+        return [a for a in self.index_attributes() if raw.get(a) != expected.get(a)]
 
     def _unchanged(self, raw: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
         # the revision token (and version) when the item has one, else every attribute (see writes.py)

@@ -153,6 +153,10 @@ class VerifyRow:
             partition-key prefix, so the keys were read and each item's version told from its key), else "".
         constraint: the unique constraint's name (``""`` for a rekey); problems: the missing sentinels
             and orphans found (the first 20).
+        index_keys_checked: for a rekey that keeps its key version (index keys only), the items whose
+            index keys were rendered under the new layout and compared; ``None``: not checked (the
+            version changes). stale_index_keys: those whose stored index keys differ (``ok`` is then
+            False); stale_examples: the primary keys of the first 10 of them.
     """
 
     migration: str
@@ -166,3 +170,6 @@ class VerifyRow:
     note: str = ""
     constraint: str = ""
     problems: list[str] = field(default_factory=list)
+    index_keys_checked: int | None = None
+    stale_index_keys: int = 0
+    stale_examples: list[dict[str, Any]] = field(default_factory=list)

@@ -285,6 +285,9 @@ def test_verify(project: Project) -> None:
                     "note": "",
                     "constraint": "",
                     "problems": [],
+                    "index_keys_checked": None,  # the key version changes: counted, not checked item by item
+                    "stale_index_keys": 0,
+                    "stale_examples": [],
                 }
             ],
         ],

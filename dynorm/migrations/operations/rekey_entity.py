@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..cost import OperationCost, estimate_scan_operation, key_growth
 from ..errors import MigrationError
+from ..index_check import check_index_keys
 from ..rekey import COPY_GROUP, MOVE_GROUP, PAGE_SIZE, TALLY_WCU, Rekeyer
 from ..state import EntityState, ProjectState
 from ..version_counts import count_versions
@@ -151,5 +152,14 @@ class RekeyEntity(Operation):
         return scan_cost(ctx, self, desc, kind, gsis, group, key_growth(self.old.keys, self.new.keys))
 
     def verify(self, ctx: VerifyContext) -> list[VerifyRow]:
-        """Count the entity's items at the old and at the new version (:func:`.version_counts.count_versions`)."""
-        return [count_versions(self, ctx)]
+        """Count the entity's items at the old and at the new version (:func:`.version_counts.count_versions`);
+        when the key version does not change (index keys only), also check every item's index keys
+        against the new layout (:func:`.index_check.check_index_keys`): an item whose stored index
+        keys differ makes the row not ok."""
+        row = count_versions(self, ctx)
+        if self.from_version == self.to_version:
+            found = check_index_keys(self, ctx)
+            row.index_keys_checked, row.stale_index_keys = found.checked, found.stale
+            row.stale_examples = found.examples
+            row.ok = row.ok and found.stale == 0
+        return [row]
