@@ -7,6 +7,10 @@ The counts come from a parallel Scan with ``Select=COUNT`` that uses the same fi
 constant. No item is transferred to the client, except when the key version is outside the
 partition key's constant prefix (in the sort key, or after a variable): then both versions share
 one read, which returns the key attributes, and each item's version is told from its key.
+
+A rekey that keeps its key version (index keys only) is also checked item by item: one more
+parallel Scan renders each item's index keys under the new layout and counts the items whose
+stored ones differ (:mod:`.index_check`), which counting by version cannot see.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ class Check:
 
 def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
            consistent: bool = True) -> tuple[bool, list[VerifyRow]]:
-    """Count the items of each RekeyEntity of migration ``name`` at its old and new key version.
+    """Count the items of each RekeyEntity of migration ``name`` at its old and new key version (and,
+    for one that keeps its key version, those whose index keys differ from the new layout's).
 
     Args:
         executor: the project's executor (loaded migrations); name: a migration name or unique prefix.
@@ -62,7 +67,8 @@ def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
     DynamoDB: Query on the ledger (applied migrations), then per RekeyEntity and version
     ``segments`` parallel Scans with ``Select=COUNT`` (one Query for a constant partition key); when
     the version is outside the partition-key prefix, ``segments`` parallel Scans projecting the key
-    attributes instead.
+    attributes instead; for a RekeyEntity that keeps its key version, ``segments`` more parallel Scans
+    projecting its key attributes and key fields (:func:`.index_check.check_index_keys`).
     """
     if mode not in ("move", "copy"):
         raise MigrationError(f"--mode must be move or copy, not {mode!r}.")
