@@ -147,7 +147,8 @@ class PageResult:
 
 
 def _plain_for_keys(state: EntityState, plain: dict[str, Any]) -> dict[str, Any]:
-    """Field values (by field name) that the key templates need, decoded by field kind."""
+    """Field values (by field name) that the key templates need, decoded by field kind as the
+    application reads them, so a key renders here as the application renders it from the item."""
     values: dict[str, Any] = {}
     for fname, (attr, kind) in state.fields.items():
         v = plain.get(attr)
@@ -155,10 +156,30 @@ def _plain_for_keys(state: EntityState, plain: dict[str, Any]) -> dict[str, Any]
             continue
         if kind == "DateTime" and isinstance(v, str):
             v = parse_datetime(v)  # the instant stored, whatever offset another writer gave it
-        elif kind in NUMERIC_KINDS and isinstance(v, decimal.Decimal) and v == v.to_integral_value():
-            v = int(v)
+        elif kind in NUMERIC_KINDS and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+            v = _number_as_read(kind, v)
         values[fname] = v
     return values
+
+
+_READERS: dict[str, Any] = {}
+
+
+def _number_as_read(kind: str, value: int | decimal.Decimal) -> Any:
+    """The value an instance that read this ``N`` holds: the field kind's own ``deserialize``.
+
+    A TTL is a datetime (``{expires}`` renders ``2030-01-01T00:00:00.000000Z``, not epoch
+    seconds), a non-integral ``Number`` is the float whose shortest repr is the stored text
+    (``{score:.1f}`` of ``0.35`` is ``0.3``, as the application renders it; a Decimal gave ``0.4``).
+    """
+    if kind == "Decimal":
+        return int(value) if isinstance(value, int) or value == value.to_integral_value() else value
+    reader = _READERS.get(kind)
+    if reader is None:
+        from .. import fields
+
+        reader = _READERS[kind] = getattr(fields, kind)()
+    return reader.deserialize(str(value))
 
 
 def keyed_at(state: EntityState, table: TableState, raw: dict[str, Any], version: str, entity: str) -> bool:

@@ -7,15 +7,17 @@ and compares them with the stored ones.
 
 from __future__ import annotations
 
+import datetime
 import json
 import zlib
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from dynorm import backend
 from dynorm.cli import cli
-from tests.migproject import Project, stage_indexed, widgets
+from tests.migproject import GSIS_TABLES, Project, scan_all, stage_indexed, widgets
 
 GSI1 = {"GSI1": ("GSI1PK", "GSI1SK")}
 N = 12
@@ -110,3 +112,55 @@ def test_verify_finds_items_with_an_old_index_or_a_stale_sort_key_after_an_index
     assert result.exit_code == 1, result.output
     assert f"2 of {N + 2} item(s) differ" in result.output
     assert '"PK": "W#old"' in result.output and '"PK": "W#stale"' in result.output
+
+
+_VALUE_MODELS = '''
+from dynorm import Entity, Index, fields
+from {pkg}.tables import MigShop
+
+class Reading(Entity):
+    reading_id = fields.String()
+    maker = fields.String()
+    score = fields.Number(null=True)
+    expires = fields.TTL(null=True)
+
+    class Meta:
+        table = MigShop
+        entity_type = "READING"
+        pk = "R#{{reading_id}}"
+        sk = "METADATA"
+        indexes = {{"by_maker": Index("GSI1", pk="M#{{maker}}", sk="{sk}", shards={shards})}}
+'''
+
+
+@pytest.mark.parametrize("sk, values", [
+    ("{expires}", [{"expires": datetime.datetime(2030, 1, 1, h, tzinfo=datetime.timezone.utc)} for h in range(3)]),
+    ("{score:.1f}", [{"score": v} for v in (0.35, 2.675, 0.125)]),
+])
+def test_a_rekey_renders_index_keys_from_stored_values_as_the_application_does(
+        dynamodb_local: str, project: Project, sk: str, values: list[dict[str, Any]]) -> None:
+    """The rekey reads each stored value as the application reads it (the field's own ``deserialize``):
+    a TTL is a datetime (it rendered epoch seconds, ``P5091893456``), a non-integral Number the float
+    (``{score:.1f}`` of 0.35 rendered ``0.4`` from a Decimal where the application renders ``0.3``). So
+    the rewritten items' keys equal the keys the application renders from them, and ``--verify`` finds
+    nothing on a healthy table (it blamed the items the application wrote)."""
+    def stage(shards: int) -> Any:
+        return project.stage(GSIS_TABLES.format(gsis=GSI1),
+                             _VALUE_MODELS.format(pkg=project.pkg, sk=sk, shards=shards))
+
+    models = stage(4)
+    _run(project, "makemigrations")
+    _run(project, "migrate")
+    models.Reading.objects.bulk_create([models.Reading(reading_id=f"a{i}", maker="m", **v)
+                                        for i, v in enumerate(values)])
+    models = stage(7)
+    _run(project, "makemigrations")
+    _run(project, "migrate")  # rewrites the a* items' index keys
+    models.Reading.objects.bulk_create([models.Reading(reading_id=f"b{i}", maker="m", **v)
+                                        for i, v in enumerate(values)])
+    stored = {i["reading_id"]["S"]: i for i in scan_all(project.table) if i.get("entityType") == {"S": "READING"}}
+    assert len(stored) == 2 * len(values)
+    for rid, raw in stored.items():
+        rendered = models.Reading.objects.get(reading_id=rid).key_attributes()
+        assert (raw["GSI1PK"]["S"], raw["GSI1SK"]["S"]) == (rendered["GSI1PK"], rendered["GSI1SK"]), rid
+    assert f"0 of {2 * len(values)} item(s) differ" in _run(project, "migrate", "--verify", _migrations(project)[-1])
