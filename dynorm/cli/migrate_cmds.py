@@ -512,14 +512,19 @@ def _verify(executor: Any, name: str, mode: str, segments: int, as_json: bool) -
             migration = next(m for m in executor.migrations if m.name == executor._resolve(name))
             before = migration.dependencies[-1] if migration.dependencies else "the migration before it"
             counts = ", ".join(f"{r.stale_index_keys} {r.entity_type} item(s)" for r in stale)
+            names = [m.name for m in executor.migrations]
+            recorded = executor.applied()
+            later = [n for n in names[names.index(migration.name) + 1:] if n in recorded]
+            again = (f"; the first also un-records the later applied migration(s) {', '.join(later)}: record them "
+                     "as applied again with `dynorm migrate --fake` (they ran already)" if later else "")
             raise click.ClickException(
                 f"--verify {name}: {counts} have index keys that differ from the ones the new layout renders from "
                 "their fields (listed above; queries of the new code miss them): a process with the old declaration "
                 "wrote them after the migration (same key version, so nothing refused it). Deploy the new "
                 "declaration to every process first, then run the migration's rewrite again: "
                 f"`dynorm migrate {before} --fake` and `dynorm migrate {migration.name}` (no item is written by "
-                "the first; the rekey skips items whose keys are right and rewrites the others in place); "
-                "docs/migrations.md, \"Changing shards or shard_by\".")
+                "the first; the rekey skips items whose keys are right and rewrites the others in place)"
+                f"{again}; docs/migrations.md, \"Changing shards or shard_by\".")
         bad = ", ".join(r.entity_type for r in rows if not r.ok and not r.constraint)
         if bad:
             rule = "no item may be left at the old version" if mode == "move" else \

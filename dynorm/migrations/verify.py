@@ -15,9 +15,10 @@ stored ones differ (:mod:`.index_check`), which counting by version cannot see.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from concurrent.futures import Executor as Pool
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import MigrationError
 from .executor import Executor
@@ -34,7 +35,9 @@ class Check:
     Attributes:
         migration: the migration's name; final_state: the state after every migration;
         mode: ``"move"`` or ``"copy"``; segments: parallel Scan segments per count;
-        consistent: strongly consistent counts; pool: the threads counting them.
+        consistent: strongly consistent counts; pool: the threads counting them;
+        superseded: ``(table, entity type)`` -> the later applied migration that rekeyed it again
+            (its index keys are that migration's to check).
     """
 
     migration: str
@@ -43,6 +46,7 @@ class Check:
     segments: int
     consistent: bool
     pool: Pool
+    superseded: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
@@ -78,10 +82,27 @@ def verify(executor: Executor, name: str, mode: str = "move", segments: int = 4,
     migration = next((m for m in executor.migrations if m.name == resolved), None)
     if migration is None:
         raise MigrationError(f"no migration {name!r}.")
-    applied = migration.name in executor.applied()
+    recorded = executor.applied()
+    applied = migration.name in recorded
     rows: list[VerifyRow] = []
     with ThreadPoolExecutor(max_workers=segments) as pool:
-        check = Check(migration.name, executor.final_state, mode, segments, consistent, pool)
+        check = Check(migration.name, executor.final_state, mode, segments, consistent, pool,
+                      superseded=_rekeyed_later(executor, migration.name, recorded))
         for op in migration.operations:
             rows += op.verify(check)
     return applied and all(r.ok for r in rows), rows
+
+
+def _rekeyed_later(executor: Executor, name: str, recorded: Collection[str]) -> dict[tuple[str, str], str]:
+    """``(table, entity type)`` -> the first applied migration after ``name`` that rekeys it again."""
+    from .operations.rekey_entity import RekeyEntity
+
+    names = [m.name for m in executor.migrations]
+    later: dict[tuple[str, str], str] = {}
+    for m in executor.migrations[names.index(name) + 1:]:
+        if m.name not in recorded:
+            continue
+        for op in m.operations:
+            if isinstance(op, RekeyEntity):
+                later.setdefault((op.table, op.entity_type), m.name)
+    return later

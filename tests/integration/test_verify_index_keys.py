@@ -164,3 +164,53 @@ def test_a_rekey_renders_index_keys_from_stored_values_as_the_application_does(
         rendered = models.Reading.objects.get(reading_id=rid).key_attributes()
         assert (raw["GSI1PK"]["S"], raw["GSI1SK"]["S"]) == (rendered["GSI1PK"], rendered["GSI1SK"]), rid
     assert f"0 of {2 * len(values)} item(s) differ" in _run(project, "migrate", "--verify", _migrations(project)[-1])
+
+
+def test_verify_of_a_rekey_superseded_by_a_later_one_checks_no_index_keys(
+        dynamodb_local: str, project: Project) -> None:
+    """Shards 4 -> 7 (0002), then 7 -> 9 (0003): ``--verify 0002`` does not render the items' keys
+    under 0002's layout (every item 0003 rewrote would look stale, and the repair the message gave
+    would have put them back in 7 buckets where the code queries 9); it says to verify 0003."""
+    def stage(shards: int) -> Any:
+        return stage_indexed(project, GSI1,
+                             '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=%d)}' % shards)
+
+    models = stage(4)
+    _run(project, "makemigrations")
+    _run(project, "migrate")
+    models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:02d}", maker="m", size=i) for i in range(6)])
+    for shards in (7, 9):
+        stage(shards)
+        _run(project, "makemigrations")
+        _run(project, "migrate")
+    _, second, third = _migrations(project)
+    out = _run(project, "migrate", "--verify", second)
+    assert f"index keys not checked: {third} rekeyed this entity since; verify {third}" in out
+    assert "0 of 6 item(s) differ" in _run(project, "migrate", "--verify", third)
+
+
+def test_the_repair_message_names_later_applied_migrations_to_record_again(
+        dynamodb_local: str, project: Project) -> None:
+    """The repair ``--verify`` gives (``migrate <previous> --fake``, then ``migrate NAME``) un-records every
+    later migration too: the message names them and how to record them as applied again (``--fake``),
+    so a plain ``dynorm migrate`` afterwards does not run them a second time."""
+    indexes = '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=%d)}'
+    models = stage_indexed(project, GSI1, indexes % 4)
+    _run(project, "makemigrations")
+    _run(project, "migrate")
+    models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:02d}", maker="m", size=i) for i in range(4)])
+    stage_indexed(project, GSI1, indexes % 7)
+    _run(project, "makemigrations")
+    _run(project, "migrate")
+    stage_indexed(project, {**GSI1, "GSI2": ("GSI2PK", "GSI2SK")}, indexes % 7)  # a later table change
+    _run(project, "makemigrations")
+    _run(project, "migrate")
+    first, second, third = _migrations(project)
+    wid = next(f"w9{i}" for i in range(10) if _bucket(f"w9{i}", 4) != _bucket(f"w9{i}", 7))
+    item = dict(next(i for i in widgets(project.table) if i["widget_id"]["S"] == "w00"))
+    item.update({"PK": {"S": f"W#{wid}"}, "widget_id": {"S": wid}, "GSI1PK": {"S": f"M#m#{_bucket(wid, 4)}"}})
+    backend.call("PutItem", {"TableName": project.table.table_name(), "Item": item})
+    result = _cli(project, "migrate", "--verify", second)
+    assert result.exit_code == 1, result.output
+    message = " ".join(result.output.split())
+    assert f"un-records the later applied migration(s) {third}" in message and "`dynorm migrate --fake`" in message

@@ -126,7 +126,8 @@ class VerifyContext(Protocol):
     Attributes:
         migration: the migration's name; final_state: the state after every migration;
         mode: ``"move"`` or ``"copy"``; segments: parallel Scan segments per count;
-        consistent: strongly consistent counts; pool: the thread pool counting them.
+        consistent: strongly consistent counts; pool: the thread pool counting them;
+        superseded: ``(table, entity type)`` -> the later applied migration that rekeyed it again.
     """
 
     migration: str
@@ -135,6 +136,7 @@ class VerifyContext(Protocol):
     segments: int
     consistent: bool
     pool: _Pool
+    superseded: dict[tuple[str, str], str]
 
 
 class Operation:

@@ -157,7 +157,13 @@ class RekeyEntity(Operation):
         against the new layout (:func:`.index_check.check_index_keys`): an item whose stored index
         keys differ makes the row not ok."""
         row = count_versions(self, ctx)
-        if self.from_version == self.to_version:
+        later = ctx.superseded.get((self.table, self.entity_type))
+        if self.from_version == self.to_version and later is not None:
+            # its new layout is not the one stored any more: checking against it would call every
+            # item that later migration rewrote stale (and its repair would undo that migration)
+            row.note = "; ".join(filter(None, [row.note, f"index keys not checked: {later} rekeyed this "
+                                               f"entity since; verify {later}"]))
+        elif self.from_version == self.to_version:
             found = check_index_keys(self, ctx)
             row.index_keys_checked, row.stale_index_keys = found.checked, found.stale
             row.stale_examples = found.examples
