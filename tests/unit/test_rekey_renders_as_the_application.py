@@ -1,0 +1,96 @@
+"""A rekey renders an item's keys from its stored values exactly as the application renders them
+from the same item (differential, hypothesis): otherwise the rewrite leaves items that disagree with
+their own keys, and ``migrate --verify`` blames the correct ones. Found for a ``TTL`` field (epoch
+seconds) and a float ``Number`` with a format spec (Decimal rounding) by the ``--verify`` adversary."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynorm import Entity, Index, Table, _codec, fields
+from dynorm.migrations.rekey import _plain_for_keys
+from dynorm.migrations.state import state_from_models
+from dynorm.write_put import prepare_put
+
+
+class RenderShop(Table):
+    class Meta:
+        table_name = "render_shop"
+        gsi_count = 3
+
+
+class Sample(Entity):
+    sample_id = fields.String()
+    n = fields.Number(null=True)
+    i = fields.Integer(null=True)
+    d = fields.Decimal(null=True)
+    t = fields.TTL(null=True)
+    when = fields.DateTime(null=True)
+
+    class Meta:
+        table = RenderShop
+        entity_type = "RENDER_SAMPLE"
+        pk = "S#{sample_id}"
+        sk = "METADATA"
+        indexes = {
+            "plain": Index("GSI1", pk="P#{n}#{i}", sk="{d}#{t}#{when}"),
+            "specs": Index("GSI2", pk="F#{n:.1f}", sk="{i:05d}#{when:%Y-%m-%d}"),
+            "ttl": Index("GSI3", pk="T#{t}", sk="{sample_id}"),
+        }
+
+
+_aware = st.datetimes(min_value=datetime.datetime(1971, 1, 1), max_value=datetime.datetime(2200, 1, 1),
+                      timezones=st.sampled_from([datetime.timezone.utc,
+                                                 datetime.timezone(datetime.timedelta(hours=5, minutes=30)),
+                                                 datetime.timezone(datetime.timedelta(hours=-8))]))
+_values = st.fixed_dictionaries({}, optional={
+    "n": st.one_of(st.integers(-10**12, 10**12),
+                   st.floats(-1e12, 1e12, allow_nan=False, allow_infinity=False)
+                   .filter(lambda f: f == 0 or abs(f) >= 1e-100),
+                   st.decimals(min_value=-10**6, max_value=10**6, places=3, allow_nan=False, allow_infinity=False)),
+    "i": st.integers(0, 99_999),
+    "d": st.decimals(min_value=-10**6, max_value=10**6, places=4, allow_nan=False, allow_infinity=False),
+    "t": _aware.map(lambda v: v.replace(microsecond=0)),
+    "when": _aware,
+})
+
+
+def _rekey_render(raw: dict[str, Any]) -> dict[str, str | None]:
+    state = next(iter(state_from_models([RenderShop]).entities.values()))
+
+    values = _plain_for_keys(state, _codec.item_from_av({a: raw[a] for a, _ in state.fields.values() if a in raw}))
+    out: dict[str, str | None] = {}
+    for attrs in state.templates().values():  # as Rekeyer.new_keys: a path missing a value is not written
+        rendered = {a: t.try_fill(values, state.key_version, entity=state.entity_type) for a, t in attrs.items()}
+        sparse = any(v is None for v in rendered.values())
+        out.update({a: None if sparse else v for a, v in rendered.items()})
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(_values)
+def test_the_rekey_renders_every_key_as_the_application_renders_it_from_the_stored_item(values: dict[str, Any]) -> None:
+    written = Sample(sample_id="s1", **values)
+    raw = prepare_put(written, create=True).params["Item"]  # the item create() sends (no request)
+    read = Sample._from_item(raw)  # what the application holds after reading the item
+    app = read.key_attributes()
+    assert _rekey_render(raw) == app, (values, raw)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "open (issue note, session 8): a Decimal given to a fields.Number whose key template formats it with a "
+    "float spec ({n:.1f}) renders with Decimal rounding at write time (1.850 -> 1.8), while the value read "
+    "back is the float 1.85 (-> 1.9): the item's keys disagree with the keys rendered from its stored fields. "
+    "Fix: render Number values in keys as they read back (fields.Number.deserialize of their N text)"))
+def test_an_item_written_with_a_decimal_number_and_a_float_spec_agrees_with_its_keys() -> None:
+    written = Sample(sample_id="s1", n=decimal.Decimal("1.850"), i=0,
+                     when=datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))
+    raw = prepare_put(written, create=True).params["Item"]
+    app = Sample._from_item(raw).key_attributes()
+    assert {a: raw.get(a, {}).get("S") for a in app} == app
