@@ -2,6 +2,7 @@
 ``pytest11`` entry point (``pip install -e .``): fixtures ``dynamodb_local`` and ``dynorm_tables``."""
 
 import os
+import signal
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,6 +22,14 @@ def project(tmp_path: Path) -> Iterator[Project]:
     finally:
         proj.cleanup()
 
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell starts a background job (`cmd &` without job control, `nohup`) with SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: the Ctrl-C tests (here and in the commands they
+    # start, which inherit the disposition) would fail for the runner's sake. Give the suite Python's own.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # On `--dynorm-backend=moto` these run on DynamoDB Local only (docs/testing.md says why).
