@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _codec, backend, conf
 from .rekey import Counts, Rekeyer
+from .version_counts import projecting
 
 if TYPE_CHECKING:  # pragma: no cover
     from .operations.base import VerifyContext
@@ -52,14 +53,7 @@ class IndexCheck:
 
 
 def _read(reader: Rekeyer, attrs: list[str], operation: str, params: dict[str, Any], found: IndexCheck) -> None:
-    params = {k: v for k, v in params.items() if k not in ("Limit", "ReturnConsumedCapacity")}
-    names = dict(params.get("ExpressionAttributeNames", {}))
-    projected = []
-    for n, attr in enumerate(attrs):
-        names[f"#a{n}"] = attr
-        projected.append(f"#a{n}")
-    params.update(ProjectionExpression=", ".join(projected), ExpressionAttributeNames=names)
-    for resp in backend.paginate(operation, params):
+    for resp in backend.paginate(operation, projecting(params, attrs)):
         items = resp.get("Items", [])
         stale = [_codec.item_from_av(reader._key_of(raw)) for raw in items if reader.stale_index_keys(raw)]
         found.add(len(items), stale)

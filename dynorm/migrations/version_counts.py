@@ -31,9 +31,10 @@ def _call(job: Any) -> Any:
     return job()
 
 
-def _classify(op: Any, table: Any, attrs: list[str], operation: str,
-              params: dict[str, Any]) -> tuple[int, int]:
-    """Read the key attributes of every item the read finds; return (at the old version, at the new one)."""
+def projecting(params: dict[str, Any], attrs: list[str]) -> dict[str, Any]:
+    """A copy of a migration read's Scan/Query ``params`` that returns only ``attrs`` (a
+    ProjectionExpression of ``#v<n>`` names beside the filter's own) and every page whole (no
+    ``Limit``, no capacity report): the reads of ``--verify`` that look at each item's keys."""
     params = {k: v for k, v in params.items() if k not in ("Limit", "ReturnConsumedCapacity")}
     names = dict(params.get("ExpressionAttributeNames", {}))
     projected = []
@@ -41,6 +42,13 @@ def _classify(op: Any, table: Any, attrs: list[str], operation: str,
         names[f"#v{n}"] = attr
         projected.append(f"#v{n}")
     params.update(ProjectionExpression=", ".join(projected), ExpressionAttributeNames=names)
+    return params
+
+
+def _classify(op: Any, table: Any, attrs: list[str], operation: str,
+              params: dict[str, Any]) -> tuple[int, int]:
+    """Read the key attributes of every item the read finds; return (at the old version, at the new one)."""
+    params = projecting(params, attrs)
     old = new = 0
     for resp in backend.paginate(operation, params):
         for raw in resp.get("Items", []):
