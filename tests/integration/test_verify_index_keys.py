@@ -172,8 +172,8 @@ def test_verify_of_a_rekey_superseded_by_a_later_one_checks_no_index_keys(
     under 0002's layout (every item 0003 rewrote would look stale, and the repair the message gave
     would have put them back in 7 buckets where the code queries 9); it says to verify 0003."""
     def stage(shards: int) -> Any:
-        return stage_indexed(project, GSI1,
-                             '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=%d)}' % shards)
+        indexes = '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=COUNT)}'
+        return stage_indexed(project, GSI1, indexes.replace("COUNT", str(shards)))
 
     models = stage(4)
     _run(project, "makemigrations")
@@ -194,15 +194,16 @@ def test_the_repair_message_names_later_applied_migrations_to_record_again(
     """The repair ``--verify`` gives (``migrate <previous> --fake``, then ``migrate NAME``) un-records every
     later migration too: the message names them and how to record them as applied again (``--fake``),
     so a plain ``dynorm migrate`` afterwards does not run them a second time."""
-    indexes = '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=%d)}'
-    models = stage_indexed(project, GSI1, indexes % 4)
+    indexes = '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=COUNT)}'
+    models = stage_indexed(project, GSI1, indexes.replace("COUNT", "4"))
     _run(project, "makemigrations")
     _run(project, "migrate")
     models.Widget.objects.bulk_create([models.Widget(widget_id=f"w{i:02d}", maker="m", size=i) for i in range(4)])
-    stage_indexed(project, GSI1, indexes % 7)
+    stage_indexed(project, GSI1, indexes.replace("COUNT", "7"))
     _run(project, "makemigrations")
     _run(project, "migrate")
-    stage_indexed(project, {**GSI1, "GSI2": ("GSI2PK", "GSI2SK")}, indexes % 7)  # a later table change
+    # a later migration that changes the table only (adds GSI2)
+    stage_indexed(project, {**GSI1, "GSI2": ("GSI2PK", "GSI2SK")}, indexes.replace("COUNT", "7"))
     _run(project, "makemigrations")
     _run(project, "migrate")
     first, second, third = _migrations(project)
