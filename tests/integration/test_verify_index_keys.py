@@ -190,8 +190,11 @@ def test_verify_of_a_rekey_superseded_by_a_later_one_checks_no_index_keys(
 
 
 def test_the_repair_message_names_later_applied_migrations_to_record_again(
-        dynamodb_local: str, project: Project) -> None:
-    """The repair ``--verify`` gives (``migrate <previous> --fake``, then ``migrate NAME``) un-records every
+        private_dynamodb_local: str, project: Project) -> None:
+    """(On a DynamoDB Local of its own: it adds a GSI with UpdateTable, whose backfill has stayed CREATING
+    on a worker's shared server after the rest of the suite; see ``private_dynamodb_local``.)
+
+    The repair ``--verify`` gives (``migrate <previous> --fake``, then ``migrate NAME``) un-records every
     later migration too: the message names them and how to record them as applied again (``--fake``),
     so a plain ``dynorm migrate`` afterwards does not run them a second time."""
     indexes = '{"by_maker": Index("GSI1", pk="M#{maker}", sk="{size}", shards=COUNT)}'
