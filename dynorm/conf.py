@@ -5,6 +5,7 @@ in order of precedence:
 
 1. keyword arguments given to :func:`configure` (highest),
 2. the environment: ``DYNORM_ENDPOINT``, ``DYNORM_REGION``, ``DYNORM_TABLE_PREFIX``, ``DYNORM_WIRE``,
+   ``DYNORM_TRANSPORT``,
 3. the YAML file named by ``DYNORM_CONFIG``, else ``dynorm.yaml`` in the working directory,
 4. defaults (the ``dynorm`` command's shorter timeouts, :data:`CLI_DEFAULTS`, replace some).
 """
@@ -23,13 +24,15 @@ from typing import Any, Callable, Iterator, Mapping
 from .exceptions import ConfigurationError
 
 __all__ = ["Settings", "configure", "get_settings", "load_file", "reset", "on_change", "overridden", "use_file",
-           "set_defaults", "CLI_DEFAULTS", "WIRES"]
+           "set_defaults", "CLI_DEFAULTS", "WIRES", "TRANSPORTS"]
 
 _KNOWN_KEYS = {"models", "migrations", "table_prefix", "connection", "cursor_secret", "check_key_versions",
-               "key_versions_max_age", "wire"}
+               "key_versions_max_age", "wire", "transport"}
 
 #: the values of ``wire``: dynorm's JSON codec under botocore's transport, or botocore's own
 WIRES = ("direct", "botocore")
+#: the values of ``transport``: dynorm sends botocore's signed requests with http.client, or botocore does
+TRANSPORTS = ("direct", "botocore")
 _CONNECTION_KEYS = {"region", "endpoint", "max_attempts", "connect_timeout", "read_timeout"}
 
 
@@ -74,6 +77,12 @@ class Settings:
             errors and runs every event hook); ``"botocore"``, botocore's own serializer and
             parser. Both give the same results; on a Query of 100 items ``direct`` spends less than
             half of ``botocore``'s client CPU (docs/architecture.md, "The wire").
+        transport: who puts botocore's signed requests on the network (synchronous clients):
+            ``"direct"`` (default), dynorm's :mod:`http.client` sender at botocore's ``before-send``
+            event (botocore still builds, signs and retries every request and runs every hook);
+            ``"botocore"``, botocore's urllib3 session. Use ``botocore`` when a ``before-send``
+            handler registered directly on the client answers requests itself
+            (docs/architecture.md, "The transport").
         source: where the settings came from (for error messages).
     """
 
@@ -89,6 +98,7 @@ class Settings:
     check_key_versions: bool = True
     key_versions_max_age: float = 60.0
     wire: str = "direct"
+    transport: str = "direct"
     source: str = "defaults"
 
     @property
@@ -184,7 +194,7 @@ def load_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
             raise ConfigurationError(f"'models' in {path} must be a list of module paths.")
         out["models"] = tuple(models)
-    for key in ("migrations", "table_prefix", "cursor_secret", "wire"):
+    for key in ("migrations", "table_prefix", "cursor_secret", "wire", "transport"):
         if key in data:
             if data[key] is not None and not isinstance(data[key], str):
                 raise ConfigurationError(f"{key!r} in {path} must be a string.")
@@ -246,7 +256,8 @@ def _unique_keys_loader() -> Any:
 def _from_env() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for env, key in (("DYNORM_ENDPOINT", "endpoint"), ("DYNORM_REGION", "region"),
-                     ("DYNORM_TABLE_PREFIX", "table_prefix"), ("DYNORM_WIRE", "wire")):
+                     ("DYNORM_TABLE_PREFIX", "table_prefix"), ("DYNORM_WIRE", "wire"),
+                     ("DYNORM_TRANSPORT", "transport")):
         if env in os.environ:
             out[key] = os.environ[env]
     return out
@@ -289,6 +300,11 @@ def _build(values: Mapping[str, Any]) -> Settings:
         raise ConfigurationError(f"setting 'wire' = {wire!r} ({source}) must be 'direct' (dynorm's JSON codec under "
                                  "botocore's transport, the default) or 'botocore' (botocore's own serializer and "
                                  "parser); DYNORM_WIRE sets it from the environment.")
+    transport = vals.get("transport", "direct")
+    if transport not in TRANSPORTS:
+        raise ConfigurationError(f"setting 'transport' = {transport!r} ({source}) must be 'direct' (dynorm sends "
+                                 "botocore's signed requests with http.client, the default) or 'botocore' (botocore's "
+                                 "urllib3 session); DYNORM_TRANSPORT sets it from the environment.")
     endpoint = vals.get("endpoint")
     if endpoint is not None and not (isinstance(endpoint, str) and endpoint.startswith(("http://", "https://"))):
         raise ConfigurationError(f"endpoint must be an http(s) URL such as http://127.0.0.1:8000, got {endpoint!r}.")

@@ -65,9 +65,14 @@ class Dynorm:
         self._upd = Item.objects.get(item_id=f"upd-{self.name}{tag}")
 
     def activate(self) -> None:
-        """Switch dynorm to this wire mode (before this library's turn in a round)."""
+        """Switch dynorm to this wire mode (before this library's turn in a round): ``direct`` is
+        dynorm's codec and transport, ``botocore`` botocore's serializer, parser and transport
+        (on a dynorm without the ``transport`` setting, the wire alone)."""
         if self.wire:
-            dynorm.configure(wire=self.wire)
+            try:
+                dynorm.configure(wire=self.wire, transport=self.wire)
+            except (dynorm.ConfigurationError, TypeError):
+                dynorm.configure(wire=self.wire)
 
     def query(self, group: str) -> list[Item]:
         """Every item of ``group`` (Query GSI1)."""

@@ -5,7 +5,9 @@ none); hooks added with :func:`register_hook` reach every client, built already 
 :func:`reset_client` drops them all. aiobotocore (``dynorm[async]``) is imported on first use.
 The ``wire`` setting picks the session a client comes from: ``direct`` clients parse data-plane
 responses with dynorm's codec (the session's ``response_parser_factory``) and carry its request
-hooks (:mod:`.wire`); ``botocore`` clients are botocore's, unchanged.
+hooks (:mod:`.wire`); ``botocore`` clients are botocore's, unchanged. The ``transport`` setting
+picks who sends a synchronous client's signed requests: ``direct``, dynorm's sender at
+``before-send`` (:mod:`.transport`); ``botocore``, botocore's urllib3 session.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 from .. import conf
 from ..exceptions import ConfigurationError
 from .errors import CREDENTIAL_CHAIN_ERRORS, credential_chain_error, install_body_check
+from .transport import Sender, SendingEmitter
+from .transport import install as install_transport
 from .wire import AioDirectParser, DirectParserFactory
 from .wire import install as install_wire
 
@@ -29,6 +33,7 @@ LOCAL_CREDENTIALS = ("dynormlocal", "dynormlocal")
 
 _client_lock = threading.Lock()
 _clients: dict[tuple[Any, ...], Any] = {}  # one client per connection (_connection)
+_senders: list[Sender] = []  # the direct transports of those clients (their connections closed on reset)
 _last: tuple[conf.Settings, Any] | None = None  # the settings last asked for and their client
 _sessions: dict[str, Any] = {}  # wire -> the botocore session its clients come from
 _session_lock = threading.Lock()
@@ -51,7 +56,8 @@ def _botocore_session(wire: str = "direct") -> Any:
         with _session_lock:
             session = _sessions.get(wire)
             if session is None:
-                session = botocore.session.get_session()
+                # botocore's session with the emitter that calls the direct transport (transport.py)
+                session = botocore.session.Session(event_hooks=SendingEmitter())
                 if _sessions:
                     loader = next(iter(_sessions.values())).get_component("data_loader")
                     session.register_component("data_loader", loader)
@@ -96,7 +102,7 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
 def _connection(settings: conf.Settings) -> tuple[Any, ...]:
     """The settings a client is built from; other settings never replace the client."""
     return (settings.region, settings.endpoint, settings.is_local, settings.max_attempts,
-            settings.connect_timeout, settings.read_timeout, settings.wire)
+            settings.connect_timeout, settings.read_timeout, settings.wire, settings.transport)
 
 
 def _client_arguments(settings: conf.Settings, pool: int, session: Any) -> dict[str, Any]:
@@ -171,6 +177,10 @@ def client() -> Any:
             install_body_check(built)
             if settings.wire == "direct":
                 install_wire(built)
+            if settings.transport == "direct":
+                sender = install_transport(built, session, settings.connect_timeout, settings.read_timeout, max_pool=32)
+                if sender is not None:
+                    _senders.append(sender)
             for event, handler in _hooks:
                 built.meta.events.register(event, handler)
             _clients[key] = built
@@ -185,6 +195,9 @@ def register_hook(event: str, handler: Any) -> None:
     """Register a botocore event hook on the client, now and on every client built later.
 
     The asyncio clients (:func:`aclient`) get it too, already built or not.
+
+    A ``before-send`` hook may answer a request (return botocore's ``AWSResponse``): the request
+    is then not sent, on either transport.
 
     Args:
         event: a botocore event name (``"before-send.dynamodb.PutItem"``, ``"after-call.dynamodb.*"``).
@@ -226,6 +239,9 @@ def reset_client() -> None:
                 clients.retired.append(old)
         _aio_sessions.clear()
         _clients.clear()
+        for sender in _senders:
+            sender.close()
+        _senders.clear()
         _last = None
         _resolved = _UNRESOLVED
         _sessions.clear()

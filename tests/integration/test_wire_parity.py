@@ -1,5 +1,6 @@
-"""Both wires give the same answers: every data-plane request shape, sent through ``wire: direct``
-and ``wire: botocore``, sync and asyncio, on the same table state, gives results equal in value and
+"""Both wires and both transports give the same answers: every data-plane request shape, sent
+through ``wire: direct`` and ``wire: botocore``, sync (on ``transport: direct`` and
+``transport: botocore``) and asyncio, on the same table state, gives results equal in value and
 type (binary and binary sets, nested maps and lists, 38-digit numbers, NULL, BOOL, empty strings,
 LastEvaluatedKey, consumed capacity with indexes, item collection metrics, unprocessed items and
 keys, ConditionalCheckFailed and TransactionCanceled with their items, ValidationException,
@@ -196,9 +197,10 @@ def _outcome(send: Callable[[], dict[str, Any]]) -> Any:
 
 def test_both_wires_give_the_same_answers(parity_table: str, dynorm_backend: Any) -> None:
     """Every scenario through every mode; one test (one table reset) for all of them, failures listed by name."""
-    modes = [("direct", "sync"), ("botocore", "sync")]
+    modes = [("direct", "direct", "sync"), ("botocore", "botocore", "sync"), ("direct", "botocore", "sync"),
+             ("botocore", "direct", "sync")]
     if dynorm_backend.name != "moto":  # moto intercepts botocore, not aiobotocore
-        modes += [("direct", "async"), ("botocore", "async")]
+        modes += [("direct", "botocore", "async"), ("botocore", "botocore", "async")]
     loop = asyncio.new_event_loop()
     failures = []
     try:
@@ -218,9 +220,11 @@ def test_both_wires_give_the_same_answers(parity_table: str, dynorm_backend: Any
     assert not failures, "\n".join(failures)
 
 
-def _run(loop: Any, mode: tuple[str, str], operation: str, params: dict[str, Any], hooks: Any) -> tuple[Any, Any]:
-    """Send one request in one mode (wire, sync/async); return its outcome and the bodies the server got."""
-    wire, api = mode
+def _run(loop: Any, mode: tuple[str, str, str], operation: str, params: dict[str, Any],
+         hooks: Any) -> tuple[Any, Any]:
+    """Send one request in one mode (wire, transport, sync/async); return its outcome and the bodies
+    the server got (the asyncio clients have aiobotocore's transport whatever the setting)."""
+    wire, transport, api = mode
     sent: list[Any] = []
 
     def seen(request: Any, **_: Any) -> None:
@@ -232,7 +236,7 @@ def _run(loop: Any, mode: tuple[str, str], operation: str, params: dict[str, Any
     for event, handler in extra:
         backend.register_hook(event, handler)
     try:
-        with conf.overridden(wire=wire):
+        with conf.overridden(wire=wire, transport=transport):
             if api == "sync":
                 return _outcome(lambda: backend.call(operation, params)), sent
             return loop.run_until_complete(_aoutcome(operation, params)), sent

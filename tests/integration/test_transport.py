@@ -1,0 +1,231 @@
+"""The direct transport (``transport: direct``) sends each signed request once, on kept-alive
+connections, and fails the way botocore's transport fails, so botocore's retries and dynorm's
+exactly-once writes hold: checked on the wire through a relay on 127.0.0.1 in front of DynamoDB
+Local that can drop a response after the server applied the request, or close idle connections.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from dynorm import ConfigurationError, backend, conf
+from dynorm.backend import transport
+from tests.faults import fake_response, stored_item
+from tests.models import Tally
+
+pytestmark = pytest.mark.dynamodb_local_only("a relay in front of DynamoDB Local's port; moto has none")
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 to ``target``: pipes bytes both ways, counts connections, and can
+    swallow the next response (closing the client's connection once the server answered) or close
+    every connection it holds (as a server closes idle keep-alive connections)."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.drop_next_response = threading.Event()
+        self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            self.pairs.append((client, upstream))
+            threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket, answers: bool) -> None:
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                if answers and self.drop_next_response.is_set():
+                    self.drop_next_response.clear()
+                    break  # the server applied the request and answered: the client never hears it
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            _close(s)
+
+    def close_all(self) -> None:
+        """Close every connection (client and server side)."""
+        for client, upstream in self.pairs:
+            _close(client)
+            _close(upstream)
+        self.pairs.clear()
+
+    def stop(self) -> None:
+        self.close_all()
+        self.listener.close()
+
+
+def _close(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()
+
+
+@pytest.fixture()
+def relay(dynamodb_local: str, dynorm_tables: Any) -> Iterator[Relay]:
+    port = int(dynamodb_local.rsplit(":", 1)[1])
+    r = Relay(port)
+    try:
+        with conf.overridden(endpoint=r.endpoint, transport="direct"):
+            list(Tally.objects.filter(name="warm-up"))  # the key-version check's GetItem, once per process
+            yield r
+    finally:
+        r.stop()
+
+
+class Sends:
+    """Counts the requests the direct transport sends (a handler on ``dynorm-send`` before it)."""
+
+    def __init__(self) -> None:
+        self.operations: list[str] = []
+
+    def __call__(self, event_name: str, **_: Any) -> None:
+        self.operations.append(event_name.rsplit(".", 1)[1])
+
+
+@pytest.fixture()
+def sends() -> Iterator[Sends]:
+    counter = Sends()
+    events = backend.client().meta.events
+    events.register_first(transport.SEND_EVENT, counter)
+    try:
+        yield counter
+    finally:
+        events.unregister(transport.SEND_EVENT, counter)
+
+
+def test_requests_go_through_the_direct_transport_on_one_kept_alive_connection(relay: Relay, sends: Sends) -> None:
+    Tally.objects.create(name="a", n=1)
+    for _ in range(5):
+        assert Tally.objects.get(name="a").n == 1
+    assert sends.operations == ["PutItem"] + ["GetItem"] * 5
+    assert relay.connections == 1
+
+
+@pytest.mark.parametrize("setting", ["direct", "botocore"])
+def test_a_hook_registered_on_the_client_that_answers_is_the_answer_and_nothing_is_sent(
+        dynorm_tables: Any, setting: str) -> None:
+    """A ``before-send`` handler registered directly on ``client().meta.events`` (not through
+    ``register_hook``) that answers: the request never reaches DynamoDB, on either transport."""
+    def answer(**_: Any) -> Any:
+        return fake_response(200, {})
+
+    with conf.overridden(transport=setting):
+        events = backend.client().meta.events
+        events.register("before-send.dynamodb.PutItem", answer)
+        try:
+            Tally.objects.create(name="answered", n=1)
+        finally:
+            events.unregister("before-send.dynamodb.PutItem", answer)
+    with pytest.raises(KeyError):
+        stored_item(Tally, name="answered")
+
+
+def test_a_hook_that_raises_before_send_stops_the_request(dynorm_tables: Any, sends: Sends) -> None:
+    class Refused(Exception):
+        pass
+
+    def refuse(**_: Any) -> None:
+        raise Refused
+
+    with backend_hook("before-send.dynamodb.PutItem", refuse), pytest.raises(Exception) as caught:
+        Tally.objects.create(name="refused", n=1)
+    assert isinstance(caught.value, Refused) or isinstance(caught.value.__cause__, Refused)
+    assert sends.operations == []
+    with pytest.raises(KeyError):
+        stored_item(Tally, name="refused")
+
+
+class backend_hook:  # noqa: N801 - used as a context manager, like a function
+    def __init__(self, event: str, fn: Any) -> None:
+        self.event, self.fn = event, fn
+
+    def __enter__(self) -> None:
+        backend.register_hook(self.event, self.fn)
+
+    def __exit__(self, *exc: Any) -> None:
+        backend.unregister_hook(self.event, self.fn)
+
+
+def test_a_lost_response_is_retried_by_botocore_and_the_write_is_applied_once(relay: Relay, sends: Sends) -> None:
+    """The server applies a create and the connection closes before its answer: the transport
+    raises botocore's ConnectionClosedError, botocore retries, and dynorm's create reports success
+    for the item it wrote (not an IntegrityError against itself)."""
+    relay.drop_next_response.set()
+    tally = Tally.objects.create(name="lost", n=3)
+    assert sends.operations == ["PutItem", "PutItem"]  # the first answer lost, the retry answered
+    assert relay.connections == 2
+    stored = stored_item(Tally, name="lost")
+    assert stored["n"] == {"N": "3"} and tally.n == 3
+    assert [i.name for i in Tally.objects.scan() if i.name == "lost"] == ["lost"]
+
+
+def test_an_increment_whose_response_is_lost_is_applied_exactly_once(relay: Relay) -> None:
+    from dynorm import F
+
+    Tally.objects.create(name="inc", n=0)
+    relay.drop_next_response.set()
+    Tally.objects.filter(name="inc").update(n=F("n") + 1)
+    assert stored_item(Tally, name="inc")["n"] == {"N": "1"}
+
+
+def test_an_idle_connection_the_server_closed_is_replaced_without_a_retry(relay: Relay, sends: Sends) -> None:
+    Tally.objects.create(name="idle", n=1)
+    relay.close_all()  # as a server closes keep-alive connections it has not heard from
+    seen: list[int] = []
+
+    def attempts(parsed: dict[str, Any], **_: Any) -> None:
+        seen.append(parsed["ResponseMetadata"]["RetryAttempts"])
+
+    with backend_hook("after-call.dynamodb.GetItem", attempts):
+        assert Tally.objects.get(name="idle").n == 1
+    assert seen == [0]  # a new connection at once, not a failed send retried
+    assert sends.operations == ["PutItem", "GetItem"]
+    assert relay.connections == 2
+
+
+def test_the_transport_setting_is_validated_and_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigurationError, match="setting 'transport' = 'urllib3'.*'direct'.*'botocore'"):
+        conf.configure(transport="urllib3")
+    monkeypatch.setenv("DYNORM_TRANSPORT", "botocore")
+    before = conf.snapshot()
+    try:
+        conf.reset()
+        assert conf.get_settings().transport == "botocore"
+    finally:
+        conf.restore(before)
+
+
+def test_a_proxy_for_the_endpoint_keeps_botocores_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert not transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
+    monkeypatch.setenv("NO_PROXY", "amazonaws.com")
+    assert transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
