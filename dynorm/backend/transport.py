@@ -24,9 +24,11 @@ The asyncio clients (aiobotocore) keep aiobotocore's transport.
 from __future__ import annotations
 
 import http.client
+import os
 import socket
 import ssl
 import threading
+import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -114,6 +116,21 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
         return True
 
 
+_senders: weakref.WeakSet[Sender] = weakref.WeakSet()
+
+
+def _forget_connections_in_child() -> None:
+    """After ``fork()``, in the child: forget the parent's kept-alive connections (never closed
+    here: closing the child's copy of a socket leaves the parent's open), so the two processes never
+    read each other's answers on one connection."""
+    for sender in list(_senders):
+        sender._pools = {}
+        sender._lock = threading.Lock()  # another thread of the parent may have held it
+
+
+os.register_at_fork(after_in_child=_forget_connections_in_child)
+
+
 class Sender:
     """The ``before-send`` handler that sends a signed request with :mod:`http.client`.
 
@@ -134,6 +151,7 @@ class Sender:
         self._pools: dict[str, _Pool] = {}
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
+        _senders.add(self)
 
     def ssl_context(self) -> ssl.SSLContext:
         """The TLS context of HTTPS connections (certificates verified, botocore's CA bundle)."""

@@ -6,6 +6,7 @@ Local that can drop a response after the server applied the request, or close id
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from typing import Any, Iterator
@@ -208,6 +209,28 @@ def test_an_idle_connection_the_server_closed_is_replaced_without_a_retry(relay:
     assert seen == [0]  # a new connection at once, not a failed send retried
     assert sends.operations == ["PutItem", "GetItem"]
     assert relay.connections == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() only")
+def test_a_forked_child_opens_its_own_connection_and_the_parent_keeps_its_own(relay: Relay, sends: Sends) -> None:
+    """A process forked with a kept-alive connection open (a pre-forking server that warmed its
+    client up) never shares it: two processes on one connection could read each other's answers."""
+    Tally.objects.create(name="parent", n=1)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one request, its answer must be its own
+        try:
+            ok = Tally.objects.get(name="parent").n == 1
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 2) == b"ok"
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert relay.connections == 2  # the child's own
+    assert Tally.objects.get(name="parent").n == 1
+    assert relay.connections == 2  # the parent's connection still serves it
 
 
 def test_the_transport_setting_is_validated_and_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
