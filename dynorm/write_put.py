@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["prepare_put"]
 
+#: the empty set of fields, shared (``frozenset()`` makes a new object each time)
+_NOTHING: frozenset[str] = frozenset()
+
 
 # -- Put / save ----------------------------------------------------------------------------
 def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
@@ -233,7 +236,7 @@ def _put_item(save: _Save) -> WriteOp:
     finish_params(params, b, save.conditions, meta.entity)
     return WriteOp("Put", save.model, params, save.key, save.description, instance=save.obj, verb=save.verb,
                    expected_version=save.current, new_version=save.new_version,
-                   local_changes=save.auto, key_values=save.key_values, token=save.token, unread_after=frozenset())
+                   local_changes=save.auto, key_values=save.key_values, token=save.token, unread_after=_NOTHING)
 
 
 @dataclass
