@@ -338,17 +338,28 @@ def av_size(av: Mapping[str, Any]) -> int:
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    """Size of a whole item in bytes: attribute names plus values, as DynamoDB counts it.
+    """Size of a whole item in bytes: attribute names plus values, as DynamoDB counts it
+    (:func:`av_size` per value, names and text in UTF-8 bytes).
 
-    Checked on every written item (the 400 KB limit), so text values are counted inline (a fifth of
-    the CPU of planning a 13-attribute PutItem went to the generic per-value walk).
+    Checked on every written item (the 400 KB limit), so it is kept cheap: the names and the text
+    values are joined and measured at once (one ``isascii`` for the lot, no encoding when it is
+    ASCII), numbers are counted inline, and only other values take the generic walk (the walk per
+    value cost 3.1 µs of a 13-attribute item, this 1.6 µs: issue 24).
     """
+    texts = list(item)
     total = 0
-    for name, av in item.items():
-        total += _utf8_len(name)
+    for av in item.values():
         value = av.get("S")
-        total += _utf8_len(value) if type(value) is str and len(av) == 1 else av_size(av)
-    return total
+        if type(value) is str and len(av) == 1:
+            texts.append(value)
+            continue
+        value = av.get("N")
+        if type(value) is str and len(av) == 1:
+            total += (len(value.lstrip("-").replace(".", "")) + 1) // 2 + 1  # as av_size counts N
+        else:
+            total += av_size(av)
+    text = "".join(texts)
+    return total + (len(text) if text.isascii() else len(text.encode("utf-8")))
 
 
 def item_from_av(item: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

@@ -37,7 +37,8 @@ READ_CHUNK = 100
 
 
 def _identity(key: Mapping[str, Any]) -> tuple[str, ...]:
-    return tuple(str(next(iter(v.values()))) for v in key.values())
+    """The text of each attribute of a DynamoDB JSON key (``{"PK": {"S": "a"}}`` -> ``("a",)``)."""
+    return tuple([str(value) for av in key.values() for value in av.values()])
 
 
 def _chunks(seq: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
@@ -135,8 +136,9 @@ def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
     written: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
     for ek, _, _ in sent.went_in:
-        if _entity_ident(ek) not in bad and _entity_ident(ek) not in seen:
-            seen.add(_entity_ident(ek))
+        ident = _entity_ident(ek)
+        if ident not in bad and ident not in seen:
+            seen.add(ident)
             written.append(ek)
     if not bad:
         return written
@@ -169,8 +171,9 @@ def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: 
     while pos < len(queue):
         chunk = queue[pos:pos + WRITE_CHUNK]
         pos += len(chunk)
-        by_identity = {_identity(triple[1]): triple for triple in chunk}
         pending, sent.stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy, entities=(model,))
+        # key identities only when some request did not go in (rare): nothing per item otherwise
+        by_identity = {_identity(triple[1]): triple for triple in chunk} if pending else {}
         left = set()
         for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
@@ -178,13 +181,14 @@ def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: 
             left.add(ident)
             (sent.uncertain if sent.stop is not None and not answered(sent.stop) else sent.failed).append(
                 by_identity[ident])
-        done = [t for t in chunk if _identity(t[1]) not in left]
+        done = [t for t in chunk if _identity(t[1]) not in left] if left else chunk
         sent.went_in += done
         follow: list[Triple] = []
         for triple in done:
             if on_written is not None:
                 on_written(triple)
-            follow += (then or {}).get(_identity(triple[1]), [])
+            if then:
+                follow += then.get(_identity(triple[1]), [])
         queue += follow  # after the Puts still to send: full chunks, ceil(all requests / 25) BatchWriteItems
         if sent.stop is not None:
             break
@@ -228,7 +232,8 @@ def _incomplete(model: type[EntityLike], requests: list[Triple], policy: RetryPo
         not_done, written=written, uncertain=maybe)
 
 
-def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> None:
+def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> dict[tuple[str, ...], int]:
+    """Refuse two keys alike (before I/O); return each key's identity -> its position."""
     seen: dict[tuple[str, ...], int] = {}
     for i, key in enumerate(keys):
         ident = _identity(key)
@@ -238,6 +243,7 @@ def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> No
                 f"{' / '.join(ident)}; DynamoDB refuses duplicate keys in one batch. Nothing was written.",
                 entity=model.__name__)
         seen[ident] = i
+    return seen
 
 
 def bulk_create(model: type[EntityLike], objs: Iterable[EntityLike], policy: RetryPolicy | None = None,
@@ -287,12 +293,12 @@ def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
             raise
         ops.append(op)
         requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
-    _check_duplicates(model, [k for _, k, _ in requests])
+    current = _check_duplicates(model, [k for _, k, _ in requests])
     # during a rollout: the older-version keys of each item, deleted once its Put went in
     then: dict[tuple[str, ...], list[Triple]] = {}
-    current = {_identity(k): i for i, (_, k, _) in enumerate(requests)}
     deleted: dict[tuple[str, ...], int] = {}
-    for i, (entity_key, key, _) in enumerate(requests):
+    rollout = any(v != model._meta.key_version for v in model._meta.read_versions)
+    for i, (entity_key, key, _) in enumerate(requests if rollout else ()):
         for version, old in older_keys(model, objs[i], key):
             ident = _identity(old)
             if ident in current:
@@ -304,10 +310,10 @@ def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
                 continue  # two items with one older key: deleted once, after the first Put
             deleted[ident] = i
             then.setdefault(_identity(key), []).append((entity_key, old, {"DeleteRequest": {"Key": old}}))
-    op_of = {_identity(op.key): op for op in ops}
+    op_of = {id(triple): op for triple, op in zip(requests, ops)}  # the Put triples: held by requests
     # only an instance whose item went in changes (version 1, no longer adding)
     yield from _write(model, requests, policy or RetryPolicy(), "bulk_create", then,
-                      lambda triple: op_of[_identity(triple[1])].applied() if "PutRequest" in triple[2] else None)
+                      lambda triple: op_of[id(triple)].applied() if "PutRequest" in triple[2] else None)
     return objs
 
 

@@ -28,6 +28,8 @@ from .exceptions import UnreadableItem, ValidationError
 from .keys import format_datetime, parse_datetime
 
 _MISSING = object()
+#: ints strictly inside this bound have at most 38 digits: DynamoDB stores them as they are
+_INT_BOUND = 10 ** _codec.MAX_DIGITS
 
 __all__ = [
     "Field", "String", "Integer", "Number", "Decimal", "Boolean", "DateTime", "ULID", "Binary",
@@ -102,6 +104,15 @@ class Field:
             return instance.attribute_values.get(name)
         return None
 
+    def writer(self) -> tuple[str, str, Any]:
+        """Return ``(attribute name, DynamoDB type, serialize)`` for writing a value of this field.
+
+        ``serialize`` is ``None`` when the field stores its value as it is (PynamoDB's own
+        ``Attribute.serialize``, which returns the value): a write then skips the call.
+        """
+        serialize = None if type(self).serialize is pa.Attribute.serialize else self.serialize
+        return self.attr_name, self.attr_type, serialize
+
     def neighbour(self, value: Any, step: int) -> Any | None:
         """Return the closest value after (``step=1``) or before (``-1``) ``value``, or ``None``.
 
@@ -171,6 +182,8 @@ class String(Field, pa.UnicodeAttribute):
     type_label = "a string"
 
     def validate(self, value: Any, entity: str = "?") -> Any:
+        if type(value) is str and value.isascii() and str in self.python_types:
+            return value  # what the checks below conclude for a plain ASCII string, at a fraction of the CPU
         value = super().validate(value, entity)
         if value is not None and not value.isascii():
             try:
@@ -186,6 +199,8 @@ class _Numeric(Field):
     ordered_key_text = True  # keys.number_text: canonical key text in numeric order
 
     def validate(self, value: Any, entity: str = "?") -> Any:
+        if type(value) is int and -_INT_BOUND < value < _INT_BOUND and int in self.python_types:
+            return value  # an int of at most 38 digits passes every check below (_codec.number_text's fast path)
         value = super().validate(value, entity)
         if value is not None:
             try:

@@ -483,8 +483,20 @@ class KeyTemplate:
         Raises:
             InvalidKeyValue: a given value cannot be put in a key.
         """
-        out: list[str] = []
         used: list[str] = []
+        text, missing = self._render(values, version, entity, used)
+        return Prefix(text, tuple(used), missing is None, missing)
+
+    def _render(self, values: Mapping[str, Any], version: str, entity: str,
+                used: list[str] | None = None) -> tuple[str, str | None]:
+        """``(text, None)`` for the whole key, or ``(prefix, first placeholder missing)``: the one
+        renderer of :meth:`prefix`, :meth:`fill` and :meth:`try_fill` (``used`` collects the fields).
+
+        Run for every key attribute of every item written, so a plain ASCII string without a spec
+        (ids, names) is escaped inline: :func:`encode_value` gives the same text for it.
+        """
+        out: list[str] = []
+        escape = None if self.encoding == PERCENT else _ordered_table(self.delimiter)
         for literal, name, spec in self.tokens:
             out.append(literal)
             if name is None:
@@ -498,11 +510,15 @@ class KeyTemplate:
                 continue
             value = values.get(name)
             if value is None:
-                return Prefix("".join(out), tuple(used), False, name)
-            used.append(name)
-            out.append(encode_value(value, spec, delimiter=self.delimiter, entity=entity, field=name,
-                                    encoding=self.encoding))
-        return Prefix("".join(out), tuple(used), True, None)
+                return "".join(out), name
+            if used is not None:
+                used.append(name)
+            if escape is not None and type(value) is str and not spec and value and value.isascii():
+                out.append(value if min(value) > escape[0] else value.translate(escape[1]))
+            else:
+                out.append(encode_value(value, spec, delimiter=self.delimiter, entity=entity, field=name,
+                                        encoding=self.encoding))
+        return "".join(out), None
 
     def fill(self, values: Mapping[str, Any], version: str = "", *, entity: str = "?") -> str:
         """Render the whole key.
@@ -510,13 +526,12 @@ class KeyTemplate:
         Raises:
             InvalidKeyValue: a placeholder's value is missing or cannot be put in a key.
         """
-        result = self.prefix(values, version, entity=entity)
-        if not result.complete:
-            missing = result.next_field
+        text, missing = self._render(values, version, entity)
+        if missing is not None:
             raise InvalidKeyValue(
                 f"{entity}.{missing} is needed by the key template {self.template!r} but was not given.",
                 entity=entity, field=missing, value=None)
-        return result.value
+        return text
 
     def try_fill(self, values: Mapping[str, Any], version: str = "", *, entity: str = "?") -> str | None:
         """Render the whole key, or return ``None`` when a placeholder's value is missing (sparse index).
@@ -524,8 +539,8 @@ class KeyTemplate:
         Raises:
             InvalidKeyValue: a value is present but cannot be put in a key.
         """
-        result = self.prefix(values, version, entity=entity)
-        return result.value if result.complete else None
+        text, missing = self._render(values, version, entity)
+        return text if missing is None else None
 
     def segments(self, version: str = "") -> list[list[tuple[str, bool]]]:
         """Split into delimiter-separated segments of ``(text, is_placeholder)`` parts.

@@ -169,10 +169,26 @@ class Options:
         """The primary key first, then the declared indexes in order."""
         return [self.primary, *self.indexes.values()]
 
-    @property
+    @cached_property
     def key_fields(self) -> tuple[str, ...]:
         """Fields that make up the primary key (immutable once written)."""
         return self.primary.fields
+
+    # -- per-class facts every write of an instance needs, computed once (issue 24) -------------
+    @cached_property
+    def auto_now_fields(self) -> tuple[str, ...]:
+        """Fields set to the current time on every save (``DateTime(auto_now=True)``), in order."""
+        return tuple(n for n, f in self.fields.items() if getattr(f, "auto_now", False))
+
+    @cached_property
+    def unversioned_fields(self) -> tuple[str, ...]:
+        """Every field but the version field, in declaration order (what a whole save writes as values)."""
+        return tuple(n for n in self.fields if n != self.version_field)
+
+    @cached_property
+    def attribute_writers(self) -> dict[str, tuple[str, str, Any]]:
+        """Field name -> ``(attribute name, DynamoDB type, serialize)`` (:meth:`dynorm.fields.Field.writer`)."""
+        return {n: f.writer() for n, f in self.fields.items()}
 
     def attr_name(self, field_name: str) -> str:
         """The DynamoDB attribute name of a field."""

@@ -12,7 +12,7 @@ import base64
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._deferred import defer
 from .exceptions import AlreadyExists, ConditionFailed, DynormError, StaleWrite, ValidationError
@@ -128,7 +128,9 @@ class WriteOp:
     typed_sources: tuple[TypedSource, ...] = ()
     # unique constraints (dynorm.write_unique): the sentinel actions sent with this write in one
     # TransactWriteItems, and the unique fields' values once written (the instance's _state.unique_as)
-    sentinels: list[WriteOp] = field(default_factory=list)
+    # a tuple when there are none: every WriteOp of a bulk_create is held until its item went in, and
+    # an empty list per op is one more object the garbage collector walks (issue 24)
+    sentinels: Sequence[WriteOp] = ()
     unique_after: dict[str, Any] | None = None
     # the unique fields' stored values the write is conditional on (what the instance read)
     unique_before: dict[str, Any] | None = None

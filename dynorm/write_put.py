@@ -22,21 +22,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["prepare_put"]
 
+#: the empty set of fields, shared (``frozenset()`` makes a new object each time)
+_NOTHING: frozenset[str] = frozenset()
+
 
 # -- Put / save ----------------------------------------------------------------------------
 def _item_values(meta: Options, values: Mapping[str, Any], names: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
     """Serialize ``names`` of ``values``: (attribute -> DynamoDB JSON, attributes to remove)."""
     item: dict[str, Any] = {}
     absent: list[str] = []
-    fields = meta.fields
+    writers = meta.attribute_writers
     for name in names:
-        f = fields[name]
-        value = values.get(name)
-        raw = f.serialize(value) if value is not None else None
+        attr, kind, serialize = writers[name]
+        raw = values.get(name)
+        if raw is not None and serialize is not None:
+            raw = serialize(raw)
         if raw is None:
-            absent.append(f.attr_name)
+            absent.append(attr)
         else:
-            item[f.attr_name] = {f.attr_type: raw}
+            item[attr] = {kind: raw}
     return item, absent
 
 
@@ -174,8 +178,7 @@ def _plan_save(obj: EntityLike, create: bool, update_fields: Iterable[str] | Non
         written = {*update_fields, *meta.key_fields, *([meta.version_field] if meta.version_field else [])}
         obj.full_clean(exclude=[n for n in meta.fields if n not in written])
     values = obj.attribute_values
-    auto = {name: _dt.datetime.now(_dt.timezone.utc) for name, f in meta.fields.items()
-            if getattr(f, "auto_now", False)}
+    auto = {name: _dt.datetime.now(_dt.timezone.utc) for name in meta.auto_now_fields}
     if auto:
         values = {**values, **auto}
     keys = meta.key_attributes(values)
@@ -222,7 +225,7 @@ def _put_item(save: _Save) -> WriteOp:
     for attr, text in save.keys.items():
         if text is not None:
             item[attr] = {"S": text}
-    fields_av, _ = _item_values(meta, save.values, (n for n in meta.fields if n != save.vf))
+    fields_av, _ = _item_values(meta, save.values, meta.unversioned_fields)
     item.update(fields_av)
     if save.vattr:
         item[save.vattr] = {"N": str(save.new_version)}
@@ -233,7 +236,7 @@ def _put_item(save: _Save) -> WriteOp:
     finish_params(params, b, save.conditions, meta.entity)
     return WriteOp("Put", save.model, params, save.key, save.description, instance=save.obj, verb=save.verb,
                    expected_version=save.current, new_version=save.new_version,
-                   local_changes=save.auto, key_values=save.key_values, token=save.token, unread_after=frozenset())
+                   local_changes=save.auto, key_values=save.key_values, token=save.token, unread_after=_NOTHING)
 
 
 @dataclass
@@ -263,7 +266,7 @@ def _fields_written(save: _Save) -> _Written:
     save.conditions.append(type_condition(save.b, meta, or_absent=upsert or bool(state.fallback)))
     own = {a for bound in meta.indexes.values() if bound.writes_key_attributes
            for a, _ in meta.index_key(bound, {}, "")}
-    return _Written(names=[n for n in meta.fields if n != save.vf],
+    return _Written(names=list(meta.unversioned_fields),
                     index_attrs={a: t for a, t in save.keys.items() if a in own}, local=dict(save.auto),
                     upsert=upsert)  # every field is written: nothing to pin
 

@@ -22,7 +22,7 @@ so a concurrent change can never leave a sentinel behind or a value claimed twic
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .constraints import (
     CONSTRAINT_ATTRIBUTE,
@@ -263,7 +263,7 @@ def _pin_stored(op: WriteOp, stored: Any, after: Mapping[str, Any] | None) -> No
     op.params = params
 
 
-def merge_sentinels(existing: list[WriteOp], new: list[WriteOp]) -> list[WriteOp]:
+def merge_sentinels(existing: list[WriteOp], new: Sequence[WriteOp]) -> list[WriteOp]:
     """Fit one write's sentinel actions into a transaction's actions (``existing``, changed in place).
 
     Where one item releases a value (Delete) that another item of the same transaction takes

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynorm import _codec
+from tests.tiers import examples
 
 
 def _oracle_number(x: Any) -> decimal.Decimal | None:
@@ -126,3 +127,26 @@ def test_strings_are_refused_exactly_when_they_hold_a_surrogate(value: str) -> N
 ])
 def test_key_sizes_are_measured_in_utf8_bytes(text: str, partition: bool, fits: bool) -> None:
     assert (_codec.key_size_problem(text, partition) is None) is fits
+
+
+_texts = st.text(max_size=8)
+_avs = st.recursive(
+    st.one_of(st.builds(lambda t: {"S": t}, _texts),
+              st.builds(lambda n: {"N": str(n)}, st.integers(-10**12, 10**12) | st.decimals(allow_nan=False,
+                                                                                           allow_infinity=False,
+                                                                                           places=3)),
+              st.builds(lambda b: {"B": b}, st.binary(max_size=6)),
+              st.builds(lambda b: {"BOOL": b}, st.booleans()), st.just({"NULL": True}),
+              st.builds(lambda s: {"SS": sorted(s)}, st.sets(_texts, min_size=1, max_size=3))),
+    lambda inner: st.builds(lambda v: {"L": v}, st.lists(inner, max_size=3))
+    | st.builds(lambda m: {"M": m}, st.dictionaries(_texts, inner, max_size=3)),
+    max_leaves=6)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=6), _avs, max_size=8))
+def test_item_size_is_names_and_values_in_utf8_as_av_size_counts_them(item: dict[str, Any]) -> None:
+    # the item's size is the sum over attributes of the name in UTF-8 and av_size of the value,
+    # whatever shortcut item_size takes (text joined, numbers inline)
+    expected = sum(len(name.encode("utf-8")) + _codec.av_size(av) for name, av in item.items())
+    assert _codec.item_size(item) == expected

@@ -94,3 +94,22 @@ def test_distinct_values_give_distinct_keys_and_stay_in_their_partition(a: str, 
     prefix_b = t.prefix({"store_id": b}, "v1").value
     assert ka.startswith(prefix_b) == (a == b)
     assert ka.count("#") == 4
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from("#|:$%\x00\x01\"'aZ09~ é日\ud800"), max_size=6) | st.text(max_size=6),
+       st.sampled_from(["#", "|", ":", "$"]), st.sampled_from(["ordered", "percent"]))
+def test_a_template_renders_each_string_as_encode_value_does(value: str, delimiter: str, encoding: str) -> None:
+    # fill/try_fill/prefix render plain strings on a fast path: the text (or the error) is encode_value's
+    t = KeyTemplate(f"A{delimiter}{{x}}{delimiter}{{version}}", delimiter=delimiter, encoding=encoding)
+    try:
+        text = encode_value(value, "", delimiter=delimiter, encoding=encoding, entity="E", field="x")
+    except InvalidKeyValue as exc:
+        for render in (t.fill, t.try_fill, t.prefix):
+            with pytest.raises(InvalidKeyValue) as caught:
+                render({"x": value}, "v1", entity="E")
+            assert str(caught.value) == str(exc)
+        return
+    expected = f"A{delimiter}{text}{delimiter}v1"
+    assert t.fill({"x": value}, "v1") == t.try_fill({"x": value}, "v1") == expected
+    assert t.prefix({"x": value}, "v1").value == expected
