@@ -2,7 +2,10 @@
 
 A cold start is what an AWS Lambda function pays on its first invocation: start the
 interpreter, import the library, declare the model, send one GetItem. Each run is a fresh
-process in an empty working directory (no ``dynorm.yaml`` to read); its wall time is taken
+process in an empty working directory (no ``dynorm.yaml`` to read) whose environment holds the
+credentials, as Lambda's does (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``: DynamoDB Local's
+throwaway keys; a library that resolves credentials finds them there, as on Lambda, instead of
+walking on to the instance-metadata service); its wall time is taken
 around the process and its CPU time from the operating system's accounting of it
 (``os.wait4``: user + system). Runs go A B C D, A B C D, ... (the order rotating), after one
 warm-up run each, so the operating system's file cache is warm for all.
@@ -19,11 +22,13 @@ import time
 from pathlib import Path
 
 CHILD = Path(__file__).with_name("cold.py")
+KEY_ID = SECRET = "dynormlocal"  # DynamoDB Local's throwaway credentials (as in cold.py)
 
 
 def one(spec: str, endpoint: str, table: str, cwd: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one cold start of ``spec`` (``cold.py``'s LIBRARY)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNORM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNORM_", "AWS_"))}
+    env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"] = KEY_ID, SECRET  # as Lambda's environment
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, str(CHILD), spec, endpoint, table], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
