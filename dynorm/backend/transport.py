@@ -135,14 +135,11 @@ class _Pool:
                 if not _dropped(conn):
                     return conn, True
                 conn.close()
-        conn: http.client.HTTPConnection
-        if self.scheme == "https":
-            conn = http.client.HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
-                                               context=self.sender.ssl_context())
-        else:
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout)
-        conn.response_class = _Response
-        return conn, False
+        new = (http.client.HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
+                                           context=self.sender.ssl_context()) if self.scheme == "https"
+               else http.client.HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout))
+        new.response_class = _Response
+        return new, False
 
     def give(self, conn: http.client.HTTPConnection) -> None:
         """Keep ``conn`` for the next request (at most ``max_pool`` are kept)."""
