@@ -71,6 +71,55 @@ class _Body:
         yield self.body
 
 
+class _HeadLines:
+    """A response's reader while its status line and headers are read: notes a line the
+    connection cut short (no line end), which :mod:`http.client` would take as the header
+    block's end."""
+
+    __slots__ = ("fp", "cut")
+
+    def __init__(self, fp: Any) -> None:
+        self.fp = fp
+        self.cut = False
+
+    def readline(self, limit: int = -1) -> bytes:
+        """Read one line (at most ``limit`` bytes), noting one cut short by the connection's end."""
+        line: bytes = self.fp.readline(limit)
+        if not line.endswith(b"\n") and (limit < 0 or len(line) < limit):
+            self.cut = True
+        return line
+
+    def close(self) -> None:
+        """Close the reader (http.client closes it on a malformed status line)."""
+        self.fp.close()
+
+
+class _Response(http.client.HTTPResponse):
+    """:mod:`http.client`'s response, which refuses a header block the connection cut short.
+
+    http.client reads the end of the connection as the end of the headers: a 200 cut after its
+    status line would read as an empty answer without DynamoDB's headers (``NotDynamoDB``: a write
+    the server applied reported as failed), a header cut inside its value as that value. Such an
+    answer was lost, as one cut inside its body is.
+    """
+
+    def begin(self) -> None:
+        """Read the status line and headers (:meth:`http.client.HTTPResponse.begin`).
+
+        Raises:
+            http.client.RemoteDisconnected: the connection closed inside the header block.
+        """
+        lines = _HeadLines(self.fp)
+        self.fp = lines  # type: ignore[assignment]
+        try:
+            super().begin()
+        finally:
+            if self.fp is lines:
+                self.fp = lines.fp
+        if lines.cut:
+            raise http.client.RemoteDisconnected("the connection closed inside the response's headers")
+
+
 class _Pool:
     """Idle kept-alive connections to one host (LIFO; a connection serves one request at a time)."""
 
@@ -88,10 +137,11 @@ class _Pool:
                 if not _dropped(conn):
                     return conn, True
                 conn.close()
-        if self.scheme == "https":
-            return http.client.HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
-                                               context=self.sender.ssl_context()), False
-        return http.client.HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout), False
+        new = (http.client.HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
+                                           context=self.sender.ssl_context()) if self.scheme == "https"
+               else http.client.HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout))
+        new.response_class = _Response
+        return new, False
 
     def give(self, conn: http.client.HTTPConnection) -> None:
         """Keep ``conn`` for the next request (at most ``max_pool`` are kept)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -23,8 +23,10 @@ pytestmark = pytest.mark.dynamodb_local_only("a relay in front of DynamoDB Local
 
 class Relay:
     """A TCP relay on 127.0.0.1 to ``target``: pipes bytes both ways, counts connections, and can
-    swallow the next response (closing the client's connection once the server answered) or close
-    every connection it holds (as a server closes idle keep-alive connections)."""
+    swallow the next response (closing the client's connection once the server answered), pass on
+    only its first bytes (``cut_next_response``: a function of the response's first bytes giving
+    how many) before closing, or close every connection it holds (as a server closes idle
+    keep-alive connections)."""
 
     def __init__(self, target: int) -> None:
         self.target = target
@@ -34,6 +36,7 @@ class Relay:
         self.port = self.listener.getsockname()[1]
         self.connections = 0
         self.drop_next_response = threading.Event()
+        self.cut_next_response: Callable[[bytes], int] | None = None
         self.pairs: list[tuple[socket.socket, socket.socket]] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -62,6 +65,11 @@ class Relay:
                 if answers and self.drop_next_response.is_set():
                     self.drop_next_response.clear()
                     break  # the server applied the request and answered: the client never hears it
+                cut = self.cut_next_response if answers else None
+                if cut is not None:
+                    self.cut_next_response = None
+                    b.sendall(data[:cut(data)])  # the server applied it: the client hears a part
+                    break
                 b.sendall(data)
         except OSError:
             pass
@@ -185,6 +193,25 @@ def test_a_lost_response_is_retried_by_botocore_and_the_write_is_applied_once(re
     stored = stored_item(Tally, name="lost")
     assert stored["n"] == {"N": "3"} and tally.n == 3
     assert [i.name for i in Tally.objects.scan() if i.name == "lost"] == ["lost"]
+
+
+@pytest.mark.parametrize("cut", [
+    pytest.param(lambda head: 3, id="inside-the-status-line"),
+    pytest.param(lambda head: head.index(b"\r\n") + 2, id="after-the-status-line"),
+    pytest.param(lambda head: head.index(b"\r\n\r\n") // 2, id="inside-the-headers"),
+    pytest.param(lambda head: head.index(b"\r\n\r\n") + 3, id="inside-the-blank-line"),
+])
+def test_a_response_cut_inside_its_headers_is_a_lost_response_and_the_write_is_applied_once(
+        relay: Relay, sends: Sends, cut: Callable[[bytes], int]) -> None:
+    """The server applies a create and the connection closes in the middle of the answer's header
+    block: not a complete answer (http.client would read what came as every header there is, an
+    empty 200 "not from DynamoDB" or a header without its value), but a lost one, which botocore
+    retries and dynorm's create reports as the success it was."""
+    relay.cut_next_response = cut
+    tally = Tally.objects.create(name="cut", n=3)
+    assert sends.operations == ["PutItem", "PutItem"]
+    assert stored_item(Tally, name="cut")["n"] == {"N": "3"} and tally.n == 3
+    assert [i.name for i in Tally.objects.scan() if i.name == "cut"] == ["cut"]
 
 
 def test_an_increment_whose_response_is_lost_is_applied_exactly_once(relay: Relay) -> None:
