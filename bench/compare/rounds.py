@@ -7,6 +7,7 @@ alike; a ratio is taken within a round, then summarised over the rounds.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from typing import Any, Callable, Protocol
@@ -32,7 +33,10 @@ def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 
 
     ``time.process_time``: this process's CPU, every thread included (pydynox's Rust runtime
     threads too); DynamoDB Local runs in another process and is not counted. Each library's turn
-    starts with :meth:`Library.activate` and ``warmup`` untimed calls.
+    starts with :meth:`Library.activate`, ``warmup`` untimed calls and an untimed full garbage
+    collection: the collector stays on during the timed calls, so each library pays for the
+    collections its own objects cause, never for garbage the previous library left (one full
+    collection of this process, which holds every library's models, costs 20-60 ms).
     """
     fns = {lib.name: lib.ops()[op] for lib in libs}
     out: dict[str, list[float]] = {lib.name: [] for lib in libs}
@@ -44,6 +48,7 @@ def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 
             for _ in range(warmup):
                 calls += 1
                 fn(calls)
+            gc.collect()
             start = time.process_time()
             for _ in range(n):
                 calls += 1
