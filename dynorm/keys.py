@@ -415,7 +415,7 @@ class KeyTemplate:
             a copy of this template (equal to it) that applies the readers of its spec'd placeholders,
             or this template itself when none of them has a reader.
         """
-        used = {n: readers[n] for _, n, sp in self.tokens if sp and n in readers}
+        used = {n: readers[n] for _, n, sp in self.tokens if n is not None and sp and n in readers}
         if not used:
             return self
         copy = KeyTemplate(self.template, self.delimiter, self.encoding)

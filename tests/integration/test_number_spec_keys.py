@@ -50,7 +50,8 @@ def test_a_decimal_under_a_float_spec_is_stored_and_found_under_the_key_of_the_v
     for given in (decimal.Decimal("1.850"), 1.85):
         qs = Reading.objects.filter(n=given).using("by_rounded")
         params = qs.explain().params
-        assert params["KeyConditionExpression"] == "#n0 = :v0" and params["ExpressionAttributeValues"][":v0"] == {"S": "F#1.9"}
+        assert params["KeyConditionExpression"] == "#n0 = :v0"
+        assert params["ExpressionAttributeValues"][":v0"] == {"S": "F#1.9"}
         with dynorm.capture() as c:
             found = list(qs)
         assert [(r.reading_id, r.n) for r in found] == [("r1", 1.85)]
@@ -66,3 +67,16 @@ def test_a_save_of_the_read_item_keeps_its_keys(dynorm_tables: object) -> None:
     read.save()
     after = {a: v for a, v in _stored()[0].items() if a.endswith(("PK", "SK"))}
     assert after == before
+
+
+def test_an_item_an_older_dynorm_keyed_with_the_decimal_rendering_gets_its_index_keys_back_by_a_save(
+        dynorm_tables: object) -> None:
+    # as dynorm wrote it before: the GSI key from format(Decimal("0.350"), ".1f")
+    dynorm.backend.call("PutItem", {"TableName": Readings.table_name(), "Item": {
+        "PK": {"S": "R#old"}, "SK": {"S": "METADATA"}, "entityType": {"S": "READING"},
+        "reading_id": {"S": "old"}, "n": {"N": "0.35"}, "GSI1PK": {"S": "F#0.4"}, "GSI1SK": {"S": "R#old"}}})
+    assert list(Reading.objects.filter(n=decimal.Decimal("0.350")).using("by_rounded")) == []  # missed
+    Reading.objects.get(reading_id="old").save()
+    [raw] = _stored()
+    assert raw["GSI1PK"] == {"S": "F#0.3"}
+    assert [r.reading_id for r in Reading.objects.filter(n=decimal.Decimal("0.350")).using("by_rounded")] == ["old"]
