@@ -18,7 +18,7 @@ import datetime as _dt
 import decimal
 import re
 import reprlib
-from typing import TYPE_CHECKING, Any, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping
 
 from pynamodb import attributes as pa
 from pynamodb.constants import LIST, MAP, NUMBER, STRING
@@ -112,6 +112,16 @@ class Field:
         """
         serialize = None if type(self).serialize is pa.Attribute.serialize else self.serialize
         return self.attr_name, self.attr_type, serialize
+
+    def key_reader(self) -> Callable[[Any], Any] | None:
+        """Return the function giving a value as an instance holds it once stored and read back, or ``None``.
+
+        A key template placeholder of this field with a format spec renders that value
+        (:meth:`dynorm.keys.KeyTemplate.reading`), so the keys written, queried and rendered again
+        from the stored item agree. ``None`` (the default): every value reads back as one that a
+        spec renders alike.
+        """
+        return None
 
     def neighbour(self, value: Any, step: int) -> Any | None:
         """Return the closest value after (``step=1``) or before (``-1``) ``value``, or ``None``.
@@ -264,6 +274,24 @@ class Number(_Numeric, pa.NumberAttribute):
 
     python_types = (int, float, decimal.Decimal)
     type_label = "a number"
+
+    def key_reader(self) -> Callable[[Any], Any] | None:
+        """Return :meth:`as_read`: a Decimal given may read back as a float that a spec rounds otherwise."""
+        return self.as_read
+
+    def as_read(self, value: Any) -> Any:
+        """Return ``value`` as an instance reading it back holds it: ``deserialize(serialize(value))``.
+
+        ``Decimal("1.850")`` reads back as the float ``1.85`` (``{n:.1f}``: ``1.9``, not the Decimal's
+        ``1.8``), the float ``1e23`` as the int ``10**23``. Ints, and anything that is not a number
+        this field can store, are returned unchanged (a key refuses what it must). No request.
+        """
+        if not isinstance(value, (float, decimal.Decimal)):
+            return value
+        try:
+            return self.deserialize(self.serialize(value))
+        except (_codec.BadValue, ValueError, ArithmeticError):
+            return value
 
 
 class Decimal(Field, pa.Attribute[decimal.Decimal]):

@@ -38,7 +38,7 @@ import decimal
 import re
 import string
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 from .exceptions import InvalidKeyValue, ModelError
 
@@ -365,7 +365,7 @@ class KeyTemplate:
         ModelError: a placeholder that is not a plain field name, or a ``!conversion``.
     """
 
-    __slots__ = ("template", "delimiter", "encoding", "tokens", "fields", "placeholders", "lossy_fields")
+    __slots__ = ("template", "delimiter", "encoding", "tokens", "fields", "placeholders", "lossy_fields", "readers")
 
     def __init__(self, template: str, delimiter: str = "#", encoding: str = ORDERED) -> None:
         if not isinstance(template, str):
@@ -395,6 +395,32 @@ class KeyTemplate:
         #: fields whose spec can give one key text to different values (equality needs a filter)
         self.lossy_fields = frozenset(n for _, n, sp in tokens if n is not None and n != VERSION
                                       and spec_kind(sp) != EXACT)
+        #: field -> the value as it reads back, applied before a format spec renders it (:meth:`reading`)
+        self.readers: Mapping[str, Callable[[Any], Any]] | None = None
+
+    def reading(self, readers: Mapping[str, Callable[[Any], Any]]) -> KeyTemplate:
+        """Return this template rendering the values of some fields, where a format spec applies, as they read back.
+
+        A value and the value an item holds once stored and read back can be equal as numbers yet
+        render differently through a spec (``format(Decimal("1.850"), ".1f")`` is ``1.8``, the float
+        ``1.85`` read back gives ``1.9``): the reader turns the first into the second, so the keys
+        written, queried and rendered again from the stored item are one text. Placeholders without
+        a spec render numbers canonically (:func:`number_text`) and are left alone.
+
+        Args:
+            readers: field name -> a function of one value returning the value as it reads back
+                (it must return any value it cannot convert unchanged, for :func:`encode_value` to refuse).
+
+        Returns:
+            a copy of this template (equal to it) that applies the readers of its spec'd placeholders,
+            or this template itself when none of them has a reader.
+        """
+        used = {n: readers[n] for _, n, sp in self.tokens if n is not None and sp and n in readers}
+        if not used:
+            return self
+        copy = KeyTemplate(self.template, self.delimiter, self.encoding)
+        copy.readers = used
+        return copy
 
     def __repr__(self) -> str:
         return f"KeyTemplate({self.template!r})"
@@ -459,13 +485,21 @@ class KeyTemplate:
         """
         return field not in self.lossy_fields
 
+    def _as_read(self, field: str, spec: str, value: Any) -> Any:
+        """``value`` as the spec'd placeholder of ``field`` renders it (:meth:`reading`)."""
+        reader = self.readers.get(field) if spec and self.readers is not None else None
+        return value if reader is None else reader(value)
+
     def encode(self, field: str, value: Any, *, entity: str = "?") -> str:
         """Encode one value of ``field`` as it appears in this template's keys.
 
         Raises:
             InvalidKeyValue: the value cannot be put in a key.
         """
-        return encode_value(value, self.spec_of(field), delimiter=self.delimiter, entity=entity,
+        spec = self.spec_of(field)
+        if self.readers is not None:
+            value = self._as_read(field, spec, value)
+        return encode_value(value, spec, delimiter=self.delimiter, entity=entity,
                             field=field, encoding=self.encoding)
 
     def prefix(self, values: Mapping[str, Any], version: str = "", *, entity: str = "?") -> Prefix:
@@ -516,6 +550,8 @@ class KeyTemplate:
             if escape is not None and type(value) is str and not spec and value and value.isascii():
                 out.append(value if min(value) > escape[0] else value.translate(escape[1]))
             else:
+                if self.readers is not None:  # only templates built by reading(): strings above pay nothing
+                    value = self._as_read(name, spec, value)
                 out.append(encode_value(value, spec, delimiter=self.delimiter, entity=entity, field=name,
                                         encoding=self.encoding))
         return "".join(out), None

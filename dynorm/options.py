@@ -490,6 +490,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     indexes = _bind_indexes(entity, meta, table, fields, primary, attr_to_field, key_version)
     _check_placeholders(entity, fields, [primary, *indexes.values()])
     indexes = {n: _bind_shards(entity, b, declared_index(meta, n), primary) for n, b in indexes.items()}
+    primary, indexes = _render_as_read(fields, primary, indexes)
     _check_sharded_attributes(entity, table._meta, indexes)
     _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
@@ -519,6 +520,32 @@ def _check_reserved_prefix(entity: str, primary: BoundIndex, versions: tuple[str
                 f"{entity}.Meta.pk = {primary.pk.template!r} renders {start!r} at key version {version!r}: partition "
                 f"keys starting with {RESERVED_PK_PREFIX!r} are reserved for dynorm's own items (unique-constraint "
                 "sentinels, the migration ledger), which its items could overwrite. Choose another prefix.")
+
+
+def _render_as_read(fields: Mapping[str, Field], primary: BoundIndex,
+                    indexes: dict[str, BoundIndex]) -> tuple[BoundIndex, dict[str, BoundIndex]]:
+    """Bind each template whose spec'd placeholders name a field with a :meth:`~dynorm.fields.Field.key_reader`
+    to that reader (:meth:`KeyTemplate.reading`), so every key, written or queried, renders the value as it
+    reads back from the item. Computed once per class; a class without such a placeholder keeps its
+    templates (and its writes their cost) as they are. A template shared by two access paths stays shared."""
+    readers = {n: r for n, f in fields.items() if (r := f.key_reader()) is not None}
+    if not readers:
+        return primary, indexes
+    bound_to: dict[int, KeyTemplate] = {}
+
+    def read(t: KeyTemplate | None) -> KeyTemplate | None:
+        if t is None:
+            return None
+        if id(t) not in bound_to:
+            bound_to[id(t)] = t.reading(readers)
+        return bound_to[id(t)]
+
+    def rebind(b: BoundIndex) -> BoundIndex:
+        pk, sk = read(b.pk), read(b.sk)
+        assert pk is not None
+        return b if pk is b.pk and sk is b.sk else replace(b, pk=pk, sk=sk)
+
+    return rebind(primary), {n: rebind(b) for n, b in indexes.items()}
 
 
 def _read_meta(entity: str, meta: Any) -> tuple[type[TableDeclaration], str, str, tuple[str, ...]]:
