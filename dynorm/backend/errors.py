@@ -69,11 +69,16 @@ def _foreign_success(operation: str, params: dict[str, Any], meta: dict[str, Any
     ctype = str(headers.get("content-type", "")).split(";")[0].strip() or "no Content-Type"
     status = meta.get("HTTPStatusCode", "?")
     rid = "" if meta.get("RequestId") else ", no request id"
+    write = operation in WRITE_OPERATIONS
+    # DynamoDB's own answer cut inside its headers reads the same (botocore's transport takes the
+    # connection's end for the headers' end): a write may have been applied (.maybe_applied)
+    applied = (" If that server is DynamoDB and its answer was cut short, the write may have been applied: "
+               "read the item before sending it again.") if write else ""
     return ServiceError(
         f"{operation}{_on_tables(params)}: the server at {describe_endpoint()} did not answer as DynamoDB "
         f"(HTTP {status}, {ctype}{rid}); check `endpoint` "
-        "in dynorm.yaml or DYNORM_ENDPOINT (`dynorm local start` runs DynamoDB Local).",
-        code="NotDynamoDB", operation=operation)
+        f"in dynorm.yaml or DYNORM_ENDPOINT (`dynorm local start` runs DynamoDB Local).{applied}",
+        code="NotDynamoDB", operation=operation, maybe_applied=write)
 
 
 def _not_dynamodb(response: dict[str, Any], code: str, message: str) -> str | None:

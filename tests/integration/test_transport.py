@@ -214,6 +214,21 @@ def test_a_response_cut_inside_its_headers_is_a_lost_response_and_the_write_is_a
     assert [i.name for i in Tally.objects.scan() if i.name == "cut"] == ["cut"]
 
 
+def test_on_botocores_transport_a_write_whose_answer_is_cut_after_its_status_line_may_have_been_applied(
+        relay: Relay) -> None:
+    """botocore's transport (urllib3 over http.client) reads a connection closed after the status
+    line as an empty 200: the error must not say the write failed when the server applied it."""
+    from dynorm import ServiceError
+
+    with conf.overridden(transport="botocore"):
+        relay.cut_next_response = lambda head: head.index(b"\r\n") + 2
+        with pytest.raises(ServiceError) as err:
+            Tally.objects.create(name="cut-botocore", n=3)
+    assert err.value.code == "NotDynamoDB" and err.value.maybe_applied
+    assert "may have been applied" in str(err.value)
+    assert stored_item(Tally, name="cut-botocore")["n"] == {"N": "3"}  # it was
+
+
 def test_an_increment_whose_response_is_lost_is_applied_exactly_once(relay: Relay) -> None:
     from dynorm import F
 
