@@ -28,7 +28,8 @@ class Library(Protocol):
     def ops(self) -> dict[str, Callable[[int], Any]]: ...
 
 
-def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 2) -> dict[str, list[float]]:
+def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 2,
+               collect: bool = True) -> dict[str, list[float]]:
     """Client CPU microseconds per call of ``op``, one figure per library and round.
 
     ``time.process_time``: this process's CPU, every thread included (pydynox's Rust runtime
@@ -37,6 +38,7 @@ def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 
     collection: the collector stays on during the timed calls, so each library pays for the
     collections its own objects cause, never for garbage the previous library left (one full
     collection of this process, which holds every library's models, costs 20-60 ms).
+    ``collect=False`` leaves the collector as the previous turn left it.
     """
     fns = {lib.name: lib.ops()[op] for lib in libs}
     out: dict[str, list[float]] = {lib.name: [] for lib in libs}
@@ -48,7 +50,8 @@ def cpu_rounds(libs: list[Library], op: str, n: int, rounds: int, warmup: int = 
             for _ in range(warmup):
                 calls += 1
                 fn(calls)
-            gc.collect()
+            if collect:
+                gc.collect()
             start = time.process_time()
             for _ in range(n):
                 calls += 1
