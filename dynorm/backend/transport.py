@@ -120,16 +120,55 @@ class _Response(http.client.HTTPResponse):
             raise http.client.RemoteDisconnected("the connection closed inside the response's headers")
 
 
+class _OneWrite:
+    """For :mod:`http.client`'s connections: a request's header block and its body leave in one
+    write. http.client writes them apart (``_send_output``: the header block, then the body), which
+    costs a second system call and, with TCP_NODELAY, a second segment per request."""
+
+    _head: bytes | None = None
+    _hold = False
+
+    def request_in_one_write(self, method: str, target: str, body: bytes | None, headers: dict[str, str]) -> None:
+        """:meth:`http.client.HTTPConnection.request`, its header block held until the body is written."""
+        self._hold = bool(body)
+        try:
+            self.request(method, target, body=body, headers=headers)  # type: ignore[attr-defined]
+        finally:
+            self._hold, self._head = False, None
+
+    def send(self, data: Any) -> None:
+        """:meth:`http.client.HTTPConnection.send`; the header block of a request with a body is
+        held and written with the body."""
+        if self._hold:
+            if self._head is None:
+                self._head = data
+                return
+            data, self._head, self._hold = self._head + data, None, False
+        super().send(data)  # type: ignore[misc]
+
+
+class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
+    """:class:`http.client.HTTPConnection` with :class:`_OneWrite` and :class:`_Response`."""
+
+    response_class = _Response
+
+
+class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
+    """:class:`http.client.HTTPSConnection` with :class:`_OneWrite` and :class:`_Response`."""
+
+    response_class = _Response
+
+
 class _Pool:
     """Idle kept-alive connections to one host (LIFO; a connection serves one request at a time)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, sender: Sender) -> None:
         self.scheme, self.host, self.port = scheme, host, port
         self.sender = sender
-        self.idle: list[http.client.HTTPConnection] = []
+        self.idle: list[_HTTPConnection | _HTTPSConnection] = []
         self.lock = threading.Lock()
 
-    def take(self) -> tuple[http.client.HTTPConnection, bool]:
+    def take(self) -> tuple[_HTTPConnection | _HTTPSConnection, bool]:
         """An idle connection still open (``True``: reused) or a new one, not yet connected."""
         with self.lock:
             while self.idle:
@@ -137,13 +176,12 @@ class _Pool:
                 if not _dropped(conn):
                     return conn, True
                 conn.close()
-        new = (http.client.HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
-                                           context=self.sender.ssl_context()) if self.scheme == "https"
-               else http.client.HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout))
-        new.response_class = _Response
-        return new, False
+        if self.scheme == "https":
+            return _HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
+                                    context=self.sender.ssl_context()), False
+        return _HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout), False
 
-    def give(self, conn: http.client.HTTPConnection) -> None:
+    def give(self, conn: _HTTPConnection | _HTTPSConnection) -> None:
         """Keep ``conn`` for the next request (at most ``max_pool`` are kept)."""
         with self.lock:
             if len(self.idle) < self.sender.max_pool:
@@ -259,7 +297,7 @@ class Sender:
                 body = request.body
                 if body is not None and not isinstance(body, bytes):
                     body = body.encode("utf-8") if isinstance(body, str) else bytes(body.read())
-                conn.request(request.method, target, body=body, headers=dict(request.headers.items()))
+                conn.request_in_one_write(request.method, target, body, dict(request.headers.items()))
                 response = conn.getresponse()
                 content = response.read()
             except (TimeoutError, socket.timeout) as exc:

@@ -294,3 +294,32 @@ def test_a_proxy_for_the_endpoint_keeps_botocores_transport(monkeypatch: pytest.
     assert not transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
     monkeypatch.setenv("NO_PROXY", "amazonaws.com")
     assert transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
+
+
+def test_a_request_leaves_in_one_write_header_block_and_body_together(dynamodb_local: str) -> None:
+    """http.client writes a request's header block and its body apart (two system calls, two TCP
+    segments with TCP_NODELAY); the direct transport's connections write them once."""
+    port = int(dynamodb_local.rsplit(":", 1)[1])
+    conn = transport._HTTPConnection("127.0.0.1", port, timeout=5)
+    conn.connect()
+    writes: list[bytes] = []
+    real = conn.sock
+
+    class Recording:
+        def sendall(self, data: bytes) -> None:
+            writes.append(bytes(data))
+            real.sendall(data)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+    conn.sock = Recording()  # type: ignore[assignment]
+    body = b'{"Limit": 1}'
+    conn.request_in_one_write("POST", "/", body, {"Content-Type": "application/x-amz-json-1.0",
+                                                  "X-Amz-Target": "DynamoDB_20120810.ListTables"})
+    conn.sock = real
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    assert len(writes) == 1 and writes[0].startswith(b"POST / HTTP/1.1\r\n") and writes[0].endswith(b"\r\n\r\n" + body)
+    assert response.status in (200, 400)  # unsigned: DynamoDB Local may refuse it; it answered the whole request
