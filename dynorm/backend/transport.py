@@ -278,7 +278,7 @@ class Sender:
         from botocore.awsrequest import AWSResponse
 
         pool, target = self._pool(request.url)
-        conn, reused = pool.take()
+        conn, _ = pool.take()
         url = request.url
         try:
             if conn.sock is None:
@@ -291,7 +291,7 @@ class Sender:
                 except OSError as exc:  # refused, unreachable, unknown host
                     raise bx.EndpointConnectionError(endpoint_url=url, error=exc) from exc
                 sock: socket.socket = conn.sock  # type: ignore[assignment]
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # headers and body: two sends
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no wait for the previous answer's ACK
                 sock.settimeout(self.read_timeout)
             try:
                 body = request.body
