@@ -278,7 +278,7 @@ class Sender:
         from botocore.awsrequest import AWSResponse
 
         pool, target = self._pool(request.url)
-        conn, _ = pool.take()
+        conn = pool.take()[0]
         url = request.url
         try:
             if conn.sock is None:
