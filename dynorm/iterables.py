@@ -801,6 +801,13 @@ class Get(Evaluation):
             "or use filter().")
 
 
+def read_back(field: Any, value: Any) -> Any:
+    """``value`` as an instance that read it back holds it (:meth:`~dynorm.fields.Field.key_reader`),
+    to compare with a value read: ``Decimal("0.1")`` asked is the float 0.1 read, ``1e23`` the int 10**23."""
+    reader = field.key_reader()
+    return value if reader is None else reader(value)
+
+
 def matching_keys(model: Any, state: Any, items: list[Any]) -> list[Any]:
     """Drop the items whose key fields differ from the equalities asked (``get()``); returns the others.
 
@@ -813,7 +820,7 @@ def matching_keys(model: Any, state: Any, items: list[Any]) -> list[Any]:
     for q in state.where:
         for fname, lookup, value in q.flatten_and()[0]:
             if lookup == "exact" and fname in meta.key_fields and value is not None:
-                asked[fname] = meta.fields[fname].validate(value, meta.entity)
+                asked[fname] = read_back(meta.fields[fname], meta.fields[fname].validate(value, meta.entity))
     if not asked:
         return items
     missing = object()
@@ -997,7 +1004,7 @@ class Keys(Evaluation):
         # a key through a lossy spec ({name:.3}, {day:%Y-%m-%d}) is shared by different values:
         # keep only the items whose key fields hold a value that was asked for
         lossy = bool(meta.primary.pk.lossy_fields or (meta.primary.sk is not None and meta.primary.sk.lossy_fields))
-        asked = {tuple(meta.fields[f].validate(kd[f], meta.entity) for f in fields)
+        asked = {tuple(read_back(meta.fields[f], meta.fields[f].validate(kd[f], meta.entity)) for f in fields)
                  for kd in self.wanted} if lossy else set()
         out: dict[Any, Any] = {}
         for obj in got:

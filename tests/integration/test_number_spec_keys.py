@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import decimal
 
+import pytest
+
 import dynorm
 from dynorm import Entity, Index, Table, fields
 
@@ -80,3 +82,30 @@ def test_an_item_an_older_dynorm_keyed_with_the_decimal_rendering_gets_its_index
     [raw] = _stored()
     assert raw["GSI1PK"] == {"S": "F#0.3"}
     assert [r.reading_id for r in Reading.objects.filter(n=decimal.Decimal("0.350")).using("by_rounded")] == ["old"]
+
+
+class Sample(Entity):
+    """A Number in the primary key, without a spec and through a lossy one."""
+    n = fields.Number()
+
+    class Meta:
+        table = Readings
+        entity_type = "SAMPLE"
+        pk = "S#{n}"
+        sk = "N#{n:.2f}"
+
+
+def test_get_by_a_number_key_finds_the_item_whatever_type_the_value_is_given_in(dynorm_tables: object) -> None:
+    # stored N "0.1" and N "1E+23" read back as the float 0.1 and the int 10**23; get() compares the
+    # value asked with the value read back (so a percent-encoded foreign key text cannot pass for it)
+    Sample.objects.create(n=decimal.Decimal("0.10"))
+    Sample.objects.create(n=1e23)
+    for given, read_back in ((decimal.Decimal("0.1"), 0.1), (0.1, 0.1), (decimal.Decimal("0.100"), 0.1),
+                             (1e23, 10**23), (10**23, 10**23), (decimal.Decimal("1E+23"), 10**23)):
+        with dynorm.capture() as c:
+            got = Sample.objects.get(n=given)
+        assert got.n == read_back and type(got.n) is type(read_back)
+        assert c.operations == ["GetItem"]
+    assert sorted(o.n for o in Sample.objects.in_bulk([decimal.Decimal("0.1"), 1e23]).values()) == [0.1, 10**23]
+    with pytest.raises(Sample.DoesNotExist):
+        Sample.objects.get(n=decimal.Decimal("0.1000000000000000000001"))
