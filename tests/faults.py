@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import urllib.error
 import urllib.request
 from typing import Any, Callable, Iterator
@@ -11,7 +13,7 @@ import botocore.awsrequest
 
 from dynorm import backend
 
-__all__ = ["Hook", "deliver", "fake_response", "fake_aio_response", "raw_at", "stored_item"]
+__all__ = ["Hook", "deliver", "fake_response", "fake_aio_response", "raw_at", "serve_loopback", "stored_item"]
 
 
 class _Raw:
@@ -42,6 +44,25 @@ def fake_aio_response(status: int, body: dict[str, Any]) -> Any:
 
     headers = {"content-type": "application/x-amz-json-1.0", "x-amzn-requestid": "dynorm-fault-injected"}
     return AioAWSResponse("http://127.0.0.1", status, headers, _AioRaw(json.dumps(body).encode()))
+
+
+def serve_loopback(handle: Callable[[socket.socket], None], backlog: int = 64) -> tuple[socket.socket, int]:
+    """Listen on 127.0.0.1 (a free port) and call ``handle`` with each connection accepted, on a
+    daemon thread, until the listener is closed. Returns the listener and its port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(backlog)
+
+    def accept() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:  # the listener was closed
+                return
+            handle(client)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return listener, listener.getsockname()[1]
 
 
 class Hook:

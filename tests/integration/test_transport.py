@@ -15,7 +15,7 @@ import pytest
 
 from dynorm import ConfigurationError, backend, conf
 from dynorm.backend import transport
-from tests.faults import fake_response, stored_item
+from tests.faults import fake_response, serve_loopback, stored_item
 from tests.models import Tally
 
 pytestmark = pytest.mark.dynamodb_local_only("a relay in front of DynamoDB Local's port; moto has none")
@@ -30,31 +30,22 @@ class Relay:
 
     def __init__(self, target: int) -> None:
         self.target = target
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(64)
-        self.port = self.listener.getsockname()[1]
         self.connections = 0
         self.drop_next_response = threading.Event()
         self.cut_next_response: Callable[[bytes], int] | None = None
         self.pairs: list[tuple[socket.socket, socket.socket]] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.listener, self.port = serve_loopback(self._relay)
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            self.pairs.append((client, upstream))
-            threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
+    def _relay(self, client: socket.socket) -> None:
+        self.connections += 1
+        upstream = socket.create_connection(("127.0.0.1", self.target))
+        self.pairs.append((client, upstream))
+        threading.Thread(target=self._pipe, args=(client, upstream, False), daemon=True).start()
+        threading.Thread(target=self._pipe, args=(upstream, client, True), daemon=True).start()
 
     def _pipe(self, a: socket.socket, b: socket.socket, answers: bool) -> None:
         try:

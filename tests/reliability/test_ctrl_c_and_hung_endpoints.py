@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from dynorm import conf
-from tests.faults import Hook, fake_response
+from tests.faults import Hook, fake_response, serve_loopback
 from tests.migproject import REPO, V2, Project, load_v1, widgets
 
 
@@ -32,29 +32,20 @@ class Proxy:
         self.silent = threading.Event()
         if target is None:
             self.silent.set()
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(128)
-        self.port = self.listener.getsockname()[1]
         self.sockets: list[socket.socket] = []
         #: requests (or their answers) held since :attr:`silent` was set: each one hangs its sender
         self.held = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.listener, self.port = serve_loopback(self._serve, backlog=128)
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            self.sockets.append(client)
-            if self.silent.is_set() or self.target is None:
-                self.held += 1
-                continue  # held open: never read, never answered
-            upstream = socket.create_connection(("127.0.0.1", self.target))
-            self.sockets.append(upstream)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+    def _serve(self, client: socket.socket) -> None:
+        self.sockets.append(client)
+        if self.silent.is_set() or self.target is None:
+            self.held += 1
+            return  # held open: never read, never answered
+        upstream = socket.create_connection(("127.0.0.1", self.target))
+        self.sockets.append(upstream)
+        for a, b in ((client, upstream), (upstream, client)):
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
 
     def _pipe(self, a: socket.socket, b: socket.socket) -> None:
         try:
