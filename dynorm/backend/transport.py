@@ -168,18 +168,18 @@ class _Pool:
         self.idle: list[_HTTPConnection | _HTTPSConnection] = []
         self.lock = threading.Lock()
 
-    def take(self) -> tuple[_HTTPConnection | _HTTPSConnection, bool]:
-        """An idle connection still open (``True``: reused) or a new one, not yet connected."""
+    def take(self) -> _HTTPConnection | _HTTPSConnection:
+        """An idle connection still open, or a new one (not yet connected)."""
         with self.lock:
             while self.idle:
                 conn = self.idle.pop()
                 if not _dropped(conn):
-                    return conn, True
+                    return conn
                 conn.close()
         if self.scheme == "https":
             return _HTTPSConnection(self.host, self.port, timeout=self.sender.connect_timeout,
-                                    context=self.sender.ssl_context()), False
-        return _HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout), False
+                                    context=self.sender.ssl_context())
+        return _HTTPConnection(self.host, self.port, timeout=self.sender.connect_timeout)
 
     def give(self, conn: _HTTPConnection | _HTTPSConnection) -> None:
         """Keep ``conn`` for the next request (at most ``max_pool`` are kept)."""
@@ -278,7 +278,7 @@ class Sender:
         from botocore.awsrequest import AWSResponse
 
         pool, target = self._pool(request.url)
-        conn = pool.take()[0]
+        conn = pool.take()
         url = request.url
         try:
             if conn.sock is None:
@@ -327,13 +327,12 @@ class Sender:
                 conn.close()
 
 
-def usable_for(session: Any, endpoint_url: str) -> bool:
+def usable_for(endpoint_url: str) -> bool:
     """True when the direct transport can send to ``endpoint_url``: no proxy is configured for it
     (``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``, read by botocore's ``get_environ_proxies`` as
-    botocore's endpoint does when it builds its transport).
+    botocore's endpoint does when it builds its transport; dynorm sets no ``proxies`` itself).
 
     Args:
-        session: the botocore session the client comes from (unused: dynorm sets no ``proxies``).
         endpoint_url: the client's endpoint (``client.meta.endpoint_url``).
     """
     from botocore.utils import get_environ_proxies
@@ -355,7 +354,7 @@ def install(client: Any, session: Any, connect_timeout: float, read_timeout: flo
     Returns:
         The sender registered (its :meth:`Sender.close` closes its connections).
     """
-    if not usable_for(session, client.meta.endpoint_url):
+    if not usable_for(client.meta.endpoint_url):
         return None
     sender = Sender(connect_timeout, read_timeout, max_pool, session.get_config_variable("ca_bundle"))
     client.meta.events.register(SEND_EVENT, sender, unique_id="dynorm-transport-send")

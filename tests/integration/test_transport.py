@@ -282,9 +282,9 @@ def test_a_proxy_for_the_endpoint_keeps_botocores_transport(monkeypatch: pytest.
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert not transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
+    assert not transport.usable_for("https://dynamodb.eu-west-1.amazonaws.com")
     monkeypatch.setenv("NO_PROXY", "amazonaws.com")
-    assert transport.usable_for(None, "https://dynamodb.eu-west-1.amazonaws.com")
+    assert transport.usable_for("https://dynamodb.eu-west-1.amazonaws.com")
 
 
 def test_a_request_leaves_in_one_write_header_block_and_body_together(dynamodb_local: str) -> None:
