@@ -12,8 +12,10 @@ picks who sends a synchronous client's signed requests: ``direct``, dynorm's sen
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from .. import conf
 from ..exceptions import ConfigurationError
@@ -99,6 +101,29 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
     return None if _resolved is not None else LOCAL_CREDENTIALS
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while building a client; restore its state after.
+
+    Building a botocore client reads the service model: for DynamoDB about 28,000 dicts and lists
+    that live as long as the client. Every 700 of them start a collection that can free none of
+    them, and the older generations' collections walk all of them again: a cold start measured 37
+    young, 4 middle and one full collection (≈ 25 ms CPU) inside ``create_client``, against one
+    collection with the collector paused. Reference counting frees everything as usual meanwhile;
+    only cycles wait for the collector's next run. The state found is restored, also when building
+    fails, so a process that disabled the collector keeps it disabled. (Mercurial's
+    ``util.nogc`` does the same for its large long-lived containers.) Only the synchronous
+    builds pause it: an asyncio build awaits, and other tasks would run with the collector paused.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _connection(settings: conf.Settings) -> tuple[Any, ...]:
     """The settings a client is built from; other settings never replace the client."""
     return (settings.region, settings.endpoint, settings.is_local, settings.max_attempts,
@@ -173,7 +198,8 @@ def client() -> Any:
         built = _clients.get(key)
         if built is None:
             session = _botocore_session(settings.wire)
-            built = session.create_client("dynamodb", **_client_arguments(settings, pool=32, session=session))
+            with collector_paused():
+                built = session.create_client("dynamodb", **_client_arguments(settings, pool=32, session=session))
             install_body_check(built)
             if settings.wire == "direct":
                 install_wire(built)
