@@ -65,7 +65,9 @@ def number_text(value: int | float | decimal.Decimal) -> str:
         value: an int, float or Decimal (not a bool).
 
     Returns:
-        the text stored (floats as their shortest repr; integral values without exponent).
+        the text DynamoDB stores and returns for that number: plain digits, no exponent, no trailing
+        zero, zero as ``0`` (``Decimal("1.50")`` -> ``1.5``, ``Decimal("1E+2")`` -> ``100``, ``1e-07`` ->
+        ``0.0000001``, ``Decimal("-0.0")`` -> ``0``); a float has the digits of its shortest repr.
 
     Raises:
         BadValue: NaN or infinity, more than 38 significant digits, or a magnitude outside
@@ -115,9 +117,10 @@ def _number_text(value: int | float | decimal.Decimal) -> str:
     if not _MIN_ADJUSTED <= adjusted <= _MAX_ADJUSTED:
         raise BadValue(f"the number's magnitude 1E{adjusted:+d} is outside DynamoDB's range "
                        "1E-130 .. 9.99E+125")
-    if d == d.to_integral_value():
-        return format(d.normalize(_NUMBER_CONTEXT), "f")
-    return str(d)
+    # DynamoDB's own text (measured on DynamoDB Local): no exponent, no trailing zero ("1.50" -> "1.5",
+    # "1E-7" -> "0.0000001"); sending it makes the item sent the item stored, so a value read back
+    # (Field.as_read) and the keys rendered from it can be known without a request
+    return format(d.normalize(_NUMBER_CONTEXT), "f")
 
 
 def check_text(value: str) -> str:

@@ -70,8 +70,9 @@ class Field:
     attr_type: str
     null: bool
 
-    if TYPE_CHECKING:  # the PynamoDB attribute's method, never defined here (it would shadow it)
+    if TYPE_CHECKING:  # the PynamoDB attribute's methods, never defined here (it would shadow it)
         def serialize(self, value: Any) -> Any: ...
+        def deserialize(self, value: Any) -> Any: ...
 
     # -- unique=True (dynorm.constraints) ---------------------------------------------------
     unique: bool = False
@@ -122,6 +123,30 @@ class Field:
         spec renders alike.
         """
         return None
+
+    def as_read(self, value: Any) -> Any:
+        """Return ``value`` as an instance reading it back holds it: ``deserialize(serialize(value))``.
+
+        The one reader behind every :meth:`key_reader` that returns it. It relies on
+        :meth:`serialize` giving the text DynamoDB stores (for numbers, the canonical text DynamoDB
+        returns: :func:`dynorm._codec.number_text`). A value that is not of this field's
+        ``python_types`` (a bool among them only when declared), or that the field cannot store, is
+        returned unchanged, for the key to refuse it naming the field. No request.
+
+        Args:
+            value (Any): a value of this field, as given or validated.
+
+        Returns:
+            the value an instance reading the stored item holds (``Decimal("-0.0")`` ->
+            ``Decimal("0")`` for a :class:`Decimal`; ``Decimal("1.850")`` -> the float ``1.85`` for a
+            :class:`Number`), or ``value`` itself.
+        """
+        if not isinstance(value, self.python_types) or (type(value) is bool and bool not in self.python_types):
+            return value
+        try:
+            return self.deserialize(self.serialize(value))
+        except (_codec.BadValue, ValueError, TypeError, ArithmeticError):
+            return value
 
     def neighbour(self, value: Any, step: int) -> Any | None:
         """Return the closest value after (``step=1``) or before (``-1``) ``value``, or ``None``.
@@ -276,22 +301,10 @@ class Number(_Numeric, pa.NumberAttribute):
     type_label = "a number"
 
     def key_reader(self) -> Callable[[Any], Any] | None:
-        """Return :meth:`as_read`: a Decimal given may read back as a float that a spec rounds otherwise."""
+        """Return :meth:`~Field.as_read`: a Decimal given may read back as a float that a spec renders
+        otherwise (``Decimal("1.850")`` is the float ``1.85``: ``{n:.1f}`` gives ``1.9``, not the
+        Decimal's ``1.8``), the float ``1e23`` as the int ``10**23``."""
         return self.as_read
-
-    def as_read(self, value: Any) -> Any:
-        """Return ``value`` as an instance reading it back holds it: ``deserialize(serialize(value))``.
-
-        ``Decimal("1.850")`` reads back as the float ``1.85`` (``{n:.1f}``: ``1.9``, not the Decimal's
-        ``1.8``), the float ``1e23`` as the int ``10**23``. Ints, and anything that is not a number
-        this field can store, are returned unchanged (a key refuses what it must). No request.
-        """
-        if not isinstance(value, (float, decimal.Decimal)):
-            return value
-        try:
-            return self.deserialize(self.serialize(value))
-        except (_codec.BadValue, ValueError, ArithmeticError):
-            return value
 
 
 class Decimal(Field, pa.Attribute[decimal.Decimal]):
@@ -316,10 +329,21 @@ class Decimal(Field, pa.Attribute[decimal.Decimal]):
         return result
 
     def serialize(self, value: Any) -> str:
-        return _codec.number_text(decimal.Decimal(value))
+        """Render the value as the ``N`` text DynamoDB stores (:func:`dynorm._codec.number_text`); a float
+        as the Decimal of its shortest repr, as :meth:`validate` takes it."""
+        return _codec.number_text(decimal.Decimal(repr(value)) if isinstance(value, float) else decimal.Decimal(value))
 
     def deserialize(self, value: Any) -> decimal.Decimal:
+        """Read ``N`` text as the :class:`decimal.Decimal` of that text (the form DynamoDB returns:
+        ``Decimal("1.5")`` for a ``Decimal("1.50")`` written)."""
         return decimal.Decimal(value)
+
+    def key_reader(self) -> Callable[[Any], Any] | None:
+        """Return :meth:`~Field.as_read`: DynamoDB stores one text for equal numbers, so a Decimal reads
+        back in its canonical form, which a spec can render otherwise than the form given
+        (``{d:.1f}`` of ``Decimal("-0.0")`` is ``-0.0``, of the ``Decimal("0")`` read back ``0.0``;
+        ``{d:g}`` of ``Decimal("1E+2")`` is ``1e+2``, read back ``100``)."""
+        return self.as_read
 
 
 class Boolean(Field, pa.BooleanAttribute):

@@ -405,17 +405,19 @@ class KeyTemplate:
         render differently through a spec (``format(Decimal("1.850"), ".1f")`` is ``1.8``, the float
         ``1.85`` read back gives ``1.9``): the reader turns the first into the second, so the keys
         written, queried and rendered again from the stored item are one text. Placeholders without
-        a spec render numbers canonically (:func:`number_text`) and are left alone.
+        a spec render numbers canonically (:func:`number_text`) and are left alone, except under the
+        ``percent`` encoding, which renders a number as its ``str()``/``format(d, "f")``
+        (``Decimal("1.50")`` is ``1.50``, read back ``1.5``).
 
         Args:
             readers: field name -> a function of one value returning the value as it reads back
                 (it must return any value it cannot convert unchanged, for :func:`encode_value` to refuse).
 
         Returns:
-            a copy of this template (equal to it) that applies the readers of its spec'd placeholders,
-            or this template itself when none of them has a reader.
+            a copy of this template (equal to it) that applies the readers of the placeholders they
+            concern, or this template itself when none of them has a reader.
         """
-        used = {n: readers[n] for _, n, sp in self.tokens if n is not None and sp and n in readers}
+        used = {n: readers[n] for _, n, sp in self.tokens if n is not None and self._renders_form(sp) and n in readers}
         if not used:
             return self
         copy = KeyTemplate(self.template, self.delimiter, self.encoding)
@@ -485,9 +487,13 @@ class KeyTemplate:
         """
         return field not in self.lossy_fields
 
+    def _renders_form(self, spec: str) -> bool:
+        """Whether a placeholder with ``spec`` renders a number's form, not only its value (:meth:`reading`)."""
+        return bool(spec) or self.encoding == PERCENT
+
     def _as_read(self, field: str, spec: str, value: Any) -> Any:
-        """``value`` as the spec'd placeholder of ``field`` renders it (:meth:`reading`)."""
-        reader = self.readers.get(field) if spec and self.readers is not None else None
+        """``value`` as the placeholder of ``field`` with ``spec`` renders it (:meth:`reading`)."""
+        reader = self.readers.get(field) if self.readers is not None and self._renders_form(spec) else None
         return value if reader is None else reader(value)
 
     def encode(self, field: str, value: Any, *, entity: str = "?") -> str:

@@ -170,10 +170,11 @@ def _number_as_read(kind: str, value: int | decimal.Decimal) -> Any:
 
     A TTL is a datetime (``{expires}`` renders ``2030-01-01T00:00:00.000000Z``, not epoch
     seconds), a non-integral ``Number`` is the float whose shortest repr is the stored text
-    (``{score:.1f}`` of ``0.35`` is ``0.3``, as the application renders it; a Decimal gave ``0.4``).
+    (``{score:.1f}`` of ``0.35`` is ``0.3``, as the application renders it; a Decimal gave ``0.4``),
+    a ``Decimal`` is the Decimal of the stored text (``{d:g}`` of ``1000000`` is ``1000000``; the
+    int it was once read as gave ``1e+06``). The value read is the stored one, so the field's
+    :meth:`~dynorm.fields.Field.key_reader` (``deserialize(serialize(v))``) would not change it.
     """
-    if kind == "Decimal":
-        return int(value) if isinstance(value, int) or value == value.to_integral_value() else value
     reader = _READERS.get(kind)
     if reader is None:
         from .. import fields

@@ -1,0 +1,73 @@
+"""A ``fields.Decimal`` rendered through a format spec keys an item as the value is stored and read back.
+
+DynamoDB stores ``Decimal("-0.0")`` as ``N "0"``, which reads back as ``Decimal("0")``: ``{d:.1f}``
+renders ``0.0`` for it (the value given would render ``-0.0``). The item is written under the key of
+the value read back, its keys are those rendered from its stored fields, and a query by either
+spelling reads that partition -- on DynamoDB Local.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import dynorm
+from dynorm import Entity, Index, Table, fields
+
+D = decimal.Decimal
+
+
+class Prices(Table):
+    class Meta:
+        table_name = "decimal-spec-keys"
+        gsi_count = 1
+
+
+class Price(Entity):
+    price_id = fields.String()
+    d = fields.Decimal()
+
+    class Meta:
+        table = Prices
+        entity_type = "PRICE"
+        pk = "P#{price_id}"
+        sk = "D#{d:g}"
+        indexes = {"by_amount": Index("GSI1", pk="A#{d:.1f}", sk="P#{price_id}")}
+
+
+def _stored() -> list[dict]:
+    return dynorm.backend.call("Scan", {"TableName": Prices.table_name(), "ConsistentRead": True})["Items"]
+
+
+def test_a_negative_zero_is_keyed_and_found_as_the_zero_it_reads_back_as(dynorm_tables: object) -> None:
+    written = Price.objects.create(price_id="p1", d=D("-0.0"))
+    assert str(written.d) == "-0.0"  # the instance keeps the value given
+
+    [raw] = _stored()
+    assert raw["d"] == {"N": "0"}
+    assert raw["GSI1PK"] == {"S": "A#0.0"} and raw["SK"] == {"S": "D#0"}  # not -0.0 / -0.0
+    rendered = Price._from_item(raw).key_attributes()
+    assert {a: raw[a]["S"] for a in rendered} == rendered  # the keys are those of the stored fields
+
+    for given in (D("-0.0"), D("0")):
+        qs = Price.objects.filter(d=given).using("by_amount")
+        assert qs.explain().params["ExpressionAttributeValues"][":v0"] == {"S": "A#0.0"}
+        with dynorm.capture() as c:
+            found = list(qs)
+        assert [(p.price_id, str(p.d)) for p in found] == [("p1", "0")]
+        assert c.operations == ["Query"]
+
+
+def test_trailing_zeros_and_exponents_key_as_dynamodb_stores_them(dynorm_tables: object) -> None:
+    # DynamoDB stores one text per number: 1.50 -> 1.5, 1E+6 -> 1000000 (measured here)
+    Price.objects.create(price_id="p2", d=D("1.50"))
+    Price.objects.create(price_id="p3", d=D("1E+6"))
+    by_id = {r["price_id"]["S"]: r for r in _stored()}
+    assert by_id["p2"]["d"] == {"N": "1.5"} and by_id["p2"]["SK"] == {"S": "D#1.5"}  # not D#1.50
+    assert by_id["p3"]["d"] == {"N": "1000000"} and by_id["p3"]["SK"] == {"S": "D#1000000"}  # not D#1e+6
+    for raw in by_id.values():
+        rendered = Price._from_item(raw).key_attributes()
+        assert {a: raw[a]["S"] for a in rendered} == rendered
+    with dynorm.capture() as c:
+        got = Price.objects.get(price_id="p3", d=D("1000000.0000"))
+    assert got.d == D("1E+6") and str(got.d) == "1000000"
+    assert c.operations == ["GetItem"]
