@@ -76,8 +76,12 @@ test: install dynamodb-local lint
 MOTO_TESTS ?= tests/integration/test_catalog.py tests/integration/test_collections.py \
 	tests/integration/test_writes.py tests/integration/test_seed_models.py tests/integration/test_django_habits.py \
 	tests/reliability/test_bad_input.py
+## The reliability suite and the app-level tests again on botocore's own HTTP transport (the one a
+## proxy setting selects; docs/architecture.md "The transport"), ~4 minutes.
+TRANSPORT_TESTS ?= tests/reliability $(MOTO_TESTS) tests/integration/test_transport.py tests/integration/test_endpoints.py
 test-all: install dynamodb-local lint
 	DYNORM_TEST_TIER=full $(PY) -m pytest -n $(PYTEST_WORKERS)
+	DYNORM_TRANSPORT=botocore $(PY) -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" $(TRANSPORT_TESTS)
 	$(PY) -m pytest -q --dynorm-backend=moto $(MOTO_TESTS)
 
 ## A dynorm shell on the demo data (after `make demo`).

@@ -207,14 +207,20 @@ def _plan_save(obj: EntityLike, create: bool, update_fields: Iterable[str] | Non
 
 
 def _refuse_key_change(obj: EntityLike, key: dict[str, Any]) -> None:
-    """Refuse a save whose primary-key fields changed since the item was read (keys are immutable)."""
+    """Refuse a save whose primary key, rendered from the instance's fields, is not the key the item
+    is stored under: a primary-key field changed since the item was read (keys are immutable), or the
+    stored key was rendered otherwise (an older dynorm's rendering of the same values, or another writer's).
+    """
     meta = obj._meta
     old = stored_key(obj)
     if old != key:
         raise KeyChangeError(
-            f"{meta.entity}: primary-key field(s) {', '.join(meta.key_fields)} changed (key "
-            f"{tuple(v['S'] for v in old.values())} -> {tuple(v['S'] for v in key.values())}); keys are "
-            "immutable. Create a new item and delete the old one instead.")
+            f"{meta.entity}: the item is stored under key {tuple(v['S'] for v in old.values())} but its "
+            f"primary-key field(s) {', '.join(meta.key_fields)} now render {tuple(v['S'] for v in key.values())}; "
+            "nothing was written. If a key field was changed: keys are immutable, create a new item and "
+            "delete the old one. If no field was changed, the stored key was rendered otherwise (by an older "
+            "dynorm or another writer; docs/modelling.md): bump Meta.key_version and run `dynorm migrate`, "
+            "which rekeys every item from its stored fields.")
 
 
 def _put_item(save: _Save) -> WriteOp:

@@ -359,8 +359,10 @@ class Rekeyer(_Base):
             source = {k: _codec.to_av(v) for k, v in plain.items()}
         else:
             source = dict(raw)
-        values = _plain_for_keys(self.op.new, plain if plain is not None else _codec.item_from_av(
-            {a: raw[a] for a, _ in self.op.new.fields.values() if a in raw}))
+        # the keys render from the item as it is written (a transform's numbers as DynamoDB stores
+        # them: Decimal("1.650") is N "1.65", -0.0 is N "0"), so they equal the keys rendered from it later
+        values = _plain_for_keys(self.op.new, _codec.item_from_av(
+            {a: source[a] for a, _ in self.op.new.fields.values() if a in source}))
         new = {k: v for k, v in source.items() if k not in self.old_attrs}
         new.update(self.new_keys(values, raw))
         if new == raw:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import decimal
 
+import pytest
+
 import dynorm
 from dynorm import Entity, Index, Table, fields
 
@@ -71,3 +73,19 @@ def test_trailing_zeros_and_exponents_key_as_dynamodb_stores_them(dynorm_tables:
         got = Price.objects.get(price_id="p3", d=D("1000000.0000"))
     assert got.d == D("1E+6") and str(got.d) == "1000000"
     assert c.operations == ["GetItem"]
+
+
+def test_saving_an_item_an_older_dynorm_keyed_names_the_stale_key_not_a_change(dynorm_tables: object) -> None:
+    old = {"PK": {"S": "P#old"}, "SK": {"S": "D#1.50"}, "GSI1PK": {"S": "A#1.5"}, "GSI1SK": {"S": "P#old"},
+           "entityType": {"S": "PRICE"}, "price_id": {"S": "old"}, "d": {"N": "1.50"}}  # as main~4 wrote D("1.50")
+    dynorm.backend.call("PutItem", {"TableName": Prices.table_name(), "Item": old})
+    found = Price.objects.filter(price_id="old").first()  # one Query of the partition finds it
+    assert found is not None and found.d == D("1.5")
+    with pytest.raises(dynorm.KeyChangeError) as exc:
+        found.save()  # nothing was changed
+    [raw] = _stored()
+    assert raw["SK"] == {"S": "D#1.50"} and "note" not in raw  # refused before any write
+    message = str(exc.value)
+    assert "changed (key" not in message  # the old message said price_id and d changed: neither did
+    assert "'D#1.50'" in message and "'D#1.5'" in message  # the key stored and the key rendered now
+    assert "key_version" in message and "nothing was written" in message  # the remedy docs/modelling.md gives

@@ -119,3 +119,48 @@ def test_a_value_that_is_no_number_is_still_refused_naming_field_and_value() -> 
         tmpl.fill({"n": True}, "v1", entity="Sample")
     with pytest.raises(InvalidKeyValue, match="n='x'"):
         tmpl.fill({"n": "x"}, "v1", entity="Sample")
+
+
+class TransformShop(Table):
+    class Meta:
+        table_name = "render_transform_shop"
+        gsi_count = 1
+
+
+class Repriced(Entity):
+    price_id = fields.String()
+    d = fields.Decimal()
+    n = fields.Number()
+
+    class Meta:
+        table = TransformShop
+        entity_type = "REPRICED"
+        key_version = "v1"
+        pk = "{version}#P#{price_id}"
+        sk = "D#{d:g}"
+        indexes = {"by_n": Index("GSI1", pk="N#{n:.0f}", sk="{d:.1f}")}
+
+
+@pytest.mark.parametrize("changes", [
+    {"d": decimal.Decimal("1.5") * decimal.Decimal("1.10")},  # 1.650: SK D#1.650, stored 1.65 renders D#1.65
+    {"d": decimal.Decimal("-0.0")},  # SK D#-0.0, GSI1SK -0.0; stored N "0" renders D#0, 0.0
+    {"d": decimal.Decimal("1E+2")},  # SK D#1e+2; stored N "100" renders D#100
+    {"d": 0.1 + 0.2},  # a float into the Decimal field: SK D#0.3; stored 0.30000000000000004 renders that
+    {"n": -0.0},  # a float into the Number field: GSI1PK N#-0; stored N "0" reads back 0: N#0
+], ids=["decimal-trailing-zero", "decimal-negative-zero", "decimal-exponent", "float-into-decimal",
+        "float-negative-zero-into-number"])
+def test_a_transform_s_numbers_are_keyed_as_the_item_stores_them(changes: dict[str, Any]) -> None:
+    from dynorm.migrations.operations import RekeyEntity
+    from dynorm.migrations.rekey import Counts, Rekeyer
+
+    project = state_from_models([TransformShop])
+    state = next(s for s in project.entities.values() if s.entity_type == "REPRICED")
+    op = RekeyEntity(state.table, "REPRICED", "v1", "v1", old=state.part(), new=state.part(),
+                     transform=lambda item: {**item, **changes})
+    rekeyer = Rekeyer(op, project.tables[state.table], "render_transform_shop", "copy", Counts())
+    raw = prepare_put(Repriced(price_id="p1", d=decimal.Decimal("1.5"), n=7), create=True).params["Item"]
+    new = rekeyer.new_item(raw)  # the item the rekey writes (no request)
+    assert new is not None
+    # DynamoDB stores numbers as sent (dynorm sends its canonical text: test_decimal_spec_keys measures it)
+    app = Repriced._from_item(new).key_attributes()
+    assert {a: new[a]["S"] for a in app} == app
