@@ -5,13 +5,15 @@ The user's ``Meta`` class is read, never mutated. Everything here is pure.
 
 from __future__ import annotations
 
+import datetime as _dt
+import decimal
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .constraints import SENTINEL_TYPE, UniqueConstraint, resolve_constraints, unique_fields
-from .exceptions import ModelError
-from .keys import VERSION, KeyTemplate
+from .exceptions import InvalidKeyValue, ModelError, ValidationError
+from .keys import VERSION, KeyTemplate, encode_value
 from .shards import bucket_of, shard_key
 from .table_options import is_table_class
 
@@ -491,6 +493,7 @@ def build_options(entity: str, meta: Any, fields: Mapping[str, Field]) -> Option
     _check_placeholders(entity, fields, [primary, *indexes.values()])
     indexes = {n: _bind_shards(entity, b, declared_index(meta, n), primary) for n, b in indexes.items()}
     primary, indexes = _render_as_read(fields, primary, indexes)
+    _check_specs(entity, fields, [primary, *indexes.values()])
     _check_sharded_attributes(entity, table._meta, indexes)
     _check_shared_attributes(entity, table._meta, primary, indexes, attr_to_field, key_version, _text_fields(fields))
     version_field = _version_field(entity, fields)
@@ -748,6 +751,57 @@ def _check_placeholders(entity: str, fields: Mapping[str, Field], bounds: list[B
                         f"{entity}.{where}.{what} template {tmpl.template!r} uses {{{ph}}}, a binary field: key "
                         "text cannot hold bytes. Key a binary field with a multi-attribute GSI (its attribute "
                         "declared as 'B'), or store it as text (hex) in a String field.")
+
+
+#: a value of each type a field may hold, to try a placeholder's format spec on (:func:`_check_specs`)
+_SPEC_SAMPLES: dict[type, Any] = {
+    str: "a", int: 1, float: 1.5, decimal.Decimal: decimal.Decimal("1.5"),
+    _dt.datetime: _dt.datetime(2000, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc), _dt.date: _dt.date(2000, 1, 2),
+}
+
+
+def _check_specs(entity: str, fields: Mapping[str, Field], bounds: list[BoundIndex]) -> None:
+    """Refuse a placeholder whose format spec renders no value its field can hold (``{price:06d}`` of a
+    ``fields.Decimal``, ``{name:.2f}`` of a ``fields.String``): every write would be refused.
+
+    The spec is tried, as keys render it, on a sample of each type the field accepts (validated by
+    the field: a ``fields.Decimal`` holds Decimals); one rendering is enough, as a ``fields.Number``
+    may hold ints for ``{n:06d}``. A field of types without a sample is not checked.
+
+    Raises:
+        ModelError: naming the entity, the template, the placeholder, the field's type and the
+            spec's error.
+    """
+    for bound in bounds:
+        for tmpl, what in ((bound.pk, "pk"), (bound.sk, "sk")):
+            if tmpl is None:
+                continue
+            for _, name, spec in tmpl.tokens:
+                if not spec or name is None or name not in fields:
+                    continue
+                fld = fields[name]
+                tried: list[str] = []
+                for kind in fld.python_types:
+                    if kind not in _SPEC_SAMPLES:
+                        continue
+                    try:
+                        value = tmpl._as_read(name, spec, fld.validate(_SPEC_SAMPLES[kind], entity))
+                    except ValidationError:  # not a value this field holds
+                        continue
+                    try:
+                        encode_value(value, spec, delimiter=tmpl.delimiter, entity=entity, field=name,
+                                     encoding=tmpl.encoding)
+                        break
+                    except InvalidKeyValue as exc:
+                        tried.append(f"{value!r}: {exc.__cause__ or exc}")
+                else:
+                    if tried:
+                        where = "Meta" if bound.name == PRIMARY else f"Meta.indexes[{bound.name!r}]"
+                        raise ModelError(
+                            f"{entity}.{where}.{what} template {tmpl.template!r}: {{{name}:{spec}}} renders no value "
+                            f"{entity}.{name} can hold ({fld.type_label}): {tried[0]}. Every write would be "
+                            f"refused: give {{{name}}} a format spec that renders {fld.type_label} "
+                            "(docs/modelling.md, Key templates), or none.")
 
 
 def _version_field(entity: str, fields: Mapping[str, Field]) -> str | None:

@@ -10,6 +10,8 @@ through the other index missed the item, and ``check()`` said nothing.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import re
 from typing import Any
 
@@ -140,7 +142,7 @@ def test_version_and_a_literal_equal_to_the_key_version_are_accepted_and_refused
 
 
 @pytest.mark.parametrize("one, other", [
-    ("Y#{year:s}", "Y#{year}"),        # an Integer: {year} is number text, {year:s} no text at all
+    ("Y#{year:d}", "Y#{year}"),        # an Integer: {year} is number text (P5...), {year:d} its digits
     ("N#{name:.3}", "N#{name}"),       # a truncation renders long names differently
     ("N#{name:>5}", "N#{name}"),       # padding
     ("N#{name:s}#", "N#{name}"),       # another literal
@@ -327,3 +329,43 @@ def test_a_str_subclass_value_keys_the_item_by_the_text_that_is_stored() -> None
     assert encode_value(Color.RED) == encode_value("red") == "red"
     assert encode_value(Color.RED, "s") == "red"
     assert encode_value(Loud("quiet")) == "quiet"
+
+
+class SpecShop(Table):
+    class Meta:
+        table_name = "keydecl_specs"
+        gsi_count = 1
+
+
+def _spec_entity(field: Any, sk: str, index_sk: str | None = None) -> Any:
+    n = next(_names)
+    indexes = {"by_x": Index("GSI1", pk="{version}#X", sk=index_sk)} if index_sk else {}
+    Meta = type("Meta", (), {"table": SpecShop, "entity_type": f"SP{n}", "pk": "{version}#S#{sid}", "sk": sk,
+                             "indexes": indexes})
+    return type(f"SpecEntity{n}", (Entity,), {"__module__": __name__, "sid": fields.String(), "x": field,
+                                              "Meta": Meta})
+
+
+@pytest.mark.parametrize(("field", "spec"), [
+    (fields.Decimal(), "06d"),  # a Decimal never formats as an integer ("invalid format string")
+    (fields.String(), ".2f"),
+    (fields.Integer(), ".3"),  # precision is not allowed for integers
+])
+def test_a_format_spec_no_value_of_its_field_renders_is_refused_when_the_class_is_created(field: Any,
+                                                                                       spec: str) -> None:
+    for sk, index_sk in ((f"X#{{x:{spec}}}", None), ("METADATA", f"X#{{x:{spec}}}")):
+        with pytest.raises(dynorm.ModelError, match=rf"\{{x:{re.escape(spec)}\}} renders no value .*\.x can hold"):
+            _spec_entity(type(field)(), sk, index_sk)
+
+
+@pytest.mark.parametrize(("field", "spec", "value", "key"), [
+    (fields.Number(), "06d", 42, "X#000042"),  # a Number may hold ints: 06d renders them
+    (fields.Integer(), "06d", 42, "X#000042"),
+    (fields.Decimal(), ".2f", decimal.Decimal("1.5"), "X#1.50"),
+    (fields.String(), ".3", "abcdef", "X#abc"),
+    (fields.DateTime(), "%Y-%m", datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc), "X#2024-05"),
+])
+def test_a_format_spec_that_renders_values_of_its_field_is_accepted(field: Any, spec: str, value: Any,
+                                                                     key: str) -> None:
+    model = _spec_entity(field, f"X#{{x:{spec}}}")
+    assert model(sid="s", x=value).key_attributes()["SK"] == key
