@@ -20,6 +20,7 @@ from typing import Any, Iterator
 from .. import conf
 from ..exceptions import ConfigurationError
 from .errors import CREDENTIAL_CHAIN_ERRORS, credential_chain_error, install_body_check
+from .loader import service_loader
 from .transport import Sender, SendingEmitter
 from .transport import install as install_transport
 from .wire import AioDirectParser, DirectParserFactory
@@ -46,7 +47,8 @@ _resolved: Any = _UNRESOLVED  # botocore's chain is walked once per process (IMD
 def _botocore_session(wire: str = "direct") -> Any:
     """The botocore session of ``wire``'s clients (built once, thread-safe).
 
-    The sessions of both wires share one loader (the service model is read once); a ``direct``
+    The sessions of both wires share one loader (the service model is read once; a
+    :class:`.loader.ServiceLoader`, which does not list every service to load one); a ``direct``
     session's ``response_parser_factory`` component is dynorm's (:class:`.wire.DirectParserFactory`).
     A process that uses both wires walks botocore's credential chain once per session.
     """
@@ -60,9 +62,10 @@ def _botocore_session(wire: str = "direct") -> Any:
             if session is None:
                 # botocore's session with the emitter that calls the direct transport (transport.py)
                 session = botocore.session.Session(event_hooks=SendingEmitter())
-                if _sessions:
-                    loader = next(iter(_sessions.values())).get_component("data_loader")
-                    session.register_component("data_loader", loader)
+                # botocore's loader without its walk of every service folder per model (.loader)
+                loader = next(iter(_sessions.values())).get_component("data_loader") if _sessions \
+                    else service_loader(session)
+                session.register_component("data_loader", loader)
                 if wire == "direct":
                     session.register_component("response_parser_factory",
                                                DirectParserFactory(botocore.parsers.ResponseParserFactory()))

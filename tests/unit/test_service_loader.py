@@ -1,0 +1,93 @@
+"""dynorm's sessions load a service model as botocore does, without walking every service folder
+first (dynorm.backend.loader; the cold start in docs/performance.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import botocore.loaders
+import botocore.session
+import pytest
+from botocore.exceptions import UnknownServiceError
+
+from dynorm.backend.loader import ServiceLoader, service_loader
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The type names botocore's full walk of every service folder was made for."""
+    made: list[str] = []
+    walk = botocore.loaders.Loader.list_available_services
+
+    def counted(self: Any, type_name: str) -> Any:
+        made.append(type_name)
+        return walk(self, type_name)
+
+    monkeypatch.setattr(botocore.loaders.Loader, "list_available_services", counted)
+    return made
+
+
+@pytest.mark.parametrize("type_name", ["service-2", "endpoint-rule-set-1"])
+def test_a_service_model_loads_as_botocores_without_walking_every_service(walks: list[str], type_name: str) -> None:
+    ours = ServiceLoader().load_service_model("dynamodb", type_name)
+    assert walks == []
+    assert ours == botocore.loaders.Loader().load_service_model("dynamodb", type_name)
+    assert walks == [type_name]  # botocore's own loader walks
+
+
+def test_a_client_is_built_without_walking_every_service(walks: list[str]) -> None:
+    session = botocore.session.Session()
+    session.register_component("data_loader", service_loader(session))
+    client = session.create_client("dynamodb", region_name="eu-west-1", aws_access_key_id="k",
+                                   aws_secret_access_key="s")
+    assert client.meta.service_model.service_name == "dynamodb" and walks == []
+    assert client.meta.endpoint_url == "https://dynamodb.eu-west-1.amazonaws.com"  # the rule set was loaded
+
+
+def test_an_unknown_service_is_refused_naming_the_known_ones_as_botocore_does() -> None:
+    with pytest.raises(UnknownServiceError) as ours:
+        ServiceLoader().load_service_model("dynamodbb", "service-2")
+    with pytest.raises(UnknownServiceError) as theirs:
+        botocore.loaders.Loader().load_service_model("dynamodbb", "service-2")
+    assert str(ours.value) == str(theirs.value) and "dynamodb, " in str(ours.value)
+
+
+def test_the_list_of_available_services_is_botocores() -> None:
+    session = botocore.session.Session()
+    session.register_component("data_loader", service_loader(session))
+    assert session.get_available_services() == botocore.session.Session().get_available_services()
+
+
+def test_aws_data_path_models_come_first_as_in_botocore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = botocore.loaders.Loader().load_service_model("dynamodb", "service-2")
+    model["metadata"]["serviceId"] = "DynamoDB from AWS_DATA_PATH"
+    folder = tmp_path / "dynamodb" / model["metadata"]["apiVersion"]
+    folder.mkdir(parents=True)
+    (folder / "service-2.json").write_text(json.dumps(model))
+    monkeypatch.setenv("AWS_DATA_PATH", str(tmp_path))
+    session = botocore.session.Session()
+    loaded = service_loader(session).load_service_model("dynamodb", "service-2")
+    assert loaded["metadata"]["serviceId"] == "DynamoDB from AWS_DATA_PATH"
+    assert botocore.session.Session().get_component("data_loader").search_paths[0] == os.fspath(tmp_path)
+
+
+def test_threads_loading_other_services_each_get_their_own(walks: list[str]) -> None:
+    loader = ServiceLoader()
+    names = ["dynamodb", "dynamodbstreams", "sts", "s3"] * 4
+    got: dict[int, str] = {}
+
+    def load(i: int, name: str) -> None:
+        got[i] = loader.load_service_model(name, "service-2")["metadata"]["endpointPrefix"]
+
+    threads = [threading.Thread(target=load, args=(i, n)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [got[i] for i in range(len(names))] == [
+        {"dynamodb": "dynamodb", "dynamodbstreams": "streams.dynamodb", "sts": "sts", "s3": "s3"}[n] for n in names]
+    assert walks == []
