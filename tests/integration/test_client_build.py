@@ -58,3 +58,27 @@ def test_a_build_that_fails_restores_the_collector(collections: list[int]) -> No
             assert not gc.isenabled()
             raise RuntimeError("refused")
     assert gc.isenabled()
+
+
+def test_at_exit_the_clients_are_dropped_and_a_later_exit_handler_still_gets_one(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import atexit, sys\n"
+        "from dynorm import backend, conf\n"
+        "from dynorm.backend import clients\n"
+        "def late():  # registered first: runs after dynorm's own exit handler\n"
+        "    print('dropped', clients._clients == {} and clients._senders == [])\n"
+        "    print('rebuilt', backend.client() is not first)\n"
+        "atexit.register(late)\n"
+        "conf.configure(endpoint='http://127.0.0.1:9', region='eu-west-3')\n"
+        "first = backend.client()\n"
+        "print('built', len(clients._clients))\n")
+    env = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+           "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["built 1", "dropped True", "rebuilt True"]
