@@ -42,10 +42,10 @@ class _Collections:
         if not self.on:
             return
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start = time.process_time()
         else:
             self.count[info["generation"]] += 1
-            self.seconds[info["generation"]] += time.perf_counter() - self._start
+            self.seconds[info["generation"]] += time.process_time() - self._start
 
 
 def _probe(name: str, fn: Callable[[int], Any], calls: int, client: Any) -> None:
