@@ -25,7 +25,6 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import dynorm  # noqa: E402
-from bench.common import connect  # noqa: E402
 from bench.compare import lib_boto3, lib_dynorm, shape  # noqa: E402
 
 
@@ -85,19 +84,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=12)
     args = ap.parse_args()
-    endpoint, server = connect(shape.PREFIX)
-    try:
-        lib_dynorm.seed()
+    with lib_dynorm.seeded() as endpoint:
         raw = lib_boto3.Boto3(endpoint, shape.PREFIX + shape.TABLE)
         mine = lib_dynorm.Dynorm("direct")
         mine.activate()
         _probe("dynorm", mine.ops()["batch_write"], args.calls, dynorm.backend.client())
         raw.activate()
         _probe("boto3", raw.ops()["batch_write"], args.calls, raw.client)
-    finally:
-        lib_dynorm.drop()
-        if server:
-            server.stop()
     return 0
 
 
