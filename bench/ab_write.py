@@ -20,7 +20,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import connect  # noqa: E402
 from bench.compare import lib_boto3, lib_dynorm, rounds, shape  # noqa: E402
 
 #: calls per library and round at --scale 1 (those of bench_compare.py)
@@ -34,9 +33,7 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--no-collect", action="store_true", help="no gc.collect() before each library's turn")
     args = ap.parse_args()
-    endpoint, server = connect(shape.PREFIX)
-    try:
-        lib_dynorm.seed()
+    with lib_dynorm.seeded() as endpoint:
         libs = [lib_boto3.Boto3(endpoint, shape.PREFIX + shape.TABLE), lib_dynorm.Dynorm("direct")]
         for op in args.ops.split(","):
             n = max(1, round(COUNTS[op] * args.scale))
@@ -45,10 +42,6 @@ def main() -> int:
             base = rounds.ratios(figures, "boto3")["boto3"]["value"]
             print(f"{op:12s} boto3 {base:9.0f} µs  dynorm/boto3 median {r['median']:.3f} "
                   f"(min {r['min']:.3f}, max {r['max']:.3f}; {r['value']:.0f} µs)", flush=True)
-    finally:
-        lib_dynorm.drop()
-        if server:
-            server.stop()
     return 0
 
 

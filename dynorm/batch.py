@@ -24,6 +24,7 @@ from .exceptions import (
 )
 from .fields import unreadable_item
 from .unique_batch import create_each_steps, delete_each_steps
+from .write_op import WriteOp
 from .writes import older_keys, prepare_put, primary_key_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,22 +110,46 @@ def answered(error: BaseException) -> bool:
     return not isinstance(error, ServiceError) or isinstance(error.__cause__, ClientError)
 
 
-Triple = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+def _write_request(op: WriteOp) -> dict[str, Any]:
+    """The WriteRequest of ``op`` in a BatchWriteItem (``PutRequest`` of its item, ``DeleteRequest`` of its key).
+
+    Built when its chunk is sent, not for every item up front: the two dicts live while that one
+    BatchWriteItem does, so the garbage collector never walks 2,000 of them during a
+    ``bulk_create`` of 1,000 (issue 24).
+    """
+    if op.kind == "Put":
+        return {"PutRequest": {"Item": op.params["Item"]}}
+    return {"DeleteRequest": {"Key": op.key}}
 
 
-def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy, verb: str,
-           then: Mapping[tuple[str, ...], list[Triple]] | None = None,
-           on_written: Callable[[Triple], object] | None = None) -> backend.Steps:
-    """Send (entity key, DynamoDB key, WriteRequest) triples in chunks of 25.
+def _entity_key(op: WriteOp) -> Mapping[str, Any]:
+    """The primary-key fields of the item ``op`` writes (``{"sku": "A-1"}``), for reports."""
+    return op.instance.key if op.instance is not None else op.entity_key
+
+
+def _entity_ident(op: WriteOp) -> tuple[str, ...]:
+    return tuple(map(str, _entity_key(op).values()))
+
+
+def _batch_delete(model: type[EntityLike], key: dict[str, Any], entity_key: Mapping[str, Any]) -> WriteOp:
+    """The DeleteRequest of ``key`` in a BatchWriteItem (no condition: BatchWriteItem takes none)."""
+    return WriteOp("Delete", model, _NO_PARAMS, key, "batch delete", entity_key=dict(entity_key))
+
+
+#: a batch Delete's params: its request is built from its key (:func:`_write_request`)
+_NO_PARAMS: dict[str, Any] = {}
+
+
+def _write(model: type[EntityLike], requests: list[WriteOp], policy: RetryPolicy, verb: str,
+           then: Mapping[tuple[str, ...], list[WriteOp]] | None = None,
+           on_written: Callable[[WriteOp], object] | None = None) -> backend.Steps:
+    """Send the writes (Puts of their item, Deletes of their key) in BatchWriteItems of 25.
 
     Args:
-        then: requests to send only once the request on that DynamoDB key went in (by key
-            identity): they are queued after the requests not yet sent (``bulk_create`` deletes an
-            item's older-version keys only after its Put is written, so a Put that fails changes nothing).
-        on_written: called with each triple that went in.
-
-    Returns:
-        the entity keys written (each once, in order: every request of that entity went in).
+        then: writes to send only once the write of that DynamoDB key went in (by key identity):
+            they are queued after the writes not yet sent (``bulk_create`` deletes an item's
+            older-version keys only after its Put is written, so a Put that fails changes nothing).
+        on_written: called with each write that went in.
 
     Raises:
         BatchIncomplete: some items did not go in: ``.written``, ``.unprocessed`` and
@@ -132,37 +157,33 @@ def _write(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
             only when all its requests went in.
     """
     sent = yield from _send_chunks_steps(model, requests, policy, then, on_written)
-    bad = {_entity_ident(t[0]) for t in sent.failed} | {_entity_ident(t[0]) for t in sent.uncertain}
+    if not sent.failed and not sent.uncertain:
+        return
+    bad = {_entity_ident(op) for op in sent.failed} | {_entity_ident(op) for op in sent.uncertain}
     written: list[dict[str, Any]] = []
     seen: set[tuple[str, ...]] = set()
-    for ek, _, _ in sent.went_in:
-        ident = _entity_ident(ek)
+    for op in sent.went_in:
+        ident = _entity_ident(op)
         if ident not in bad and ident not in seen:
             seen.add(ident)
-            written.append(ek)
-    if not bad:
-        return written
+            written.append(dict(_entity_key(op)))
     raise _incomplete(model, requests, policy, verb, sent, bad, written, bool(then)) from sent.stop
 
 
 @dataclass
 class _Sent:
-    """How a batch's requests went: in, refused or unprocessed, unanswered; the error that stopped it."""
+    """How a batch's writes went: in, refused or unprocessed, unanswered; the error that stopped it."""
 
-    went_in: list[Triple] = field(default_factory=list)
-    failed: list[Triple] = field(default_factory=list)
-    uncertain: list[Triple] = field(default_factory=list)
+    went_in: list[WriteOp] = field(default_factory=list)
+    failed: list[WriteOp] = field(default_factory=list)
+    uncertain: list[WriteOp] = field(default_factory=list)
     stop: DynormError | None = None
 
 
-def _entity_ident(entity_key: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(map(str, entity_key.values()))
-
-
-def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy,
-                       then: Mapping[tuple[str, ...], list[Triple]] | None,
-                       on_written: Callable[[Triple], object] | None) -> backend.Steps:
-    """Send the requests 25 at a time, queueing ``then`` after what went in; stop at the first error."""
+def _send_chunks_steps(model: type[EntityLike], requests: list[WriteOp], policy: RetryPolicy,
+                       then: Mapping[tuple[str, ...], list[WriteOp]] | None,
+                       on_written: Callable[[WriteOp], object] | None) -> backend.Steps:
+    """Send the writes 25 at a time, queueing ``then`` after what went in; stop at the first error."""
     table = model._meta.table.table_name()
     tmeta = model._meta.table._meta
     queue = list(requests)
@@ -171,9 +192,10 @@ def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: 
     while pos < len(queue):
         chunk = queue[pos:pos + WRITE_CHUNK]
         pos += len(chunk)
-        pending, sent.stop = yield from chunk_steps(table, [req for _, _, req in chunk], policy, entities=(model,))
+        pending, sent.stop = yield from chunk_steps(table, [_write_request(op) for op in chunk], policy,
+                                                    entities=(model,))
         # key identities only when some request did not go in (rare): nothing per item otherwise
-        by_identity = {_identity(triple[1]): triple for triple in chunk} if pending else {}
+        by_identity = {_identity(op.key): op for op in chunk} if pending else {}
         left = set()
         for req in pending:
             body = req.get("PutRequest", {}).get("Item") or req.get("DeleteRequest", {}).get("Key")
@@ -181,14 +203,14 @@ def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: 
             left.add(ident)
             (sent.uncertain if sent.stop is not None and not answered(sent.stop) else sent.failed).append(
                 by_identity[ident])
-        done = [t for t in chunk if _identity(t[1]) not in left] if left else chunk
+        done = [op for op in chunk if _identity(op.key) not in left] if left else chunk
         sent.went_in += done
-        follow: list[Triple] = []
-        for triple in done:
+        follow: list[WriteOp] = []
+        for op in done:
             if on_written is not None:
-                on_written(triple)
+                on_written(op)
             if then:
-                follow += then.get(_identity(triple[1]), [])
+                follow += then.get(_identity(op.key), [])
         queue += follow  # after the Puts still to send: full chunks, ceil(all requests / 25) BatchWriteItems
         if sent.stop is not None:
             break
@@ -196,18 +218,18 @@ def _send_chunks_steps(model: type[EntityLike], requests: list[Triple], policy: 
     return sent
 
 
-def _incomplete(model: type[EntityLike], requests: list[Triple], policy: RetryPolicy, verb: str, sent: _Sent,
+def _incomplete(model: type[EntityLike], requests: list[WriteOp], policy: RetryPolicy, verb: str, sent: _Sent,
                 bad: set[tuple[str, ...]], written: list[dict[str, Any]], followed: bool) -> BatchIncomplete:
     """The error of a batch some items did not go in, listing exactly which (and which may have)."""
-    unsure = {_entity_ident(t[0]) for t in sent.uncertain}
-    seen = {_entity_ident(ek) for ek in written}
+    unsure = {_entity_ident(op) for op in sent.uncertain}
+    seen = {tuple(map(str, ek.values())) for ek in written}
     not_done: list[dict[str, Any]] = []
     maybe: list[dict[str, Any]] = []
-    for ek, _, _ in requests:
-        ident = _entity_ident(ek)
+    for op in requests:
+        ident = _entity_ident(op)
         if ident in bad and ident not in seen:
             seen.add(ident)
-            (maybe if ident in unsure else not_done).append(ek)
+            (maybe if ident in unsure else not_done).append(dict(_entity_key(op)))
     stop = sent.stop
     if stop is None:
         why = f"still unprocessed after {policy.max_attempts} attempts per batch (throttling?)"
@@ -218,21 +240,21 @@ def _incomplete(model: type[EntityLike], requests: list[Triple], policy: RetryPo
         why = f"refused by DynamoDB ({stop})"
     leftover = ""
     if followed:
-        first = {id(t) for t in requests}
-        put_in = {_entity_ident(t[0]) for t in sent.went_in if id(t) in first}
-        half = [ek for ek in not_done + maybe if _entity_ident(ek) in put_in]
+        first = {id(op) for op in requests}
+        put_in = {_entity_ident(op) for op in sent.went_in if id(op) in first}
+        half = [ek for ek in not_done + maybe if tuple(map(str, ek.values())) in put_in]
         if half:
             leftover = (f" {len(half)} of them went in under the current key version, but their item under an older "
                         "key version (Meta.read_versions) may still be there: run the same call again for them "
                         "(it replaces, and deletes the older copy).")
-    total = len({_entity_ident(t[0]) for t in requests})
+    total = len({_entity_ident(op) for op in requests})
     return BatchIncomplete(
         f"{verb}: {len(written)} of {total} {model.__name__} item(s) went in (listed in .written); "
         f"{len(not_done) + len(maybe)} did not: {why}. The ones not written are in .unprocessed.{leftover}",
         not_done, written=written, uncertain=maybe)
 
 
-def _check_duplicates(model: type[EntityLike], keys: list[dict[str, Any]]) -> dict[tuple[str, ...], int]:
+def _check_duplicates(model: type[EntityLike], keys: Iterable[dict[str, Any]]) -> dict[tuple[str, ...], int]:
     """Refuse two keys alike (before I/O); return each key's identity -> its position."""
     seen: dict[tuple[str, ...], int] = {}
     for i, key in enumerate(keys):
@@ -281,25 +303,24 @@ def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
     objs = list(objs)
     if model._meta.constraints:  # unique values are claimed by conditional writes: no BatchWriteItem
         return (yield from create_each_steps(model, objs))
-    requests: list[Triple] = []
-    ops = []
+    # one WriteOp per item and nothing else until its chunk is sent: every object built here lives
+    # until the call returns, so the garbage collector walks it in each collection meanwhile (issue 24)
+    ops: list[WriteOp] = []
     for i, obj in enumerate(objs):
         if type(obj) is not model:
             raise ValidationError(f"bulk_create on {model.__name__} got a {type(obj).__name__}.", entity=model.__name__)
         try:
-            op = prepare_put(obj, create=True, fresh=True)  # new items start at version 1
+            ops.append(prepare_put(obj, create=True, fresh=True))  # new items start at version 1
         except ValidationError as exc:  # every item is checked before the first request
             exc.args = (f"bulk_create item {i} of {len(objs)}: {exc} Nothing was written.",)
             raise
-        ops.append(op)
-        requests.append((obj.key, op.key, {"PutRequest": {"Item": op.params["Item"]}}))
-    current = _check_duplicates(model, [k for _, k, _ in requests])
+    current = _check_duplicates(model, [op.key for op in ops])
     # during a rollout: the older-version keys of each item, deleted once its Put went in
-    then: dict[tuple[str, ...], list[Triple]] = {}
+    then: dict[tuple[str, ...], list[WriteOp]] = {}
     deleted: dict[tuple[str, ...], int] = {}
     rollout = any(v != model._meta.key_version for v in model._meta.read_versions)
-    for i, (entity_key, key, _) in enumerate(requests if rollout else ()):
-        for version, old in older_keys(model, objs[i], key):
+    for i, op in enumerate(ops if rollout else ()):
+        for version, old in older_keys(model, objs[i], op.key):
             ident = _identity(old)
             if ident in current:
                 raise ValidationError(
@@ -309,11 +330,11 @@ def bulk_create_steps(model: type[EntityLike], objs: Iterable[EntityLike],
             if ident in deleted:
                 continue  # two items with one older key: deleted once, after the first Put
             deleted[ident] = i
-            then.setdefault(_identity(key), []).append((entity_key, old, {"DeleteRequest": {"Key": old}}))
-    op_of = {id(triple): op for triple, op in zip(requests, ops)}  # the Put triples: held by requests
+            then.setdefault(_identity(op.key), []).append(_batch_delete(model, old, objs[i].key))
+    del current, deleted
     # only an instance whose item went in changes (version 1, no longer adding)
-    yield from _write(model, requests, policy or RetryPolicy(), "bulk_create", then,
-                      lambda triple: op_of[id(triple)].applied() if "PutRequest" in triple[2] else None)
+    yield from _write(model, ops, policy or RetryPolicy(), "bulk_create", then,
+                      lambda op: op.applied() if op.kind == "Put" else None)
     return objs
 
 
@@ -355,15 +376,15 @@ def bulk_delete_steps(model: type[EntityLike], targets: Iterable[EntityLike | Ma
         keys = [primary_key_of(model, t) for t in targets]
     if model._meta.constraints:  # the sentinels go with each item: no BatchWriteItem
         return (yield from delete_each_steps(model, targets))
-    entity_keys = [dict(t.key) if hasattr(t, "key") and not isinstance(t, Mapping) else dict(t) for t in targets]
-    requests = [(ek, k, {"DeleteRequest": {"Key": k}}) for ek, k in zip(entity_keys, keys)]
+    entity_keys = [t.key if hasattr(t, "key") and not isinstance(t, Mapping) else t for t in targets]
+    requests = [_batch_delete(model, k, ek) for ek, k in zip(entity_keys, keys)]
     # with Meta.read_versions, the item's keys at the older versions too: get() must not find it there
-    seen = [k for _, k, _ in requests]
+    seen = list(keys)
     for ek, t in zip(entity_keys, targets):
         for _, k in older_keys(model, t):
             if k not in seen:  # two copies of one item read (a Scan during a copy rollout): once
                 seen.append(k)
-                requests.append((ek, k, {"DeleteRequest": {"Key": k}}))
+                requests.append(_batch_delete(model, k, ek))
     yield from _write(model, requests, policy or RetryPolicy(), "bulk_delete")
     return len(keys)
 

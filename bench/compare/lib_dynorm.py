@@ -6,8 +6,9 @@ setting; :func:`wire_modes` says which.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import dynorm
 
@@ -43,6 +44,23 @@ def seed() -> None:
 def drop() -> None:
     """Delete the benchmark's table."""
     CompareTable.delete_table()
+
+
+@contextlib.contextmanager
+def seeded() -> Iterator[str]:
+    """Point dynorm at DynamoDB Local (``bench.common.connect``: ``$DYNORM_TEST_ENDPOINT``, else one
+    started here), :func:`seed` the table, and yield the endpoint; the table is dropped and the server
+    started here stopped after."""
+    from bench.common import connect
+
+    endpoint, server = connect(shape.PREFIX)
+    try:
+        seed()
+        yield endpoint
+    finally:
+        drop()
+        if server:
+            server.stop()
 
 
 class Dynorm:
