@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import os
 import threading
 from typing import Any, Iterator
 
@@ -105,8 +106,13 @@ def credentials_for(settings: conf.Settings) -> tuple[str, str] | None:
     return None if _resolved is not None else LOCAL_CREDENTIALS
 
 
+_pause_lock = threading.Lock()
+_pauses = 0  # the builds in progress that paused the collector
+_resume = False  # whether the collector was enabled when the first of them paused it
+
+
 @contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(pause: bool = True) -> Iterator[None]:
     """Pause Python's cyclic garbage collector while building a client; restore its state after.
 
     Building a botocore client reads the service model: for DynamoDB about 28,000 dicts and lists
@@ -114,18 +120,60 @@ def collector_paused() -> Iterator[None]:
     them, and the older generations' collections walk all of them again: a cold start measured 37
     young, 4 middle and one full collection (≈ 25 ms CPU) inside ``create_client``, against one
     collection with the collector paused. Reference counting frees everything as usual meanwhile;
-    only cycles wait for the collector's next run. The state found is restored, also when building
-    fails, so a process that disabled the collector keeps it disabled. (Mercurial's
-    ``util.nogc`` does the same for its large long-lived containers.) Only the synchronous
-    builds pause it: an asyncio build awaits, and other tasks would run with the collector paused.
+    only cycles wait for the collector's next run. (Mercurial's ``util.nogc`` does the same for
+    its large long-lived containers.)
+
+    The collector is enabled again when the last build in progress ends, if it was enabled when
+    the first began, also when building fails; a process that disabled it keeps it disabled, and
+    a child forked during a build gets it back (the building thread does not exist there). Only
+    the synchronous builds pause it, and only once the credentials are resolved (``pause``): a
+    credential chain (a ``credential_process``, SSO, the instance-metadata service) may take
+    seconds, and an asyncio build awaits, while other threads or tasks would run with it paused.
+
+    Args:
+        pause: ``False`` to build without pausing (the credentials are not resolved yet).
     """
-    was = gc.isenabled()
-    gc.disable()
+    global _pauses, _resume
+    if not pause:
+        yield
+        return
+    with _pause_lock:
+        if _pauses == 0:
+            _resume = gc.isenabled()
+        _pauses += 1
+        gc.disable()
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _resume:
+                gc.enable()
+
+
+def _collector_in_child() -> None:
+    """In a forked child: the builds that paused the collector are the parent's; resume it here."""
+    global _pause_lock, _pauses
+    _pause_lock = threading.Lock()  # the parent's may have been held by a thread not copied here
+    if _pauses and _resume:
+        gc.enable()
+    _pauses = 0
+
+
+os.register_at_fork(after_in_child=_collector_in_child)
+
+
+def _credentials_known(session: Any, arguments: dict[str, Any]) -> bool:
+    """Resolve ``session``'s credentials now, unless ``arguments`` give them (botocore caches them
+    for ``create_client``); ``False`` when they could not be, so the build walks the chain again."""
+    if "aws_access_key_id" in arguments:
+        return True
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        return session.get_credentials() is not None
+    except BotoCoreError:  # create_client raises it again, as before
+        return False
 
 
 def _connection(settings: conf.Settings) -> tuple[Any, ...]:
@@ -202,8 +250,9 @@ def client() -> Any:
         built = _clients.get(key)
         if built is None:
             session = _botocore_session(settings.wire)
-            with collector_paused():
-                built = session.create_client("dynamodb", **_client_arguments(settings, pool=32, session=session))
+            arguments = _client_arguments(settings, pool=32, session=session)
+            with collector_paused(_credentials_known(session, arguments)):
+                built = session.create_client("dynamodb", **arguments)
             install_body_check(built)
             if settings.wire == "direct":
                 install_wire(built)
@@ -232,8 +281,16 @@ def _drop_at_exit() -> None:
     service model by reference counting instead of walking it again in each of its final
     collections (measured on a cold start: 17 M fewer instructions, ≈ 5 ms). An exit handler
     registered before the first client (it runs after this one) that still uses dynorm gets a new client.
+    Exit never waits for the client lock: while another thread builds a client (a credential
+    chain may take seconds), or in a child forked while one did (its copy of the lock stays
+    held), the clients are left to the interpreter.
     """
-    reset_client()
+    if not _client_lock.acquire(blocking=False):
+        return
+    try:
+        _drop_all()
+    finally:
+        _client_lock.release()
 
 
 _hooks: list[tuple[str, Any]] = []
@@ -278,21 +335,26 @@ def reset_client() -> None:
     The asyncio clients are retired: each loop builds a new one on next use and closes the old
     one when the loop closes (or with :func:`aclose`).
     """
-    global _last, _resolved
     with _client_lock:
-        for clients in list(_aclients.values()):
-            old, clients.current = clients.current, None
-            if old is not None:
-                old.retired = True
-                clients.retired.append(old)
-        _aio_sessions.clear()
-        _clients.clear()
-        for sender in _senders:
-            sender.close()
-        _senders.clear()
-        _last = None
-        _resolved = _UNRESOLVED
-        _sessions.clear()
+        _drop_all()
+
+
+def _drop_all() -> None:
+    """:func:`reset_client`'s work, with ``_client_lock`` held."""
+    global _last, _resolved
+    for clients in list(_aclients.values()):
+        old, clients.current = clients.current, None
+        if old is not None:
+            old.retired = True
+            clients.retired.append(old)
+    _aio_sessions.clear()
+    _clients.clear()
+    for sender in _senders:
+        sender.close()
+    _senders.clear()
+    _last = None
+    _resolved = _UNRESOLVED
+    _sessions.clear()
 
 
 # -- asyncio: aiobotocore (the optional extra ``dynorm[async]``), imported on first use ------------

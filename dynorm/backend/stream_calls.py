@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from .. import conf
-from .clients import _botocore_session, _client_arguments, _connection, collector_paused
+from .clients import _botocore_session, _client_arguments, _connection, _credentials_known, collector_paused
 from .errors import answered, botocore_error, client_error
 
 __all__ = ["streams_client", "stream_call"]
@@ -36,7 +36,7 @@ def streams_client() -> Any:
         entry = _built.get(key)
         if entry is None or entry[0] is not session:
             arguments = _client_arguments(settings, pool=4, session=session)
-            with collector_paused():
+            with collector_paused(_credentials_known(session, arguments)):
                 entry = (session, session.create_client("dynamodbstreams", **arguments))
             _built[key] = entry
         return entry[1]
