@@ -190,3 +190,21 @@ def test_an_increment_whose_every_answer_is_lost_says_it_may_have_been_applied()
             Reading.objects.get(sensor="l", year=2026, seq=1)
     assert not err.value.maybe_applied
     assert stored_item(Reading, sensor="l", year=2026, seq=1)["value"] == {"N": "1"}
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_a_bulk_create_stopped_by_an_exception_not_dynorms_marks_exactly_the_items_that_went_in(
+        error: type[BaseException]) -> None:
+    """Ctrl-C, or an exception of the application's own hook, before the third BatchWriteItem: it
+    propagates as it is (never wrapped), and the instances whose items went in, and only those, are
+    marked stored (``_state.adding`` False, as in Django; ``version`` 1 for a versioned model)."""
+    people = [Person(person_id=f"k{i:03d}", name="n") for i in range(60)]
+
+    def stop(request: Any) -> Any:
+        raise error("stopped by the application")
+
+    with Hook("before-send.dynamodb.BatchWriteItem", _nth(3, stop)), pytest.raises(error):
+        Person.objects.bulk_create(people)
+    stored = {p.person_id for p in Person.objects.scan()}
+    assert stored == {f"k{i:03d}" for i in range(50)}  # two chunks of 25 went in
+    assert {p.person_id for p in people if not p._state.adding} == stored
