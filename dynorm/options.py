@@ -753,24 +753,31 @@ def _check_placeholders(entity: str, fields: Mapping[str, Field], bounds: list[B
                         "declared as 'B'), or store it as text (hex) in a String field.")
 
 
-#: a value of each type a field may hold, to try a placeholder's format spec on (:func:`_check_specs`)
-_SPEC_SAMPLES: dict[type, Any] = {
-    str: "a", int: 1, float: 1.5, decimal.Decimal: decimal.Decimal("1.5"),
-    _dt.datetime: _dt.datetime(2000, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc), _dt.date: _dt.date(2000, 1, 2),
+#: two values of each type a field may hold, unlike in every part a spec can show (year to
+#: microsecond, leading digit, first letter), to try a placeholder's format spec on (:func:`_check_specs`)
+_SPEC_SAMPLES: dict[type, tuple[Any, Any]] = {
+    str: ("a", "b"), int: (1, 2), float: (1.5, 7.25),
+    decimal.Decimal: (decimal.Decimal("1.5"), decimal.Decimal("7.25")),
+    _dt.datetime: (_dt.datetime(2000, 1, 2, 3, 4, 5, tzinfo=_dt.timezone.utc),
+                   _dt.datetime(2011, 12, 13, 14, 15, 16, 123456, tzinfo=_dt.timezone.utc)),
+    _dt.date: (_dt.date(2000, 1, 2), _dt.date(2011, 12, 13)),
 }
 
 
 def _check_specs(entity: str, fields: Mapping[str, Field], bounds: list[BoundIndex]) -> None:
     """Refuse a placeholder whose format spec renders no value its field can hold (``{price:06d}`` of a
-    ``fields.Decimal``, ``{name:.2f}`` of a ``fields.String``): every write would be refused.
+    ``fields.Decimal``, ``{name:.2f}`` of a ``fields.String``: every write would be refused), or
+    renders one text for every value (``{created:06d}`` of a ``fields.DateTime`` is the strftime
+    pattern ``06d``, which has no directive: every item would get one key, and overwrite the others).
 
-    The spec is tried, as keys render it, on a sample of each type the field accepts (validated by
-    the field: a ``fields.Decimal`` holds Decimals); one rendering is enough, as a ``fields.Number``
-    may hold ints for ``{n:06d}``. A field of types without a sample is not checked.
+    The spec is tried, as keys render it, on two unlike samples of each type the field accepts
+    (validated by the field: a ``fields.Decimal`` holds Decimals); one type that renders is enough,
+    as a ``fields.Number`` may hold ints for ``{n:06d}``. A field of types without samples is not
+    checked.
 
     Raises:
-        ModelError: naming the entity, the template, the placeholder, the field's type and the
-            spec's error.
+        ModelError: naming the entity, the template, the placeholder, the field's type and what the
+            spec does.
     """
     for bound in bounds:
         for tmpl, what in ((bound.pk, "pk"), (bound.sk, "sk")):
@@ -780,28 +787,40 @@ def _check_specs(entity: str, fields: Mapping[str, Field], bounds: list[BoundInd
                 if not spec or name is None or name not in fields:
                     continue
                 fld = fields[name]
-                tried: list[str] = []
-                for kind in fld.python_types:
-                    if kind not in _SPEC_SAMPLES:
-                        continue
-                    try:
-                        value = tmpl._as_read(name, spec, fld.validate(_SPEC_SAMPLES[kind], entity))
-                    except ValidationError:  # not a value this field holds
-                        continue
-                    try:
-                        encode_value(value, spec, delimiter=tmpl.delimiter, entity=entity, field=name,
-                                     encoding=tmpl.encoding)
-                        break
-                    except InvalidKeyValue as exc:
-                        tried.append(f"{value!r}: {exc.__cause__ or exc}")
-                else:
-                    if tried:
-                        where = "Meta" if bound.name == PRIMARY else f"Meta.indexes[{bound.name!r}]"
-                        raise ModelError(
-                            f"{entity}.{where}.{what} template {tmpl.template!r}: {{{name}:{spec}}} renders no value "
-                            f"{entity}.{name} can hold ({fld.type_label}): {tried[0]}. Every write would be "
-                            f"refused: give {{{name}}} a format spec that renders {fld.type_label} "
-                            "(docs/modelling.md, Key templates), or none.")
+                where = "Meta" if bound.name == PRIMARY else f"Meta.indexes[{bound.name!r}]"
+                problem = _spec_problem(tmpl, entity, name, spec, fld, bound.name == PRIMARY)
+                if problem is not None:
+                    raise ModelError(
+                        f"{entity}.{where}.{what} template {tmpl.template!r}: {{{name}:{spec}}} {problem}: give "
+                        f"{{{name}}} a format spec that renders {fld.type_label} (docs/modelling.md, Key "
+                        "templates), or none.")
+
+
+def _spec_problem(tmpl: KeyTemplate, entity: str, name: str, spec: str, fld: Field, primary: bool) -> str | None:
+    """What is wrong with ``spec`` for the values of ``fld`` (:func:`_check_specs`), or ``None``."""
+    refused: list[str] = []
+    for kind in fld.python_types:
+        if kind not in _SPEC_SAMPLES:
+            continue
+        try:
+            values = [tmpl._as_read(name, spec, fld.validate(v, entity)) for v in _SPEC_SAMPLES[kind]]
+        except ValidationError:  # not values this field holds
+            continue
+        try:
+            texts = {encode_value(v, spec, delimiter=tmpl.delimiter, entity=entity, field=name,
+                                  encoding=tmpl.encoding) for v in values}
+        except InvalidKeyValue as exc:
+            refused.append(f"{values[0]!r}: {str(exc.__cause__ or exc).rstrip('.')}")
+            continue
+        if len(texts) > 1:
+            return None
+        return (f"renders {texts.pop()!r} for both {values[0]!r} and {values[1]!r}, whatever the value: every item "
+                "would get one key text there" + (", and items with one primary key overwrite one another" if primary
+                                                  else ", and the index could not tell them apart by it"))
+    if refused:
+        return (f"renders no value {entity}.{name} can hold ({fld.type_label}): {refused[0]}. Every write would "
+                "be refused")
+    return None
 
 
 def _version_field(entity: str, fields: Mapping[str, Field]) -> str | None:

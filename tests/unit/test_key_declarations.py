@@ -369,3 +369,22 @@ def test_a_format_spec_that_renders_values_of_its_field_is_accepted(field: Any, 
                                                                      key: str) -> None:
     model = _spec_entity(field, f"X#{{x:{spec}}}")
     assert model(sid="s", x=value).key_attributes()["SK"] == key
+
+
+@pytest.mark.parametrize(("field", "spec"), [
+    (fields.DateTime(), "06d"),  # a strftime pattern without a directive: the text '06d' for every datetime
+    (fields.DateTime(), "T"),
+])
+def test_a_format_spec_that_renders_one_text_for_every_value_is_refused_when_the_class_is_created(
+        field: Any, spec: str) -> None:
+    with pytest.raises(dynorm.ModelError, match="overwrite one another"):
+        _spec_entity(type(field)(), f"X#{{x:{spec}}}")  # the sort key: every item one key
+    with pytest.raises(dynorm.ModelError, match="could not tell them apart"):
+        _spec_entity(type(field)(), "METADATA#{sid}", f"X#{{x:{spec}}}")
+
+
+def test_a_spec_that_drops_only_some_of_a_value_is_still_accepted() -> None:
+    model = _spec_entity(fields.DateTime(), "D#{x:%Y-%m}")  # lossy but not constant: the planner filters
+    when = datetime.datetime(2024, 5, 1, 9, tzinfo=datetime.timezone.utc)
+    assert model(sid="s", x=when).key_attributes()["SK"] == "D#2024-05"
+
