@@ -316,13 +316,18 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
+def _number_size(text: str) -> int:
+    """Bytes of an ``N`` value as DynamoDB counts them, approximated from above: one per two digits, plus one."""
+    return (len(text.lstrip("-").replace(".", "")) + 1) // 2 + 1
+
+
 def av_size(av: Mapping[str, Any]) -> int:
     """Size of one attribute value as DynamoDB counts it (bytes; numbers approximated from above)."""
     (kind, value), = av.items()
     if kind == "S":
         return _utf8_len(value)
     if kind == "N":
-        return (len(value.lstrip("-").replace(".", "")) + 1) // 2 + 1
+        return _number_size(value)
     if kind == "B":
         return len(value)
     if kind in ("BOOL", "NULL"):
@@ -334,7 +339,7 @@ def av_size(av: Mapping[str, Any]) -> int:
     if kind == "SS":
         return sum(len(v.encode("utf-8")) for v in value)
     if kind == "NS":
-        return sum((len(v.lstrip("-").replace(".", "")) + 1) // 2 + 1 for v in value)
+        return sum(_number_size(v) for v in value)
     if kind == "BS":
         return sum(len(v) for v in value)
     return 0
@@ -358,7 +363,7 @@ def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
             continue
         value = av.get("N")
         if type(value) is str and len(av) == 1:
-            total += (len(value.lstrip("-").replace(".", "")) + 1) // 2 + 1  # as av_size counts N
+            total += _number_size(value)
         else:
             total += av_size(av)
     text = "".join(texts)

@@ -496,13 +496,18 @@ class KeyTemplate:
         reader = self.readers.get(field) if self.readers is not None and self._renders_form(spec) else None
         return value if reader is None else reader(value)
 
-    def encode(self, field: str, value: Any, *, entity: str = "?") -> str:
+    def encode(self, field: str, value: Any, *, entity: str = "?", spec: str | None = None) -> str:
         """Encode one value of ``field`` as it appears in this template's keys.
+
+        Args:
+            spec: the format spec of the placeholder (a field placed twice may have two); by
+                default the field's first (:meth:`spec_of`).
 
         Raises:
             InvalidKeyValue: the value cannot be put in a key.
         """
-        spec = self.spec_of(field)
+        if spec is None:
+            spec = self.spec_of(field)
         if self.readers is not None:
             value = self._as_read(field, spec, value)
         return encode_value(value, spec, delimiter=self.delimiter, entity=entity,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .constraints import SENTINEL_TYPE, UniqueConstraint, resolve_constraints, unique_fields
 from .exceptions import InvalidKeyValue, ModelError, ValidationError
-from .keys import VERSION, KeyTemplate, encode_value
+from .keys import VERSION, KeyTemplate
 from .shards import bucket_of, shard_key
 from .table_options import is_table_class
 
@@ -803,12 +803,11 @@ def _spec_problem(tmpl: KeyTemplate, entity: str, name: str, spec: str, fld: Fie
         if kind not in _SPEC_SAMPLES:
             continue
         try:
-            values = [tmpl._as_read(name, spec, fld.validate(v, entity)) for v in _SPEC_SAMPLES[kind]]
+            values = [fld.validate(v, entity) for v in _SPEC_SAMPLES[kind]]
         except ValidationError:  # not values this field holds
             continue
         try:
-            texts = {encode_value(v, spec, delimiter=tmpl.delimiter, entity=entity, field=name,
-                                  encoding=tmpl.encoding) for v in values}
+            texts = {tmpl.encode(name, v, entity=entity, spec=spec) for v in values}
         except InvalidKeyValue as exc:
             refused.append(f"{values[0]!r}: {str(exc.__cause__ or exc).rstrip('.')}")
             continue

@@ -28,11 +28,11 @@ __all__ = ["WriteOp", "TypedSource", "new_token", "other_entity_type", "decode_w
 #: the value of a WriteOp's mapping not given: one shared read-only empty mapping, not an empty dict per op
 #: (a ``bulk_create`` of 1,000 holds 1,000 ops until it returns, and each dict made counts towards the
 #: garbage collector's next collection, issue 24)
-_NOTHING: Mapping[str, Any] = MappingProxyType({})
+NO_VALUES: Mapping[str, Any] = MappingProxyType({})
 
 
 def _nothing() -> Mapping[str, Any]:
-    return _NOTHING
+    return NO_VALUES
 
 
 def new_token() -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import _codec
@@ -14,7 +13,7 @@ from .exceptions import KeyChangeError, ValidationError
 from .expressions import ExpressionBuilder, refuse_paths
 from .write_conditions import finish_params, pin_key_sources, stored_knowledge, type_condition
 from .write_keys import check_index_attributes, check_key_sizes, check_lsi_values, stored_key
-from .write_op import WriteOp, new_token
+from .write_op import NO_VALUES, WriteOp, new_token
 from .write_update import prepare_update, unread_after_write
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,9 +24,6 @@ __all__ = ["prepare_put"]
 
 #: the empty set of fields, shared (``frozenset()`` makes a new object each time)
 _NOTHING: frozenset[str] = frozenset()
-#: no field values (a model without ``auto_now`` fields): one read-only mapping, not a dict per write
-#: (every dict a ``bulk_create`` of 1,000 keeps counts towards the next garbage collection, issue 24)
-_NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
 
 
 # -- Put / save ----------------------------------------------------------------------------
@@ -182,7 +178,7 @@ def _plan_save(obj: EntityLike, create: bool, update_fields: Iterable[str] | Non
         written = {*update_fields, *meta.key_fields, *([meta.version_field] if meta.version_field else [])}
         obj.full_clean(exclude=[n for n in meta.fields if n not in written])
     values = obj.attribute_values
-    auto: Mapping[str, Any] = _NO_FIELDS
+    auto: Mapping[str, Any] = NO_VALUES  # a model without auto_now fields: no dict per write
     if meta.auto_now_fields:
         auto = {name: _dt.datetime.now(_dt.timezone.utc) for name in meta.auto_now_fields}
         values = {**values, **auto}
