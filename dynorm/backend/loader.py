@@ -10,17 +10,66 @@ the one service asked, by the same rule the walk applies to each folder, with th
 ``list_api_versions`` (which ``load_service_model`` calls next anyway, and caches). Every other
 answer is botocore's own: an unknown service still raises ``UnknownServiceError`` naming all
 known services, and ``Session.get_available_services`` still lists them all.
+
+The same loader reads botocore's JSON data files into plain dicts (:class:`ModelFileLoader`, its
+``FILE_LOADER_CLASS``) instead of botocore's ``json.loads(..., object_pairs_hook=OrderedDict)``:
+every client reads ``endpoints.json`` (1.25 MB) and the service model (0.53 MB), which take 17 ms
+and 2.8 ms to parse into OrderedDicts and 5.8 ms and 1.4 ms into dicts. Same parser (the standard
+library's: orjson would save 2 ms more but reads an integer beyond 64 bits as a float), same
+values; Python's dicts keep the file's key order, as the OrderedDicts did. botocore's maintainers
+note that plain dicts "work at a functional level" (boto/botocore pull request 2857, declined
+only because it changed ``botocore.compat``'s public names).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 from typing import Any
 
 from botocore.exceptions import DataNotFoundError
-from botocore.loaders import Loader, create_loader
+from botocore.loaders import JSONFileLoader, Loader, create_loader
 
-__all__ = ["ServiceLoader", "service_loader"]
+__all__ = ["ModelFileLoader", "ServiceLoader", "service_loader"]
+
+
+def _open_gzip(path: str, mode: str) -> Any:
+    import gzip
+
+    return gzip.open(path, mode)
+
+
+# botocore's file names of a data file: ``name.json``, else ``name.json.gz``, in that order
+_EXTENSIONS: tuple[tuple[str, Any], ...] = ((".json", open), (".json.gz", _open_gzip))
+
+
+class ModelFileLoader(JSONFileLoader):
+    """botocore's ``JSONFileLoader`` building plain dicts instead of OrderedDicts.
+
+    :class:`ServiceLoader`'s ``FILE_LOADER_CLASS``. Same files, same parser (the standard
+    library's), same values in the same order of keys, same answer for a missing file (``None``).
+    """
+
+    def load_file(self, file_path: str) -> Any:
+        """Load ``file_path`` + ``.json``, else + ``.json.gz`` (botocore's order of extensions).
+
+        Args:
+            file_path: the file's path without the extension.
+
+        Returns:
+            the parsed JSON (dicts, lists, str, int, float, bool, None), or ``None`` when neither
+            file exists.
+
+        Raises:
+            ValueError: the file is not JSON. OSError: it cannot be read.
+        """
+        for extension, opener in _EXTENSIONS:
+            path = file_path + extension
+            if os.path.isfile(path):
+                with opener(path, "rb") as fp:
+                    return json.loads(fp.read().decode("utf-8"))
+        return None
 
 
 class ServiceLoader(Loader):
@@ -28,7 +77,10 @@ class ServiceLoader(Loader):
 
     Install it as a session's ``data_loader`` component (``Session.register_component``), as
     :func:`service_loader` builds it. Thread-safe: the service being loaded is held per thread.
+    Its files are read by :class:`ModelFileLoader` (plain dicts) unless a ``file_loader`` is given.
     """
+
+    FILE_LOADER_CLASS = ModelFileLoader
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
