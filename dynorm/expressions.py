@@ -12,10 +12,10 @@ import decimal
 import json
 import re
 import reprlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from . import _codec
+from ._value import FrozenValue
 from .exceptions import DynormError, InvalidQuery, ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -287,8 +287,7 @@ _DOTTED = re.compile(r"\.([^.\[\]]+)|\[([0-9]+)\]")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass(frozen=True)
-class DocPath:
+class DocPath(FrozenValue):
     """A field, or a document path inside a ``fields.Map``/``fields.List`` field.
 
     Attributes:
@@ -299,7 +298,10 @@ class DocPath:
 
     name: str
     field: str
-    parts: tuple[str | int, ...] = ()
+    parts: tuple[str | int, ...]
+
+    def __init__(self, name: str, field: str, parts: tuple[str | int, ...] = ()) -> None:
+        self.__dict__.update(name=name, field=field, parts=parts)
 
     @property
     def shown(self) -> str:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, Pro
 
 from . import _codec, backend, conf
 from ._deferred import DeferredLoader
+from ._value import Value
 from .constraints import OWNER_KEY_ATTRIBUTE, SENTINEL_TYPE
 from .cursor import decode_cursor, decode_shard_cursor, encode_cursor, encode_shard_cursor, signing_secret
 from .exceptions import DynormError, InvalidCursor, InvalidQuery, UnreadableItem, UnreadableItems
@@ -89,24 +90,30 @@ class Page(Generic[T]):
         return len(self.items)
 
 
-@dataclass
-class Tail:
+class Tail(Value):
     """What the pipeline learnt past a page's end: the raw last item returned, and whether more match.
 
     For a GetItem, ``more`` says whether any item is stored under the key (whether or not it
     meets the plan's checks): ``get()`` falls back to older key versions only when none is.
     """
 
-    last: dict[str, Any] | None = None
-    more: bool = False
+    last: dict[str, Any] | None
+    more: bool
+
+    def __init__(self, last: dict[str, Any] | None = None, more: bool = False) -> None:
+        self.last = last
+        self.more = more
 
 
-@dataclass
-class Window:
+class Window(Value):
     """The slice of a queryset: matches number ``start`` up to ``stop`` (exclusive; ``None``: all)."""
 
-    start: int = 0
-    stop: int | None = None
+    start: int
+    stop: int | None
+
+    def __init__(self, start: int = 0, stop: int | None = None) -> None:
+        self.start = start
+        self.stop = stop
 
 
 # -- what the pipeline reads of a queryset ------------------------------------------------------
@@ -288,8 +295,7 @@ def rows(qs: Source, p: Plan, *, start: int = 0, stop: int | None = None, start_
             return
 
 
-@dataclass
-class ShardPositions:
+class ShardPositions(Value):
     """Where each bucket of a fan-out stands (a page's cursor), in bucket order.
 
     Attributes:
@@ -300,7 +306,11 @@ class ShardPositions:
     """
 
     starts: list[dict[str, Any] | None]
-    last: list[dict[str, Any] | None] = field(default_factory=list)
+    last: list[dict[str, Any] | None]
+
+    def __init__(self, starts: list[dict[str, Any] | None], last: list[dict[str, Any] | None] | None = None) -> None:
+        self.starts = starts
+        self.last = [] if last is None else last
 
     def cursor_positions(self, key_attrs: set[str]) -> list[dict[str, Any] | None]:
         """Each bucket's position for the next page's cursor (:func:`dynorm.cursor.encode_shard_cursor`).

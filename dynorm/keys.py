@@ -37,9 +37,9 @@ import datetime as _dt
 import decimal
 import re
 import string
-from dataclasses import dataclass
 from typing import Any, Callable, Collection, Mapping
 
+from ._value import FrozenValue
 from .exceptions import InvalidKeyValue, ModelError
 
 __all__ = [
@@ -335,8 +335,7 @@ def encode_value(value: Any, spec: str = "", *, delimiter: str = "#", entity: st
     return escape_text(text, delimiter, encoding)
 
 
-@dataclass(frozen=True)
-class Prefix:
+class Prefix(FrozenValue):
     """A (possibly partial) rendering of a key template.
 
     Attributes:
@@ -351,6 +350,9 @@ class Prefix:
     used: tuple[str, ...]
     complete: bool
     next_field: str | None
+
+    def __init__(self, value: str, used: tuple[str, ...], complete: bool, next_field: str | None) -> None:
+        self.__dict__.update(value=value, used=used, complete=complete, next_field=next_field)
 
 
 class KeyTemplate:
@@ -647,8 +649,7 @@ class KeyTemplate:
 # -- range bounds ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class KeyRange:
+class KeyRange(FrozenValue):
     """Inclusive bounds on the key text for a range lookup (``None`` = unbounded on that side).
 
     ``lo == hi`` with ``empty`` set means no key can match (a reversed ``between``).
@@ -656,7 +657,10 @@ class KeyRange:
 
     lo: str | None
     hi: str | None
-    empty: bool = False
+    empty: bool
+
+    def __init__(self, lo: str | None, hi: str | None, empty: bool = False) -> None:
+        self.__dict__.update(lo=lo, hi=hi, empty=empty)
 
 
 def _successor(prefix: str) -> str | None:

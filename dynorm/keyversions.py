@@ -18,8 +18,9 @@ writes it, :mod:`dynorm.keyguard` reads it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from ._value import FrozenValue, Value
 
 __all__ = ["LEDGER_PARTITION", "SORT_KEY", "ATTRIBUTE", "Retired", "Entry", "KeyVersionChange", "item_key",
            "decode", "encode", "applied", "reversal_started", "unrecorded"]
@@ -32,8 +33,7 @@ SORT_KEY = "keyversions"
 ATTRIBUTE = "entities"
 
 
-@dataclass(frozen=True)
-class Retired:
+class Retired(FrozenValue):
     """Why a key version is retired.
 
     Attributes:
@@ -45,12 +45,14 @@ class Retired:
     """
 
     migration: str
-    before: str | None = None
-    how: str = "moved"
+    before: str | None
+    how: str
+
+    def __init__(self, migration: str, before: str | None = None, how: str = "moved") -> None:
+        self.__dict__.update(migration=migration, before=before, how=how)
 
 
-@dataclass
-class Entry:
+class Entry(Value):
     """One entity type in the record.
 
     Attributes:
@@ -61,11 +63,15 @@ class Entry:
 
     version: str
     migration: str
-    retired: dict[str, Retired] = field(default_factory=dict)
+    retired: dict[str, Retired]
+
+    def __init__(self, version: str, migration: str, retired: dict[str, Retired] | None = None) -> None:
+        self.version = version
+        self.migration = migration
+        self.retired = {} if retired is None else retired
 
 
-@dataclass(frozen=True)
-class KeyVersionChange:
+class KeyVersionChange(FrozenValue):
     """What one migration operation does to an entity type's key versions.
 
     Attributes:
@@ -85,7 +91,12 @@ class KeyVersionChange:
     old: str
     new: str | None
     retires: bool
-    before: str | None = None
+    before: str | None
+
+    def __init__(self, table: str, pk_attribute: str, sk_attribute: str | None, entity_type: str, old: str,
+                 new: str | None, retires: bool, before: str | None = None) -> None:
+        self.__dict__.update(table=table, pk_attribute=pk_attribute, sk_attribute=sk_attribute,
+                             entity_type=entity_type, old=old, new=new, retires=retires, before=before)
 
 
 def item_key(pk_attribute: str, sk_attribute: str | None) -> dict[str, Any]:

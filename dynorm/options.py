@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ._value import FrozenValue, Value
 from .constraints import SENTINEL_TYPE, UniqueConstraint, resolve_constraints, unique_fields
 from .exceptions import InvalidKeyValue, ModelError, ValidationError
 from .keys import VERSION, KeyTemplate
@@ -74,8 +74,7 @@ class Index:
         return f"Index({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
 
 
-@dataclass(frozen=True)
-class BoundIndex:
+class BoundIndex(FrozenValue):
     """One access path resolved against an entity and its table.
 
     Attributes:
@@ -102,14 +101,23 @@ class BoundIndex:
     pk_attr: str
     sk: KeyTemplate | None
     sk_attr: str | None
-    sort_field: str | None = None
-    comment: str = ""
-    pk_fields: tuple[str, ...] = ()
-    sk_fields: tuple[str, ...] = ()
-    pk_attrs: tuple[str, ...] = ()
-    sk_attrs: tuple[str, ...] = ()
-    shards: int = 0
-    shard_by: tuple[str, ...] = ()
+    sort_field: str | None
+    comment: str
+    pk_fields: tuple[str, ...]
+    sk_fields: tuple[str, ...]
+    pk_attrs: tuple[str, ...]
+    sk_attrs: tuple[str, ...]
+    shards: int
+    shard_by: tuple[str, ...]
+
+    def __init__(self, name: str, index_name: str | None, kind: str, pk: KeyTemplate, pk_attr: str,
+                 sk: KeyTemplate | None, sk_attr: str | None, sort_field: str | None = None, comment: str = "",
+                 pk_fields: tuple[str, ...] = (), sk_fields: tuple[str, ...] = (), pk_attrs: tuple[str, ...] = (),
+                 sk_attrs: tuple[str, ...] = (), shards: int = 0, shard_by: tuple[str, ...] = ()) -> None:
+        self.__dict__.update(name=name, index_name=index_name, kind=kind, pk=pk, pk_attr=pk_attr, sk=sk,
+                             sk_attr=sk_attr, sort_field=sort_field, comment=comment, pk_fields=pk_fields,
+                             sk_fields=sk_fields, pk_attrs=pk_attrs, sk_attrs=sk_attrs, shards=shards,
+                             shard_by=shard_by)
 
     @property
     def is_multi(self) -> bool:
@@ -139,8 +147,7 @@ class BoundIndex:
         return self.kind == "gsi" or (self.kind == "lsi" and self.sk is not None)
 
 
-@dataclass
-class Options:
+class Options(Value):
     """The resolved ``Meta`` of an entity (``Entity._meta``).
 
     Attributes:
@@ -161,10 +168,26 @@ class Options:
     read_versions: tuple[str, ...]
     fields: dict[str, Field]
     primary: BoundIndex
-    indexes: dict[str, BoundIndex] = field(default_factory=dict)
-    version_field: str | None = None
-    abstract: bool = False
-    constraints: tuple[UniqueConstraint, ...] = ()
+    indexes: dict[str, BoundIndex]
+    version_field: str | None
+    abstract: bool
+    constraints: tuple[UniqueConstraint, ...]
+
+    def __init__(self, entity: str, table: type[TableDeclaration], entity_type: str, key_version: str,
+                 read_versions: tuple[str, ...], fields: dict[str, Field], primary: BoundIndex,
+                 indexes: dict[str, BoundIndex] | None = None, version_field: str | None = None,
+                 abstract: bool = False, constraints: tuple[UniqueConstraint, ...] = ()) -> None:
+        self.entity = entity
+        self.table = table
+        self.entity_type = entity_type
+        self.key_version = key_version
+        self.read_versions = read_versions
+        self.fields = fields
+        self.primary = primary
+        self.indexes = {} if indexes is None else indexes
+        self.version_field = version_field
+        self.abstract = abstract
+        self.constraints = constraints
 
     @property
     def all_indexes(self) -> list[BoundIndex]:
@@ -546,7 +569,7 @@ def _render_as_read(fields: Mapping[str, Field], primary: BoundIndex,
     def rebind(b: BoundIndex) -> BoundIndex:
         pk, sk = read(b.pk), read(b.sk)
         assert pk is not None
-        return b if pk is b.pk and sk is b.sk else replace(b, pk=pk, sk=sk)
+        return b if pk is b.pk and sk is b.sk else b.replace(pk=pk, sk=sk)
 
     return rebind(primary), {n: rebind(b) for n, b in indexes.items()}
 
@@ -709,7 +732,7 @@ def _bind_shards(entity: str, bound: BoundIndex, idx: Index, primary: BoundIndex
         raise ModelError(f"{where}: shard_by must name primary-key fields of {entity} "
                          f"({', '.join(primary.fields)}), each once; got {', '.join(map(str, by)) or 'none'}. A bucket "
                          "computed from another field would move the item whenever that field changes.")
-    return replace(bound, shards=n, shard_by=by)
+    return bound.replace(shards=n, shard_by=by)
 
 
 def _check_sharded_attributes(entity: str, tmeta: Any, indexes: Mapping[str, BoundIndex]) -> None:

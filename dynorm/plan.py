@@ -21,9 +21,10 @@ KeyConditionExpression on it; :mod:`dynorm.plan_value` holds :class:`QueryState`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from ._value import Value
 from .access_paths import (
     _RANGE,
     _candidates,
@@ -124,8 +125,7 @@ def _plan_sharded(req: _Request, best: BoundIndex, pk_value: str, sk_full: str |
 
 # -- reading the conditions -------------------------------------------------------------------
 
-@dataclass
-class _Request:
+class _Request(Value):
     """What every step of one :func:`plan` call reads: the state, its entity and table, its conditions.
 
     Attributes:
@@ -150,6 +150,22 @@ class _Request:
     entity_types: frozenset[str] | None
     limit: int | None
     count: bool
+
+    def __init__(self, state: QueryState, meta: Any, tmeta: Any, table: str, b: ExpressionBuilder,
+                 leaves: list[Leaf], complex_: list[Q], eq: dict[str, Any], ranged: set[str],
+                 entity_types: frozenset[str] | None, limit: int | None, count: bool) -> None:
+        self.state = state
+        self.meta = meta
+        self.tmeta = tmeta
+        self.table = table
+        self.b = b
+        self.leaves = leaves
+        self.complex_ = complex_
+        self.eq = eq
+        self.ranged = ranged
+        self.entity_types = entity_types
+        self.limit = limit
+        self.count = count
 
 
 def _read(state: QueryState, *, limit: int | None, count: bool) -> _Request:

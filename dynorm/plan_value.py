@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import decimal as _decimal
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._value import FrozenValue
 from .expressions import Q, show_key
 from .options import BoundIndex
 
@@ -22,8 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["QueryState", "Plan", "av_equal"]
 
 
-@dataclass(frozen=True)
-class QueryState:
+class QueryState(FrozenValue):
     """Everything a queryset describes; cloned (never mutated) by builder methods.
 
     Attributes:
@@ -48,24 +48,35 @@ class QueryState:
     """
 
     model: type[EntityLike]
-    where: tuple[Q, ...] = ()
-    using: str | None = None
-    scan: bool = False
-    descending: bool = False
-    projection: tuple[str, ...] | None = None
-    consistent: bool = False
-    collection: bool = False
-    of: type[EntityLike] | None = None
-    of_values: tuple[tuple[str, Any], ...] = ()
-    prefetch: tuple[str, ...] = ()
-    order_field: str | None = None
-    order_then: tuple[str, ...] = ()
-    ordered: bool = False
-    empty: bool = False
+    where: tuple[Q, ...]
+    using: str | None
+    scan: bool
+    descending: bool
+    projection: tuple[str, ...] | None
+    consistent: bool
+    collection: bool
+    of: type[EntityLike] | None
+    of_values: tuple[tuple[str, Any], ...]
+    prefetch: tuple[str, ...]
+    order_field: str | None
+    order_then: tuple[str, ...]
+    ordered: bool
+    empty: bool
+
+    def __init__(self, model: type[EntityLike], where: tuple[Q, ...] = (), using: str | None = None,
+                 scan: bool = False, descending: bool = False, projection: tuple[str, ...] | None = None,
+                 consistent: bool = False, collection: bool = False, of: type[EntityLike] | None = None,
+                 of_values: tuple[tuple[str, Any], ...] = (), prefetch: tuple[str, ...] = (),
+                 order_field: str | None = None, order_then: tuple[str, ...] = (), ordered: bool = False,
+                 empty: bool = False) -> None:
+        self.__dict__.update(model=model, where=where, using=using, scan=scan, descending=descending,
+                             projection=projection, consistent=consistent, collection=collection, of=of,
+                             of_values=of_values, prefetch=prefetch, order_field=order_field,
+                             order_then=order_then, ordered=ordered, empty=empty)
 
     def with_(self, **changes: Any) -> QueryState:
         """Return a copy with ``changes`` applied."""
-        return replace(self, **changes)
+        return self.replace(**changes)
 
 
 

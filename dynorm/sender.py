@@ -19,10 +19,10 @@ field is read.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import backend
+from ._value import Value
 from .exceptions import ConditionFailed, DynormError, ServiceError, TransactionCanceled
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,8 +160,7 @@ def send_create_steps(op: WriteOp, checks: list[WriteOp]) -> backend.Steps:
     return op.instance
 
 
-@dataclass
-class Refused:
+class Refused(Value):
     """What DynamoDB said when it cancelled a write sent with its checks (:func:`send_checked_steps`).
 
     Attributes:
@@ -172,6 +171,11 @@ class Refused:
     op: WriteOp
     failed: list[WriteOp]
     cause: TransactionCanceled
+
+    def __init__(self, op: WriteOp, failed: list[WriteOp], cause: TransactionCanceled) -> None:
+        self.op = op
+        self.failed = failed
+        self.cause = cause
 
     @property
     def older_item(self) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import decimal
 import zlib
-from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
+from ._value import FrozenValue
 from .exceptions import InvalidKeyValue
 from .keys import KeyTemplate, encode_value
 
@@ -36,8 +36,7 @@ class ShardedIndex(Protocol):
     def shard_by(self) -> tuple[str, ...]: ...
 
 
-@dataclass(frozen=True)
-class FrozenSharding:
+class FrozenSharding(FrozenValue):
     """A sharded index as a migration's frozen state records it (a :class:`ShardedIndex`).
 
     Attributes:
@@ -49,6 +48,9 @@ class FrozenSharding:
     pk: KeyTemplate
     shards: int
     shard_by: tuple[str, ...]
+
+    def __init__(self, index_name: str | None, pk: KeyTemplate, shards: int, shard_by: tuple[str, ...]) -> None:
+        self.__dict__.update(index_name=index_name, pk=pk, shards=shards, shard_by=shard_by)
 
 
 def bucket_of(bound: ShardedIndex, values: Mapping[str, Any], entity: str = "?") -> int:

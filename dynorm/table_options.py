@@ -10,9 +10,9 @@ of a table class. ``dynorm.tables`` re-exports every public name.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Protocol, TypeGuard
 
+from ._value import FrozenValue, Value
 from .exceptions import ModelError
 from .keys import check_delimiter
 
@@ -24,8 +24,7 @@ __all__ = ["TableOptions", "MultiKeySchema", "KEY_TYPES", "REVISION_ATTRIBUTE", 
 KEY_TYPES = ("S", "N", "B")
 
 
-@dataclass(frozen=True)
-class MultiKeySchema:
+class MultiKeySchema(FrozenValue):
     """The key schema of a multi-attribute GSI: ``(attribute, type)`` pairs, in key order.
 
     Attributes:
@@ -34,7 +33,10 @@ class MultiKeySchema:
     """
 
     pk: tuple[tuple[str, str], ...]
-    sk: tuple[tuple[str, str], ...] = ()
+    sk: tuple[tuple[str, str], ...]
+
+    def __init__(self, pk: tuple[tuple[str, str], ...], sk: tuple[tuple[str, str], ...] = ()) -> None:
+        self.__dict__.update(pk=pk, sk=sk)
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -119,8 +121,7 @@ def copied_from_value(source: Mapping[str, Any], revision_attribute: str, mark: 
     return {"SS": sorted({mark, *held})}
 
 
-@dataclass
-class TableOptions:
+class TableOptions(Value):
     """The resolved ``Meta`` of a :class:`Table` (``Table._meta``).
 
     Attributes:
@@ -144,18 +145,38 @@ class TableOptions:
     """
 
     table_name: str
-    pk_attribute: str = "PK"
-    sk_attribute: str | None = "SK"
-    type_attribute: str = "entityType"
-    gsis: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    lsis: dict[str, str] = field(default_factory=dict)
-    ttl_attribute: str | None = None
-    delimiter: str = "#"
-    billing_mode: str = "PAY_PER_REQUEST"
-    key_encoding: str = "ordered"
-    revision_attribute: str = REVISION_ATTRIBUTE
-    multi_gsis: dict[str, MultiKeySchema] = field(default_factory=dict)
-    stream: str | None = None
+    pk_attribute: str
+    sk_attribute: str | None
+    type_attribute: str
+    gsis: dict[str, tuple[str, str | None]]
+    lsis: dict[str, str]
+    ttl_attribute: str | None
+    delimiter: str
+    billing_mode: str
+    key_encoding: str
+    revision_attribute: str
+    multi_gsis: dict[str, MultiKeySchema]
+    stream: str | None
+
+    def __init__(self, table_name: str, pk_attribute: str = "PK", sk_attribute: str | None = "SK",
+                 type_attribute: str = "entityType", gsis: dict[str, tuple[str, str | None]] | None = None,
+                 lsis: dict[str, str] | None = None, ttl_attribute: str | None = None, delimiter: str = "#",
+                 billing_mode: str = "PAY_PER_REQUEST", key_encoding: str = "ordered",
+                 revision_attribute: str = REVISION_ATTRIBUTE, multi_gsis: dict[str, MultiKeySchema] | None = None,
+                 stream: str | None = None) -> None:
+        self.table_name = table_name
+        self.pk_attribute = pk_attribute
+        self.sk_attribute = sk_attribute
+        self.type_attribute = type_attribute
+        self.gsis = {} if gsis is None else gsis
+        self.lsis = {} if lsis is None else lsis
+        self.ttl_attribute = ttl_attribute
+        self.delimiter = delimiter
+        self.billing_mode = billing_mode
+        self.key_encoding = key_encoding
+        self.revision_attribute = revision_attribute
+        self.multi_gsis = {} if multi_gsis is None else multi_gsis
+        self.stream = stream
 
     @property
     def index_names(self) -> list[str]:

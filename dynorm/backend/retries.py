@@ -10,16 +10,15 @@ from __future__ import annotations
 import random
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from .._value import FrozenValue
 from .clients import register_hook, unregister_hook
 
 __all__ = ["RetryPolicy", "no_retries_after", "stopping"]
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(FrozenValue):
     """The one backoff policy of dynorm's own retry loops (unprocessed batch items and keys,
     ``update_with_retry``): sleep ``uniform(0, min(max_delay, base_delay * 2**attempt))``.
 
@@ -30,9 +29,12 @@ class RetryPolicy:
         base_delay, max_delay: seconds.
     """
 
-    max_attempts: int = 8
-    base_delay: float = 0.05
-    max_delay: float = 2.0
+    max_attempts: int
+    base_delay: float
+    max_delay: float
+
+    def __init__(self, max_attempts: int = 8, base_delay: float = 0.05, max_delay: float = 2.0) -> None:
+        self.__dict__.update(max_attempts=max_attempts, base_delay=base_delay, max_delay=max_delay)
 
     def delay(self, attempt: int) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based): full jitter."""

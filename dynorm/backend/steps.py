@@ -10,9 +10,9 @@ run the send guard (:func:`set_send_guard`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, AsyncGenerator, Callable, Generator
 
+from .._value import Value
 from ..exceptions import DynormError
 from .calls import acall, call
 from .records import Stats
@@ -22,8 +22,7 @@ __all__ = ["Send", "SendAll", "Sleep", "Emit",
            "collect", "first_emit"]
 
 
-@dataclass
-class Send:
+class Send(Value):
     """A step asking its driver to send one request (:func:`call` or :func:`acall`); the driver
     sends the response back into the steps, or throws the dynorm error in.
 
@@ -38,12 +37,18 @@ class Send:
 
     operation: str
     params: dict[str, Any]
-    stats: Stats | None = None
-    entities: tuple[Any, ...] = ()
+    stats: Stats | None
+    entities: tuple[Any, ...]
+
+    def __init__(self, operation: str, params: dict[str, Any], stats: Stats | None = None,
+                 entities: tuple[Any, ...] = ()) -> None:
+        self.operation = operation
+        self.params = params
+        self.stats = stats
+        self.entities = entities
 
 
-@dataclass
-class SendAll:
+class SendAll(Value):
     """A step asking its driver to send several requests at once and send back the list of responses.
 
     The synchronous driver sends them from a thread pool, the asyncio driver with
@@ -54,19 +59,26 @@ class SendAll:
 
     sends: list[Send]
 
+    def __init__(self, sends: list[Send]) -> None:
+        self.sends = sends
 
-@dataclass
-class Sleep:
+
+class Sleep(Value):
     """A step asking its driver to wait ``seconds`` (``time.sleep`` or ``asyncio.sleep``)."""
 
     seconds: float
 
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
 
-@dataclass
-class Emit:
+
+class Emit(Value):
     """A step handing a value out of a streaming run (:func:`stream`, :func:`astream`)."""
 
     value: Any
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 #: A generator of :class:`Send`/:class:`Sleep`/:class:`Emit` steps; its return value is the result.
