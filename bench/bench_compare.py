@@ -6,7 +6,7 @@ raw boto3 within its round: the median over rounds, with the spread (min–max).
 runs it (after ``pip install -e '.[bench]'``). A library that is not installed is left out with
 a line saying how to install it.
 
-    python bench/bench_compare.py [--rounds 7] [--scale 1.0] [--cold-runs 10] [--memory-repeats 3]
+    python bench/bench_compare.py [--rounds 7] [--scale 1.0] [--cold-runs 20] [--memory-repeats 3]
 
 Rows: get, put, update one attribute, query-100, query-1,000, batch write 1,000, batch get 100
 (client CPU µs per operation), cold start (import + model + one GetItem, whole process, wall and
@@ -78,7 +78,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds of every CPU figure")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the calls per round (0.01: a smoke run)")
-    ap.add_argument("--cold-runs", type=int, default=10, help="cold starts of each library")
+    ap.add_argument("--cold-runs", type=int, default=20,
+                    help="cold starts of each library (each one's ratio moves by about ±0.2 on a 2-core machine)")
     ap.add_argument("--memory-repeats", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=2, help="untimed calls before each library's turn")
     ap.add_argument("--results", type=Path, default=report.RESULTS, help="folder for compare.md and compare.json")

@@ -17,6 +17,7 @@ under its name. The public records (``Settings``, ``Plan``, ``Page``, ``Stats``,
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
+from operator import attrgetter
 from typing import Any, ClassVar, TypeVar
 
 __all__ = ["FrozenValue", "Value"]
@@ -36,15 +37,15 @@ class Value:
     __slots__ = ()
     #: the fields: ``__init__``'s parameters after ``self``, in order (set for each subclass)
     _fields: ClassVar[tuple[str, ...]] = ()
+    _key: ClassVar[Any]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         code = getattr(cls.__init__, "__code__", None)  # None: object's (FrozenValue itself)
         if code is not None:
             cls._fields = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple([getattr(self, name) for name in self._fields])
+            # the fields' values in one C call (a tuple; one field's value bare), for == and hash
+            cls._key = attrgetter(*cls._fields) if cls._fields else staticmethod(lambda _: ())
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
@@ -52,7 +53,7 @@ class Value:
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
-            return self._values() == other._values()  # type: ignore[attr-defined]
+            return bool(self._key(self) == other._key(other))  # type: ignore[attr-defined]
         return NotImplemented  # (defining __eq__ leaves the class unhashable, as a mutable dataclass)
 
     def replace(self: V, **changes: Any) -> V:
@@ -88,4 +89,4 @@ class FrozenValue(Value):
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(self._key(self))
