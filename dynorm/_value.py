@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import FrozenInstanceError
 from operator import attrgetter
+from reprlib import recursive_repr
 from typing import Any, ClassVar, TypeVar
 
 __all__ = ["FrozenValue", "Value"]
@@ -31,22 +32,42 @@ class Value:
     - ``repr``: ``Name(field=value, ...)``, the fields in ``__init__``'s order;
     - ``==``: records of the same class with equal fields (else ``NotImplemented``); unhashable,
       as a mutable dataclass is;
-    - :meth:`replace`: a copy with some fields changed (``dataclasses.replace``).
+    - :meth:`replace`: a copy with some fields changed (``dataclasses.replace``);
+    - the defaults of ``__init__`` as class attributes, and ``__match_args__``.
+
+    Unlike a dataclass, it is not known to ``dataclasses.fields``, ``asdict`` or ``replace``, and
+    a ``@dataclass`` subclass does not see its fields.
     """
 
     __slots__ = ()
     #: the fields: ``__init__``'s parameters after ``self``, in order (set for each subclass)
     _fields: ClassVar[tuple[str, ...]] = ()
     _key: ClassVar[Any]
+    __match_args__: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        code = getattr(cls.__init__, "__code__", None)  # None: object's (FrozenValue itself)
-        if code is not None:
-            cls._fields = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
-            # the fields' values in one C call (a tuple; one field's value bare), for == and hash
-            cls._key = attrgetter(*cls._fields) if cls._fields else staticmethod(lambda _: ())
+        init = cls.__init__
+        code = getattr(init, "__code__", None)  # None: object's (FrozenValue itself)
+        if code is None:
+            return
+        fields = cls._fields = code.co_varnames[1:code.co_argcount + code.co_kwonlyargcount]
+        cls.__match_args__ = fields  # type: ignore[misc]  # ``case Window(start, stop):``, as a dataclass
+        # the defaults as class attributes, as a dataclass has them (``RetryPolicy.max_attempts``)
+        positional = fields[:code.co_argcount - 1]
+        for name, default in zip(positional[len(positional) - len(init.__defaults__ or ()):], init.__defaults__ or ()):
+            setattr(cls, name, default)
+        for name, default in (init.__kwdefaults__ or {}).items():
+            setattr(cls, name, default)
+        # the fields' values as one tuple, read in one C call, for == and hash (a 1-tuple for one
+        # field: tuples compare items by identity first, so a record holding NaN equals itself)
+        if len(fields) > 1:
+            cls._key = attrgetter(*fields)
+        else:
+            get = attrgetter(*fields) if fields else None
+            cls._key = staticmethod(lambda record: (get(record),) if get is not None else ())
 
+    @recursive_repr()
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields)
         return f"{type(self).__qualname__}({shown})"

@@ -24,6 +24,7 @@ only because it changed ``botocore.compat``'s public names).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from typing import Any
@@ -40,6 +41,9 @@ def _open_gzip(path: str, mode: str) -> Any:
     return gzip.open(path, mode)
 
 
+# the logger botocore's JSONFileLoader names each file it loads on (to see which AWS_DATA_PATH file won)
+_log = logging.getLogger("botocore.loaders")
+
 # botocore's file names of a data file: ``name.json``, else ``name.json.gz``, in that order
 _EXTENSIONS: tuple[tuple[str, Any], ...] = ((".json", open), (".json.gz", _open_gzip))
 
@@ -48,7 +52,8 @@ class ModelFileLoader(JSONFileLoader):
     """botocore's ``JSONFileLoader`` building plain dicts instead of OrderedDicts.
 
     :class:`ServiceLoader`'s ``FILE_LOADER_CLASS``. Same files, same parser (the standard
-    library's), same values in the same order of keys, same answer for a missing file (``None``).
+    library's), same values in the same order of keys, same answer for a missing file (``None``),
+    same debug line on the ``botocore.loaders`` logger.
     """
 
     def load_file(self, file_path: str) -> Any:
@@ -58,8 +63,8 @@ class ModelFileLoader(JSONFileLoader):
             file_path: the file's path without the extension.
 
         Returns:
-            the parsed JSON (dicts, lists, str, int, float, bool, None), or ``None`` when neither
-            file exists.
+            the parsed JSON (dicts, lists, str, int, float, bool), or ``None`` when neither file
+            exists or holds anything but ``null``.
 
         Raises:
             ValueError: the file is not JSON. OSError: it cannot be read.
@@ -68,7 +73,11 @@ class ModelFileLoader(JSONFileLoader):
             path = file_path + extension
             if os.path.isfile(path):
                 with opener(path, "rb") as fp:
-                    return json.loads(fp.read().decode("utf-8"))
+                    payload = fp.read().decode("utf-8")
+                _log.debug("Loading JSON file: %s", path)  # botocore's line, on its logger
+                data = json.loads(payload)
+                if data is not None:  # a file holding ``null`` counts as absent, as in botocore
+                    return data
         return None
 
 

@@ -168,3 +168,29 @@ def test_clients_resolve_endpoints_and_signing_as_botocores(region: str, variant
                (theirs.meta.endpoint_url, theirs.meta.region_name, theirs.meta.partition)
         assert ours.meta.service_model.signing_name == theirs.meta.service_model.signing_name
         assert ours.meta.config.signature_version == theirs.meta.config.signature_version
+
+
+def test_a_json_file_holding_null_gives_way_to_its_gz_sibling_as_in_botocore(tmp_path: Path) -> None:
+    import gzip
+
+    from dynorm.backend.loader import ModelFileLoader
+
+    (tmp_path / "x.json").write_text("null")
+    with gzip.open(tmp_path / "x.json.gz", "wt") as fp:
+        fp.write('{"from": "gz"}')
+    (tmp_path / "only.json").write_text("null")
+    for stem, expected in (("x", {"from": "gz"}), ("only", None)):
+        assert ModelFileLoader().load_file(str(tmp_path / stem)) == expected
+        assert botocore.loaders.JSONFileLoader().load_file(str(tmp_path / stem)) == expected
+
+
+def test_each_file_loaded_is_named_on_botocores_logger(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """botocore's debug line is how one sees which AWS_DATA_PATH or ~/.aws/models file was used."""
+    from dynorm.backend.loader import ModelFileLoader
+
+    (tmp_path / "x.json").write_text("{}")
+    with caplog.at_level("DEBUG", logger="botocore.loaders"):
+        ModelFileLoader().load_file(str(tmp_path / "x"))
+        botocore.loaders.JSONFileLoader().load_file(str(tmp_path / "x"))
+    lines = [(r.name, r.getMessage()) for r in caplog.records]
+    assert lines == [("botocore.loaders", f"Loading JSON file: {tmp_path / 'x.json'}")] * 2

@@ -115,3 +115,41 @@ def test_import_dynorm_declares_only_the_public_records_as_dataclasses() -> None
     assert typing.cast(list, eval(out)) == [  # noqa: S307 - our own subprocess's printed list
         "dynorm.backend.records.Capture", "dynorm.backend.records.RequestRecord", "dynorm.backend.records.Stats",
         "dynorm.conf.Settings", "dynorm.iterables.Page", "dynorm.plan_value.Plan"]
+
+
+@pytest.mark.parametrize("cls", RECORDS, ids=lambda c: c.__qualname__)
+def test_defaults_are_class_attributes_and_fields_match_positionally_as_in_a_dataclass(cls: type[Value]) -> None:
+    import inspect
+
+    for name, param in inspect.signature(cls).parameters.items():
+        if param.default is not inspect.Parameter.empty:
+            assert getattr(cls, name) == param.default  # RetryPolicy.max_attempts == 8
+    assert cls.__match_args__ == cls._fields
+    if sys.version_info >= (3, 10):  # ``case Record(a, b):`` (the syntax is not Python 3.9's)
+        scope = {"cls": cls, "record": _sample(cls)}
+        exec("match record:\n    case cls(first):\n        got = first\n", scope)  # noqa: S102
+        assert scope["got"] == cls._fields[0]
+
+
+@pytest.mark.parametrize("make", [lambda v: __import__("dynorm.backend.steps", fromlist=["Sleep"]).Sleep(v),
+                                  lambda v: __import__("dynorm.iterables", fromlist=["Window"]).Window(v)],
+                         ids=["one field", "two fields"])
+def test_a_record_holding_nan_or_itself_equals_itself_and_shows_as_a_dataclass(make: typing.Callable) -> None:
+    nan = make(float("nan"))
+    assert nan == nan and nan != make(float("nan"))  # fields compared as a tuple: identity first
+    looped = make(None)
+    first = type(looped)._fields[0]
+    setattr(looped, first, looped)
+    assert looped == looped
+    assert repr(looped).startswith(f"{type(looped).__qualname__}({first}=...")  # no RecursionError
+
+
+def test_a_plan_still_converts_with_asdict_its_index_as_a_copy() -> None:
+    """``Plan`` stays a dataclass; its ``bound`` (an internal record) comes out of ``asdict`` as a
+    copy of the record rather than a dict (CHANGELOG)."""
+    from tests.models import Store
+
+    plan = Store.objects.filter(city="Oslo").explain()
+    out = dataclasses.asdict(plan)
+    assert out["operation"] == "Query" and out["bound"] == plan.bound and out["bound"] is not plan.bound
+    assert copy.deepcopy(plan) == plan and pickle.loads(pickle.dumps(plan)) == plan
