@@ -11,6 +11,15 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+# The dependencies' heavy modules first, while the import nesting is shallow. On Python 3.11 and
+# 3.12 a call that lands on a 16 KB boundary of the interpreter's frame stack maps and unmaps a
+# chunk each time (python/cpython issue 142183, fixed in 3.13 and 3.14). urllib3's URL patterns,
+# compiled by a deep recursion, hit that at most stack depths when botocore first imports urllib3
+# seven imports down, as it did under dynorm's modules (boto3's: four): ≈ 2,800 mmap/munmap pairs and
+# their page faults, ≈ 20 ms of system time in a cold start; from here, a few (docs/performance.md).
+import botocore.compat  # noqa: F401
+import pynamodb.models  # noqa: F401
+
 from . import fields, keyguard  # noqa: F401 - keyguard installs the key-version check in the drivers
 from .backend import Capture, Stats, aclose, capture
 from .conf import Settings, configure, get_settings
