@@ -63,8 +63,8 @@ class ModelFileLoader(JSONFileLoader):
             file_path: the file's path without the extension.
 
         Returns:
-            the parsed JSON (dicts, lists, str, int, float, bool), or ``None`` when neither file
-            exists or holds anything but ``null``.
+            the parsed JSON (dicts, lists, str, int, float, bool); ``None`` when neither file
+            exists, or each one that does holds ``null``.
 
         Raises:
             ValueError: the file is not JSON. OSError: it cannot be read.
